@@ -1,0 +1,2 @@
+#pragma once
+int ik_raw_placeholder(void);

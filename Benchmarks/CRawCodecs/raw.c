@@ -1,0 +1,1 @@
+int ik_raw_placeholder(void) { return 0; }

@@ -1,0 +1,210 @@
+#include "ik_shims.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Every libpng call that can longjmp runs inside the function that set the jump buffer, so a
+// longjmp never crosses a Swift frame. The Swift allocation callback runs between libpng calls.
+
+typedef struct {
+    const unsigned char *data;
+    size_t size;
+    size_t offset;
+    int truncated;
+    char *message;
+    size_t message_size;
+} ik_png_reader;
+
+static void ik_png_error(png_structp png, png_const_charp text) {
+    ik_png_reader *reader = (ik_png_reader *)png_get_error_ptr(png);
+    if (reader && reader->message_size > 0 && reader->message[0] == 0) {
+        snprintf(reader->message, reader->message_size, "%s", text);
+    }
+    png_longjmp(png, 1);
+}
+
+static void ik_png_warning(png_structp png, png_const_charp text) {
+    (void)png;
+    (void)text;
+}
+
+static void ik_png_read(png_structp png, png_bytep out, size_t length) {
+    ik_png_reader *reader = (ik_png_reader *)png_get_io_ptr(png);
+    if (length > reader->size - reader->offset) {
+        reader->truncated = 1;
+        png_error(png, "PNG data ends before the image does");
+    }
+    memcpy(out, reader->data + reader->offset, length);
+    reader->offset += length;
+}
+
+// Ancillary chunks ImageKit never uses: skipping them saves their inflate cost and defuses
+// compressed-text bombs.
+static const png_byte ik_png_ignored_chunks[] = {
+    'b', 'K', 'G', 'D', '\0', 'c', 'H', 'R', 'M', '\0', 'e', 'X', 'I', 'f', '\0',
+    'g', 'A', 'M', 'A', '\0', 'h', 'I', 'S', 'T', '\0', 'i', 'C', 'C', 'P', '\0',
+    'i', 'T', 'X', 't', '\0', 'o', 'F', 'F', 's', '\0', 'p', 'C', 'A', 'L', '\0',
+    'p', 'H', 'Y', 's', '\0', 's', 'B', 'I', 'T', '\0', 's', 'C', 'A', 'L', '\0',
+    's', 'P', 'L', 'T', '\0', 's', 'R', 'G', 'B', '\0', 't', 'E', 'X', 't', '\0',
+    't', 'I', 'M', 'E', '\0', 'z', 'T', 'X', 't', '\0',
+};
+
+ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_png_alloc_fn alloc,
+                             void *context, ik_png_info *info, char *message, size_t message_size) {
+    if (message_size > 0) message[0] = 0;
+    memset(info, 0, sizeof(*info));
+    ik_png_reader reader = {data, size, 0, 0, message, message_size};
+
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, ik_png_error, ik_png_warning);
+    if (!png) return IK_ERR_INTERNAL;
+    png_infop png_info = png_create_info_struct(png);
+    if (!png_info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return IK_ERR_INTERNAL;
+    }
+    // Volatile: read after a longjmp back into this frame.
+    png_bytep *volatile rows = NULL;
+    volatile ik_status refused = IK_OK;
+
+    if (setjmp(png_jmpbuf(png))) {
+        free(rows);
+        png_destroy_read_struct(&png, &png_info, NULL);
+        if (refused != IK_OK) return refused;
+        return reader.truncated ? IK_ERR_TRUNCATED : IK_ERR_DECODE;
+    }
+
+    png_set_read_fn(png, &reader, ik_png_read);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ik_png_ignored_chunks,
+                                (int)(sizeof(ik_png_ignored_chunks) / 5));
+    if (ignore_crc) png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    // Dimensions are policed by ImageKit's own limits in the allocation callback.
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+
+    png_read_info(png, png_info);
+    png_uint_32 width = 0, height = 0;
+    int bit_depth = 0, color_type = 0, interlace = 0;
+    png_get_IHDR(png, png_info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
+    int has_trns = png_get_valid(png, png_info, PNG_INFO_tRNS) != 0;
+
+    info->width = width;
+    info->height = height;
+    info->bit_depth = bit_depth;
+    info->color_type = color_type;
+    info->interlaced = interlace != PNG_INTERLACE_NONE;
+    info->has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0 || has_trns;
+
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (has_trns) png_set_tRNS_to_alpha(png);
+    if (bit_depth == 16) png_set_strip_16(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+    if (!info->has_alpha) png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    int passes = png_set_interlace_handling(png);
+    (void)passes;
+    png_read_update_info(png, png_info);
+
+    if (png_get_rowbytes(png, png_info) != (size_t)width * 4) {
+        snprintf(message, message_size, "unexpected PNG row layout");
+        refused = IK_ERR_DECODE;
+        png_error(png, "unexpected row layout");
+    }
+
+    size_t stride = 0;
+    unsigned char *first_row = (unsigned char *)alloc(context, info, &stride);
+    if (!first_row || stride < (size_t)width * 4) {
+        refused = IK_ERR_REFUSED;
+        png_error(png, "refused");
+    }
+    rows = (png_bytep *)malloc(sizeof(png_bytep) * (height ? height : 1));
+    if (!rows) {
+        refused = IK_ERR_INTERNAL;
+        png_error(png, "out of memory");
+    }
+    for (png_uint_32 y = 0; y < height; y++) rows[y] = first_row + (size_t)y * stride;
+    png_read_image(png, rows);
+    png_read_end(png, NULL);
+
+    free(rows);
+    png_destroy_read_struct(&png, &png_info, NULL);
+    return IK_OK;
+}
+
+// MARK: - Encoding
+
+typedef struct {
+    unsigned char *data;
+    size_t size;
+    size_t capacity;
+    int failed;
+    char *message;
+    size_t message_size;
+} ik_png_writer;
+
+static void ik_png_write(png_structp png, png_bytep bytes, size_t length) {
+    ik_png_writer *writer = (ik_png_writer *)png_get_io_ptr(png);
+    if (writer->size + length > writer->capacity) {
+        size_t capacity = writer->capacity ? writer->capacity : 4096;
+        while (capacity < writer->size + length) capacity *= 2;
+        unsigned char *grown = (unsigned char *)realloc(writer->data, capacity);
+        if (!grown) {
+            writer->failed = 1;
+            png_error(png, "out of memory");
+        }
+        writer->data = grown;
+        writer->capacity = capacity;
+    }
+    memcpy(writer->data + writer->size, bytes, length);
+    writer->size += length;
+}
+
+static void ik_png_flush(png_structp png) { (void)png; }
+
+static void ik_png_write_error(png_structp png, png_const_charp text) {
+    ik_png_writer *writer = (ik_png_writer *)png_get_error_ptr(png);
+    if (writer && writer->message_size > 0 && writer->message[0] == 0) {
+        snprintf(writer->message, writer->message_size, "%s", text);
+    }
+    png_longjmp(png, 1);
+}
+
+ik_status ik_png_encode_rgba(const void *pixels, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
+                             int compression, void **out_data, size_t *out_size, char *message,
+                             size_t message_size) {
+    if (message_size > 0) message[0] = 0;
+    *out_data = NULL;
+    *out_size = 0;
+    ik_png_writer writer = {NULL, 0, 0, 0, message, message_size};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &writer, ik_png_write_error, ik_png_warning);
+    if (!png) return IK_ERR_INTERNAL;
+    png_infop png_info = png_create_info_struct(png);
+    if (!png_info) {
+        png_destroy_write_struct(&png, NULL);
+        return IK_ERR_INTERNAL;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &png_info);
+        free(writer.data);
+        return writer.failed ? IK_ERR_INTERNAL : IK_ERR_DECODE;
+    }
+    png_set_write_fn(png, &writer, ik_png_write, ik_png_flush);
+    if (compression >= 0 && compression <= 9) png_set_compression_level(png, compression);
+    png_set_IHDR(png, png_info, width, height, 8, keep_alpha ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, png_info);
+    // RGBA rows in, the filler byte dropped when the output has no alpha.
+    if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);
+    const unsigned char *base = (const unsigned char *)pixels;
+    for (uint32_t y = 0; y < height; y++) {
+        png_write_row(png, (png_const_bytep)(base + (size_t)y * stride));
+    }
+    png_write_end(png, png_info);
+    png_destroy_write_struct(&png, &png_info);
+    *out_data = writer.data;
+    *out_size = writer.size;
+    return IK_OK;
+}
+
+void ik_free(void *pointer) { free(pointer); }

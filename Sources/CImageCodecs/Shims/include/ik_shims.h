@@ -1,0 +1,75 @@
+// ImageKit's C shims: only what Swift cannot call safely itself.
+//
+// Inputs are `const void *` + `size_t`; outputs are caller-provided memory + stride. Errors come
+// back as an `ik_status` plus a message copied into a caller buffer. No library type appears
+// here, so Swift code that imports this module sees plain C types only.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    IK_OK = 0,
+    /// The library rejected the data (corrupt, unsupported, CRC mismatch ...).
+    IK_ERR_DECODE = 1,
+    /// The input ended before the image did.
+    IK_ERR_TRUNCATED = 2,
+    /// The allocation callback refused the dimensions (limits) or could not allocate.
+    IK_ERR_REFUSED = 3,
+    /// Out of memory or another failure that is not the data's fault.
+    IK_ERR_INTERNAL = 4,
+} ik_status;
+
+// MARK: - PNG
+
+/// What a PNG's IHDR says, filled before the allocation callback runs.
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int bit_depth;
+    int color_type;
+    int interlaced;
+    /// 1 when the decoded pixels can hold alpha < 255 (alpha channel or tRNS).
+    int has_alpha;
+} ik_png_info;
+
+/// Asked once, after the header is read, for the memory to decode RGBA8 rows into. Returns the
+/// first row and sets `*stride` (>= width * 4), or NULL to refuse (limits, out of memory).
+typedef void *_Nullable (*ik_png_alloc_fn)(void *_Nullable context, const ik_png_info *_Nonnull info,
+                                           size_t *_Nonnull stride);
+
+/// Decodes a whole PNG (the default image) to RGBA8, straight alpha: palette and gray expanded,
+/// tRNS to alpha, 16-bit reduced to its high byte, interlacing resolved, gamma untouched.
+/// Reads through IEND so that a file cut after its pixels is still reported as truncated.
+/// `ignore_crc` accepts CRC mismatches (for streams ImageKit assembled itself).
+ik_status ik_png_decode_rgba(const void *_Nonnull data, size_t size, int ignore_crc,
+                             ik_png_alloc_fn _Nonnull alloc, void *_Nullable context,
+                             ik_png_info *_Nonnull info, char *_Nonnull message, size_t message_size);
+
+/// Encodes RGBA8 rows (straight alpha) as PNG: RGBA when `keep_alpha`, else RGB. The result is
+/// malloc'ed; free it with `ik_free`. `compression` is a zlib level 0...9 (-1: default).
+ik_status ik_png_encode_rgba(const void *_Nonnull pixels, uint32_t width, uint32_t height, size_t stride,
+                             int keep_alpha, int compression, void *_Nullable *_Nonnull out_data,
+                             size_t *_Nonnull out_size, char *_Nonnull message, size_t message_size);
+
+void ik_free(void *_Nullable pointer);
+
+// MARK: - curl
+
+/// Typed wrappers over the variadic `curl_easy_setopt` / `curl_easy_getinfo` / `curl_multi_setopt`.
+/// Handles are passed as untyped pointers; the return value is the CURLcode / CURLMcode.
+int ik_curl_easy_setopt_long(void *_Nonnull easy, int option, long value);
+int ik_curl_easy_setopt_pointer(void *_Nonnull easy, int option, const void *_Nullable value);
+int ik_curl_easy_setopt_offset(void *_Nonnull easy, int option, int64_t value);
+int ik_curl_easy_getinfo_long(void *_Nonnull easy, int info, long *_Nonnull value);
+int ik_curl_easy_getinfo_double(void *_Nonnull easy, int info, double *_Nonnull value);
+int ik_curl_easy_getinfo_offset(void *_Nonnull easy, int info, int64_t *_Nonnull value);
+int ik_curl_easy_getinfo_string(void *_Nonnull easy, int info, const char *_Nullable *_Nonnull value);
+int ik_curl_multi_setopt_long(void *_Nonnull multi, int option, long value);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,226 @@
+import CGIF
+import Foundation
+
+/// GIF decoding and encoding with giflib.
+///
+/// Frames are composited onto the logical screen (transparent at the start) with disposal
+/// methods 0–3, per-frame transparency and local palettes; parts of frames outside the screen
+/// are clipped. Delays of 10 ms or less become 100 ms, as browsers do. The loop count comes from
+/// the NETSCAPE2.0 (or ANIMEXTS1.0) extension; without one the animation plays once.
+public struct GIFCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .gif }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .gif }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in
+            try GIFDecoding(bytes: bytes, options: options).run()
+        }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        guard format == .gif else { throw ImageError(.encodingFailed, "GIFCoder cannot encode \(format)") }
+        return try GIFEncoding.encode(image, firstFrameOnly: options.firstFrameOnly)
+    }
+}
+
+/// Reads a GIF from memory for giflib's input callback.
+final class GIFMemoryReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+    var hitEnd = false
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    static let read: InputFunc = { gif, out, wanted in
+        guard let gif, let out, wanted > 0 else { return 0 }
+        let reader = Unmanaged<GIFMemoryReader>.fromOpaque(gif.pointee.UserData).takeUnretainedValue()
+        let available = reader.bytes.count - reader.offset
+        let count = min(Int(wanted), available)
+        if count < Int(wanted) { reader.hitEnd = true }
+        if count > 0 {
+            UnsafeMutableRawPointer(out).copyMemory(from: reader.bytes.baseAddress! + reader.offset, byteCount: count)
+            reader.offset += count
+        }
+        return Int32(count)
+    }
+}
+
+/// One GIF decode: the record loop and the compositing state.
+private struct GIFDecoding {
+    let bytes: UnsafeRawBufferPointer
+    let options: ImageDecodingOptions
+
+    func run() throws(ImageError) -> DecodedImage {
+        guard bytes.count > 0 else { throw ImageError(.emptyData, "the GIF data is empty") }
+        let reader = GIFMemoryReader(bytes)
+        var openError: Int32 = 0
+        let opened = withExtendedLifetime(reader) {
+            DGifOpen(Unmanaged.passUnretained(reader).toOpaque(), GIFMemoryReader.read, &openError)
+        }
+        guard let gif = opened else {
+            throw reader.hitEnd ? ImageError(.truncatedData, "GIF header is cut short")
+                : ImageError(.badImageData, "GIF: \(Self.message(openError))")
+        }
+        defer {
+            var closeError: Int32 = 0
+            DGifCloseFile(gif, &closeError)
+        }
+        return try withExtendedLifetime(reader) { () throws(ImageError) -> DecodedImage in
+            try decodeRecords(gif, reader: reader)
+        }
+    }
+
+    static func message(_ code: Int32) -> String {
+        if let text = GifErrorString(code) { return String(cString: text) }
+        return "giflib error \(code)"
+    }
+
+    private func failure(_ gif: UnsafeMutablePointer<GifFileType>, _ reader: GIFMemoryReader, _ what: String) -> ImageError {
+        if reader.hitEnd {
+            return ImageError(.truncatedData, "GIF data ends inside \(what) (\(Self.message(gif.pointee.Error)))")
+        }
+        if gif.pointee.Error == D_GIF_ERR_NOT_ENOUGH_MEM {
+            return ImageError(.internalError, "GIF: out of memory")
+        }
+        return ImageError(.badImageData, "GIF \(what): \(Self.message(gif.pointee.Error))")
+    }
+
+    private func decodeRecords(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError) -> DecodedImage {
+        let screenWidth = Int(gif.pointee.SWidth), screenHeight = Int(gif.pointee.SHeight)
+        try options.limits.check(width: screenWidth, height: screenHeight)
+        let frameBytes = screenWidth * screenHeight * 4
+
+        var canvas = try AnimationCanvas(width: screenWidth, height: screenHeight)
+        var frames: [ImageFrame] = []
+        var loopCount: Int?
+        var control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+        var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+        var line = [UInt8]()
+        var done = false
+
+        while !done {
+            var record = UNDEFINED_RECORD_TYPE
+            guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
+            switch record {
+            case IMAGE_DESC_RECORD_TYPE:
+                guard DGifGetImageDesc(gif) == GIF_OK else { throw failure(gif, reader, "an image descriptor") }
+                let desc = gif.pointee.Image
+                let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
+                // A frame's extent is what giflib decodes, and its far corner is the canvas other
+                // decoders grow to: police both like a canvas.
+                if frameWidth > 0 && frameHeight > 0 {
+                    try options.limits.check(width: frameWidth, height: frameHeight)
+                    try options.limits.check(width: Int(desc.Left) + frameWidth, height: Int(desc.Top) + frameHeight)
+                }
+                // Finish the previous frame: keep its picture, then dispose of it.
+                if let previous = pending {
+                    let total = (frames.count + 2) * frameBytes
+                    guard total <= options.limits.maxTotalBytes else {
+                        throw ImageError(.decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
+                    }
+                    frames.append(ImageFrame(bitmap: try canvas.snapshot(isOpaque: false), duration: previous.duration))
+                    if previous.disposal == DISPOSE_BACKGROUND {
+                        canvas.clear(previous.rect)
+                    } else if previous.disposal == DISPOSE_PREVIOUS, let saved = previous.saved {
+                        canvas.restore(previous.rect, from: saved)
+                    }
+                }
+                let rect = canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
+                let saved = control.DisposalMode == DISPOSE_PREVIOUS ? try canvas.snapshot(isOpaque: false) : nil
+                let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
+                try drawFrame(gif, reader: reader, canvas: &canvas, desc: desc, rect: rect, colorMap: colorMap,
+                              transparent: Int(control.TransparentColor), line: &line)
+                let centiseconds = Int(control.DelayTime)
+                pending = (centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100, control.DisposalMode, rect, saved)
+                control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+                if options.firstFrameOnly { done = true }
+
+            case EXTENSION_RECORD_TYPE:
+                try readExtension(gif, reader: reader, control: &control, loopCount: &loopCount)
+
+            case TERMINATE_RECORD_TYPE:
+                done = true
+
+            default:
+                throw ImageError(.badImageData, "GIF: unknown record type")
+            }
+        }
+
+        guard let last = pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
+        frames.append(ImageFrame(bitmap: canvas.finish(isOpaque: false), duration: last.duration))
+        if frames.count == 1 {
+            frames[0].duration = 0
+            return DecodedImage(frames: frames, loopCount: 1, format: .gif)
+        }
+        return DecodedImage(frames: frames, loopCount: loopCount ?? 1, format: .gif)
+    }
+
+    private func readExtension(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader,
+                               control: inout GraphicsControlBlock, loopCount: inout Int?) throws(ImageError) {
+        var code: Int32 = 0
+        var block: UnsafeMutablePointer<GifByteType>?
+        guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw failure(gif, reader, "an extension") }
+        var isLoopApplication = false
+        var first = true
+        while let current = block {
+            let length = Int(current[0])
+            if code == GRAPHICS_EXT_FUNC_CODE && first && length >= 4 {
+                DGifExtensionToGCB(length, current + 1, &control)
+            } else if code == APPLICATION_EXT_FUNC_CODE && first && length == 11 {
+                let name = String(decoding: UnsafeBufferPointer(start: current + 1, count: 11), as: UTF8.self)
+                isLoopApplication = name == "NETSCAPE2.0" || name == "ANIMEXTS1.0"
+            } else if isLoopApplication && !first && length >= 3 && current[1] == 1 && loopCount == nil {
+                loopCount = Int(current[2]) | Int(current[3]) << 8
+            }
+            first = false
+            guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw failure(gif, reader, "an extension") }
+        }
+    }
+
+    private func drawFrame(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, canvas: inout AnimationCanvas,
+                           desc: GifImageDesc, rect: AnimationCanvas.Rect, colorMap: UnsafeMutablePointer<ColorMapObject>?,
+                           transparent: Int, line: inout [UInt8]) throws(ImageError) {
+        let width = Int(desc.Width), height = Int(desc.Height)
+        guard width > 0, height > 0 else {
+            // Nothing to draw, but the (empty) LZW stream must still be consumed.
+            var codeSize: Int32 = 0
+            var block: UnsafeMutablePointer<GifByteType>?
+            guard DGifGetCode(gif, &codeSize, &block) == GIF_OK else { throw failure(gif, reader, "image data") }
+            while block != nil {
+                guard DGifGetCodeNext(gif, &block) == GIF_OK else { throw failure(gif, reader, "image data") }
+            }
+            return
+        }
+        // Palette as RGBA words; indices past the palette's end draw opaque black.
+        var palette = [UInt32](repeating: 0xFF00_0000, count: 256)
+        if let colorMap, let colors = colorMap.pointee.Colors {
+            for index in 0..<min(Int(colorMap.pointee.ColorCount), 256) {
+                let color = colors[index]
+                palette[index] = UInt32(color.Red) | UInt32(color.Green) << 8 | UInt32(color.Blue) << 16 | 0xFF00_0000
+            }
+        }
+        if line.count < width { line = [UInt8](repeating: 0, count: width) }
+        let left = Int(desc.Left), top = Int(desc.Top)
+        let interlaced = desc.Interlace
+        let passes: [(start: Int, step: Int)] = interlaced ? [(0, 8), (4, 8), (2, 4), (1, 2)] : [(0, 1)]
+        for pass in passes {
+            var y = pass.start
+            while y < height {
+                let ok = line.withUnsafeMutableBufferPointer { DGifGetLine(gif, $0.baseAddress, Int32(width)) }
+                guard ok == GIF_OK else { throw failure(gif, reader, "image data") }
+                let canvasY = top + y
+                if canvasY >= rect.y && canvasY < rect.y + rect.height {
+                    let destination = UnsafeMutableRawPointer(canvas.pixels.row(canvasY)).assumingMemoryBound(to: UInt32.self)
+                    line.withUnsafeBufferPointer { indices in
+                        for canvasX in rect.x..<rect.x + rect.width {
+                            let index = Int(indices[canvasX - left])
+                            if index != transparent { destination[canvasX] = palette[index] }
+                        }
+                    }
+                }
+                y += pass.step
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import CTurboJPEG
+import Foundation
+import Synchronization
+
+/// JPEG decoding and encoding with libturbojpeg (the TurboJPEG 2.1 API).
+///
+/// Decodes baseline, progressive and arithmetic-coded 8-bit JPEGs, grayscale, and CMYK/YCCK
+/// (Adobe-inverted or plain) to RGB. EXIF orientation is read and applied unless
+/// ``ImageDecodingOptions/appliesOrientation`` is false. 12-bit and lossless JPEGs give
+/// ``ImageError/Code/unsupportedFormat``.
+public struct JPEGCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpeg }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .jpeg }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in
+            try Self.decode(bytes, options: options)
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        guard bytes.count > 0, let base = bytes.baseAddress else { throw ImageError(.emptyData, "the JPEG data is empty") }
+        let markers = JPEGMarkers(bytes)
+        if let reason = markers.unsupportedReason { throw ImageError(.unsupportedFormat, reason) }
+
+        let handle = try TurboJPEGHandle.decompressor()
+        // A handle that reported an error may keep libjpeg state behind: only clean ones go back.
+        var handleIsClean = false
+        defer { if handleIsClean { TurboJPEGHandle.recycle(handle) } }
+
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+        let source = base.assumingMemoryBound(to: UInt8.self)
+        let headerStatus = tjDecompressHeader3(handle.raw, source, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
+        if headerStatus != 0 {
+            let message = handle.errorMessage
+            // Usable anyway: a warning (stray bytes between markers), or TurboJPEG 2.1 failing to
+            // name an unusual subsampling, which tjDecompress2 does not need.
+            let usable = width > 0 && height > 0 && (tjGetErrorCode(handle.raw) == Int32(TJERR_WARNING.rawValue)
+                || message.contains("Could not determine subsampling"))
+            if !usable {
+                if message.contains("not supported") || message.contains("Unsupported") {
+                    throw ImageError(.unsupportedFormat, "JPEG: \(message)")
+                }
+                if markers.frameMarker == nil || message.contains("Premature end") {
+                    throw ImageError(.truncatedData, "JPEG header: \(message)")
+                }
+                throw ImageError(.badImageData, "JPEG header: \(message)")
+            }
+        }
+        try options.limits.check(width: Int(width), height: Int(height))
+
+        let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
+        var buffer = try PixelBuffer(width: Int(width), height: Int(height))
+        let format = isCMYK ? TJPF_CMYK : TJPF_RGBA
+        let flags = TJFLAG_LIMITSCANS
+        let status = tjDecompress2(handle.raw, source, UInt(bytes.count), buffer.row(0), width,
+                                   Int32(buffer.bytesPerRow), height, Int32(format.rawValue), flags)
+        var isPartial = false
+        if status != 0 {
+            let message = handle.errorMessage
+            if tjGetErrorCode(handle.raw) == Int32(TJERR_WARNING.rawValue) {
+                // libjpeg only warns when the data ends early: it pads the rest of the scan.
+                if message.contains("Premature end") {
+                    guard options.allowsPartialImages else {
+                        throw ImageError(.truncatedData, "JPEG data ends early: \(message)")
+                    }
+                    isPartial = true
+                }
+            } else if message.contains("Unsupported") || message.contains("not supported") {
+                throw ImageError(.unsupportedFormat, "JPEG: \(message)")
+            } else {
+                throw ImageError(.badImageData, "JPEG: \(message)")
+            }
+        }
+        handleIsClean = status == 0 && headerStatus == 0
+        if isCMYK { convertCMYKToRGBA(&buffer, inverted: markers.hasAdobeMarker) }
+
+        var image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg,
+                                 orientation: markers.orientation ?? .up, isOrientationApplied: false,
+                                 isPartial: isPartial)
+        if options.appliesOrientation { image = try image.applyingOrientation() }
+        return image
+    }
+
+    /// CMYK (as stored) to RGB in place. Adobe writes inverted CMYK, where a stored 255 means no
+    /// ink; without the Adobe marker the values are plain ink amounts.
+    private static func convertCMYKToRGBA(_ buffer: inout PixelBuffer, inverted: Bool) {
+        for y in 0..<buffer.height {
+            let row = buffer.row(y)
+            for x in 0..<buffer.width {
+                let p = row + x * 4
+                var c = UInt32(p[0]), m = UInt32(p[1]), yellow = UInt32(p[2]), k = UInt32(p[3])
+                if !inverted { c = 255 - c; m = 255 - m; yellow = 255 - yellow; k = 255 - k }
+                p[0] = UInt8((c * k + 127) / 255)
+                p[1] = UInt8((m * k + 127) / 255)
+                p[2] = UInt8((yellow * k + 127) / 255)
+                p[3] = 255
+            }
+        }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        guard format == .jpeg else { throw ImageError(.encodingFailed, "JPEGCoder cannot encode \(format)") }
+        guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
+        let bitmap = frame.bitmap
+        let handle = try TurboJPEGHandle.compressor()
+        var output: UnsafeMutablePointer<UInt8>? = nil
+        var size: UInt = 0
+        let quality = Int32((min(max(options.quality, 0), 1) * 100).rounded())
+        let status = bitmap.withUnsafeBytes { pixels in
+            tjCompress2(handle.raw, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bitmap.width),
+                        Int32(bitmap.bytesPerRow), Int32(bitmap.height), Int32(TJPF_RGBA.rawValue), &output, &size,
+                        Int32(TJSAMP_420.rawValue), max(quality, 1), 0)
+        }
+        defer { if let output { tjFree(output) } }
+        guard status == 0, let output else { throw ImageError(.encodingFailed, "JPEG: \(handle.errorMessage)") }
+        return Data(bytes: output, count: Int(size))
+    }
+}
+
+/// Owns one `tjhandle`. Decompressors are pooled: creating one allocates libjpeg's state, which
+/// costs as much as decoding a small thumbnail.
+final class TurboJPEGHandle: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: a handle is used by one thread at a time — it is either
+    // in the pool (touched only under the pool's lock) or checked out by exactly one decode.
+    let raw: tjhandle
+
+    private init(raw: tjhandle) { self.raw = raw }
+    deinit { tjDestroy(raw) }
+
+    private static let pool = Mutex<[TurboJPEGHandle]>([])
+    private static let poolLimit = 16
+
+    static func decompressor() throws(ImageError) -> TurboJPEGHandle {
+        if let pooled = pool.withLock({ $0.popLast() }) { return pooled }
+        guard let raw = tjInitDecompress() else { throw ImageError(.internalError, "tjInitDecompress failed") }
+        return TurboJPEGHandle(raw: raw)
+    }
+
+    static func recycle(_ handle: TurboJPEGHandle) {
+        pool.withLock { pool in
+            if pool.count < poolLimit { pool.append(handle) }
+        }
+    }
+
+    static func compressor() throws(ImageError) -> TurboJPEGHandle {
+        guard let raw = tjInitCompress() else { throw ImageError(.internalError, "tjInitCompress failed") }
+        return TurboJPEGHandle(raw: raw)
+    }
+
+    var errorMessage: String {
+        guard let message = tjGetErrorStr2(raw) else { return "unknown libturbojpeg error" }
+        return String(cString: message)
+    }
+}

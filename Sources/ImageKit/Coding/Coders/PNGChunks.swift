@@ -1,0 +1,157 @@
+/// A bounds-checked walk over a PNG's chunks, and the APNG animation it describes.
+enum PNGChunks {
+    struct Chunk {
+        var type: UInt32
+        /// Offset of the chunk's data (after length and type) within the file.
+        var dataStart: Int
+        var dataCount: Int
+    }
+
+    static func tag(_ text: StaticString) -> UInt32 {
+        text.withUTF8Buffer { $0.reduce(0) { $0 << 8 | UInt32($1) } }
+    }
+
+    static let IHDR = tag("IHDR"), IDAT = tag("IDAT"), IEND = tag("IEND"), PLTE = tag("PLTE")
+    static let tRNS = tag("tRNS"), acTL = tag("acTL"), fcTL = tag("fcTL"), fdAT = tag("fdAT")
+
+    static func u32(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
+        guard offset >= 0, offset + 4 <= bytes.count else { return 0 }
+        return UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16
+            | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+
+    static func u16(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt16 {
+        guard offset >= 0, offset + 2 <= bytes.count else { return 0 }
+        return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+
+    /// Calls `body` for each complete chunk after the signature until it returns false, IEND
+    /// is seen, or the data ends.
+    static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (Chunk) -> Bool) {
+        var offset = 8
+        while offset + 8 <= bytes.count {
+            let length = Int(u32(bytes, offset))
+            let type = u32(bytes, offset + 4)
+            let dataStart = offset + 8
+            guard length <= bytes.count - dataStart else { return }
+            let chunk = Chunk(type: type, dataStart: dataStart, dataCount: length)
+            if !body(chunk) || type == IEND { return }
+            offset = dataStart + length + 4
+        }
+    }
+
+    /// True when an `acTL` chunk comes before the first `IDAT` (the APNG rule).
+    static func hasAnimationControl(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var found = false
+        forEach(bytes) { chunk in
+            if chunk.type == acTL { found = true; return false }
+            return chunk.type != IDAT
+        }
+        return found
+    }
+}
+
+/// The APNG structure of a file: canvas, loop count and each frame's control and data chunks.
+struct APNGAnimation {
+    struct Frame {
+        var width: Int, height: Int, x: Int, y: Int
+        /// Seconds.
+        var delay: Double
+        /// 0 none, 1 background, 2 previous.
+        var dispose: UInt8
+        /// 0 source, 1 over.
+        var blend: UInt8
+        /// The frame's image data: `IDAT` payloads for the default image, else `fdAT` payloads
+        /// less their sequence numbers.
+        var dataChunks: [Range<Int>] = []
+        var usesDefaultImage = false
+    }
+
+    var width = 0, height = 0
+    var playCount = 0
+    var frames: [Frame] = []
+    /// True when the default image (IDAT) is not the animation's first frame.
+    var defaultImageHidden = true
+    /// IHDR, PLTE and tRNS chunks (whole, with length and CRC) shared by every frame.
+    var sharedChunks: [Range<Int>] = []
+
+    /// Parses the animation, or nil when the chunks do not describe a consistent one (the
+    /// decoder then shows the default image).
+    init?(_ bytes: UnsafeRawBufferPointer) {
+        var declaredFrames = 0
+        var seenIDAT = false
+        var current: Frame?
+        var valid = true
+        PNGChunks.forEach(bytes) { chunk in
+            let d = chunk.dataStart
+            switch chunk.type {
+            case PNGChunks.IHDR:
+                width = Int(PNGChunks.u32(bytes, d))
+                height = Int(PNGChunks.u32(bytes, d + 4))
+                sharedChunks.append(d - 8..<d + chunk.dataCount + 4)
+            case PNGChunks.PLTE, PNGChunks.tRNS:
+                if !seenIDAT { sharedChunks.append(d - 8..<d + chunk.dataCount + 4) }
+            case PNGChunks.acTL:
+                guard chunk.dataCount >= 8 else { valid = false; return false }
+                declaredFrames = Int(PNGChunks.u32(bytes, d))
+                playCount = Int(PNGChunks.u32(bytes, d + 4))
+            case PNGChunks.fcTL:
+                guard chunk.dataCount >= 26 else { valid = false; return false }
+                if let finished = current { frames.append(finished) }
+                let numerator = Double(PNGChunks.u16(bytes, d + 20))
+                let denominator = Double(PNGChunks.u16(bytes, d + 22))
+                var delay = numerator / (denominator == 0 ? 100 : denominator)
+                if delay <= 0.010 { delay = 0.1 } // what browsers do with (near-)zero delays
+                current = Frame(width: Int(PNGChunks.u32(bytes, d + 4)), height: Int(PNGChunks.u32(bytes, d + 8)),
+                                x: Int(PNGChunks.u32(bytes, d + 12)), y: Int(PNGChunks.u32(bytes, d + 16)),
+                                delay: delay, dispose: bytes[d + 24], blend: bytes[d + 25])
+                if !seenIDAT { current?.usesDefaultImage = true; defaultImageHidden = false }
+            case PNGChunks.IDAT:
+                seenIDAT = true
+                if current?.usesDefaultImage == true { current?.dataChunks.append(d..<d + chunk.dataCount) }
+            case PNGChunks.fdAT:
+                guard chunk.dataCount >= 4, current != nil, current?.usesDefaultImage == false else { return true }
+                current?.dataChunks.append(d + 4..<d + chunk.dataCount)
+            default:
+                break
+            }
+            return true
+        }
+        if let finished = current { frames.append(finished) }
+        if frames.count > declaredFrames { frames.removeLast(frames.count - declaredFrames) }
+        guard valid, declaredFrames > 0, !frames.isEmpty, width > 0, height > 0 else { return nil }
+        for frame in frames {
+            guard frame.width > 0, frame.height > 0, frame.x + frame.width <= width,
+                  frame.y + frame.height <= height, !frame.dataChunks.isEmpty else { return nil }
+        }
+    }
+
+    /// A standalone PNG holding one frame: the shared chunks with the frame's size in IHDR, its
+    /// data as IDAT chunks, and IEND. CRCs are left zero; the decoder is told to ignore them.
+    func standalonePNG(for frame: Frame, from bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var out: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func append32(_ value: UInt32) {
+            out.append(contentsOf: [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
+        }
+        for range in sharedChunks {
+            let start = out.count
+            out.append(contentsOf: bytes[range])
+            if PNGChunks.u32(bytes, range.lowerBound + 4) == PNGChunks.IHDR {
+                out.replaceSubrange(start + 8..<start + 16, with: [
+                    UInt8(frame.width >> 24 & 0xFF), UInt8(frame.width >> 16 & 0xFF), UInt8(frame.width >> 8 & 0xFF), UInt8(frame.width & 0xFF),
+                    UInt8(frame.height >> 24 & 0xFF), UInt8(frame.height >> 16 & 0xFF), UInt8(frame.height >> 8 & 0xFF), UInt8(frame.height & 0xFF),
+                ])
+            }
+        }
+        for range in frame.dataChunks {
+            append32(UInt32(range.count))
+            out.append(contentsOf: [0x49, 0x44, 0x41, 0x54])
+            out.append(contentsOf: bytes[range])
+            append32(0)
+        }
+        append32(0)
+        out.append(contentsOf: [0x49, 0x45, 0x4E, 0x44])
+        append32(0xAE42_6082)
+        return out
+    }
+}

@@ -1,0 +1,143 @@
+import CImageCodecs
+import Foundation
+
+/// PNG and APNG decoding and encoding with libpng.
+///
+/// Every colour type and bit depth decodes to RGBA8 (palette and gray expanded, tRNS to alpha,
+/// 16-bit samples reduced to their high byte, interlacing resolved, no gamma correction). An
+/// APNG decodes to its animation frames composited on the IHDR-sized canvas; a default image
+/// that is not part of the animation is returned only with
+/// ``ImageDecodingOptions/firstFrameOnly``, as a viewer that does not animate shows it.
+public struct PNGCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .png }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .png }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in
+            if PNGChunks.hasAnimationControl(bytes), let animation = APNGAnimation(bytes),
+               !(options.firstFrameOnly && animation.defaultImageHidden) {
+                return try Self.decodeAnimation(animation, bytes: bytes, options: options)
+            }
+            let bitmap = try Self.decodeStill(bytes, limits: options.limits, ignoreCRC: false)
+            return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
+        }
+    }
+
+    /// Decodes one complete PNG stream (the default image) with libpng.
+    static func decodeStill(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool) throws(ImageError) -> Bitmap {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
+        // IHDR's method bytes: libpng accepts some values the PNG specification does not.
+        if bytes.count >= 29, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
+            guard bytes[26] == 0, bytes[27] == 0, bytes[28] <= 1 else {
+                throw ImageError(.badImageData, "PNG: unknown compression, filter or interlace method in IHDR")
+            }
+        }
+        final class Allocation {
+            var limits: DecodingLimits
+            var pixels: UnsafeMutableRawPointer?
+            var bytesPerRow = 0
+            var error: ImageError?
+            init(limits: DecodingLimits) { self.limits = limits }
+            deinit { pixels?.deallocate() }
+        }
+        let allocation = Allocation(limits: limits)
+        var info = ik_png_info()
+        var message = [CChar](repeating: 0, count: 256)
+        let status = withExtendedLifetime(allocation) {
+            ik_png_decode_rgba(base, bytes.count, ignoreCRC ? 1 : 0, { context, info, stride in
+                let allocation = Unmanaged<Allocation>.fromOpaque(context!).takeUnretainedValue()
+                let width = Int(info.pointee.width), height = Int(info.pointee.height)
+                do throws(ImageError) {
+                    try allocation.limits.check(width: width, height: height)
+                    let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
+                    allocation.pixels = pixels
+                    allocation.bytesPerRow = bytesPerRow
+                    stride.pointee = bytesPerRow
+                    return pixels
+                } catch {
+                    allocation.error = error
+                    return nil
+                }
+            }, Unmanaged.passUnretained(allocation).toOpaque(), &info, &message, message.count)
+        }
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch status {
+        case IK_OK:
+            guard let pixels = allocation.pixels else { throw ImageError(.internalError, "libpng returned no pixels") }
+            allocation.pixels = nil
+            let buffer = PixelBuffer(adopting: pixels, width: Int(info.width), height: Int(info.height),
+                                     bytesPerRow: allocation.bytesPerRow)
+            return buffer.freeze(isOpaque: info.has_alpha == 0)
+        case IK_ERR_REFUSED:
+            throw allocation.error ?? ImageError(.internalError, "could not allocate the PNG's pixels")
+        case IK_ERR_TRUNCATED:
+            throw ImageError(.truncatedData, "PNG: \(text)")
+        case IK_ERR_INTERNAL:
+            throw ImageError(.internalError, "PNG: \(text.isEmpty ? "out of memory" : text)")
+        default:
+            if text.contains("IHDR") || text.contains("bit depth") || text.contains("color type") || text.contains("dimensions") {
+                if info.width == 0 || info.height == 0, text.contains("dimension") {
+                    throw ImageError(.zeroPixels, "PNG: \(text)")
+                }
+            }
+            throw ImageError(.badImageData, "PNG: \(text.isEmpty ? "corrupt data" : text)")
+        }
+    }
+
+    private static func decodeAnimation(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer,
+                                        options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        let frameCount = options.firstFrameOnly ? 1 : animation.frames.count
+        // Frames plus the canvas and one saved copy for "dispose to previous".
+        try options.limits.check(width: animation.width, height: animation.height, frames: frameCount)
+        var canvas = try AnimationCanvas(width: animation.width, height: animation.height)
+        var frames: [ImageFrame] = []
+        frames.reserveCapacity(frameCount)
+        for (index, frame) in animation.frames.prefix(frameCount).enumerated() {
+            let rect = canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
+            var dispose = frame.dispose
+            if index == 0 && dispose == 2 { dispose = 1 } // nothing to go back to: clear instead
+            let saved = dispose == 2 ? try canvas.snapshot(isOpaque: false) : nil
+
+            let pixels: Bitmap
+            if frame.usesDefaultImage && frame.width == animation.width && frame.height == animation.height {
+                pixels = try decodeStill(bytes, limits: options.limits, ignoreCRC: false)
+            } else {
+                let stream = animation.standalonePNG(for: frame, from: bytes)
+                pixels = try stream.withImageBytes { stream throws(ImageError) in
+                    try decodeStill(stream, limits: options.limits, ignoreCRC: true)
+                }
+            }
+            canvas.draw(pixels, x: frame.x, y: frame.y, blend: frame.blend == 1 && index > 0)
+            frames.append(ImageFrame(bitmap: try canvas.snapshot(isOpaque: false), duration: frame.delay))
+
+            switch dispose {
+            case 1: canvas.clear(rect)
+            case 2: if let saved { canvas.restore(rect, from: saved) }
+            default: break
+            }
+        }
+        return DecodedImage(frames: frames, loopCount: frames.count > 1 ? animation.playCount : 1, format: .png)
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        guard format == .png else { throw ImageError(.encodingFailed, "PNGCoder cannot encode \(format)") }
+        guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
+        return try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque())
+    }
+
+    static func encode(_ bitmap: Bitmap, keepAlpha: Bool) throws(ImageError) -> Data {
+        var output: UnsafeMutableRawPointer?
+        var size = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = bitmap.withUnsafeBytes { pixels in
+            ik_png_encode_rgba(pixels.baseAddress!, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
+                               keepAlpha ? 1 : 0, 6, &output, &size, &message, message.count)
+        }
+        guard status == IK_OK, let output else {
+            throw ImageError(.encodingFailed, "PNG: \(string(fromCBuffer: message))")
+        }
+        return Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in ik_free(pointer) })
+    }
+}

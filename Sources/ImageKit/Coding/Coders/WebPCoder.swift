@@ -1,0 +1,195 @@
+import CWebP
+import Foundation
+
+/// WebP decoding and encoding with libwebp: lossy, lossless, alpha, and animations.
+///
+/// Still images decode straight into ImageKit's buffer. Animations go through
+/// `WebPAnimDecoder`, which applies blending and disposal; each composited canvas is copied once
+/// into the frame's own bitmap. The EXIF orientation in an `EXIF` chunk is applied by default.
+public struct WebPCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .webp }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .webp }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in
+            try Self.decode(bytes, options: options)
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count > 0 else {
+            throw ImageError(.emptyData, "the WebP data is empty")
+        }
+        var features = WebPBitstreamFeatures()
+        let status = WebPGetFeatures(base, bytes.count, &features)
+        guard status == VP8_STATUS_OK else { throw error(status, "WebP header") }
+
+        var image: DecodedImage
+        if features.has_animation != 0 {
+            image = try decodeAnimation(bytes, options: options)
+        } else {
+            try options.limits.check(width: Int(features.width), height: Int(features.height))
+            let buffer = try PixelBuffer(width: Int(features.width), height: Int(features.height))
+            var config = WebPDecoderConfig()
+            guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+            config.output.colorspace = MODE_RGBA
+            config.output.is_external_memory = 1
+            config.output.u.RGBA.rgba = buffer.row(0)
+            config.output.u.RGBA.stride = Int32(buffer.bytesPerRow)
+            config.output.u.RGBA.size = buffer.byteCount
+            let decoded = WebPDecode(base, bytes.count, &config)
+            WebPFreeDecBuffer(&config.output)
+            guard decoded == VP8_STATUS_OK else { throw error(decoded, "WebP") }
+            image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: features.has_alpha == 0))], format: .webp)
+        }
+        image.orientation = exifOrientation(bytes) ?? .up
+        image.isOrientationApplied = image.orientation == .up
+        if options.appliesOrientation { image = try image.applyingOrientation() }
+        return image
+    }
+
+    static func error(_ status: VP8StatusCode, _ what: String) -> ImageError {
+        switch status {
+        case VP8_STATUS_NOT_ENOUGH_DATA: ImageError(.truncatedData, "\(what): the data ends early")
+        case VP8_STATUS_UNSUPPORTED_FEATURE: ImageError(.unsupportedFormat, "\(what): unsupported feature")
+        case VP8_STATUS_OUT_OF_MEMORY: ImageError(.internalError, "\(what): out of memory")
+        default: ImageError(.badImageData, "\(what): corrupt bitstream (status \(status.rawValue))")
+        }
+    }
+
+    private static func decodeAnimation(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        var decoderOptions = WebPAnimDecoderOptions()
+        guard WebPAnimDecoderOptionsInit(&decoderOptions) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+        decoderOptions.color_mode = MODE_RGBA
+        decoderOptions.use_threads = 0
+        var webpData = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+        guard let decoder = WebPAnimDecoderNew(&webpData, &decoderOptions) else {
+            // The demuxer refuses incomplete files without saying why; tell truncation apart.
+            var features = WebPBitstreamFeatures()
+            _ = WebPGetFeatures(webpData.bytes, webpData.size, &features)
+            if riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
+            throw ImageError(.badImageData, "animated WebP: the file is corrupt")
+        }
+        defer { WebPAnimDecoderDelete(decoder) }
+        var info = WebPAnimInfo()
+        guard WebPAnimDecoderGetInfo(decoder, &info) != 0 else { throw ImageError(.badImageData, "animated WebP: no animation info") }
+        let width = Int(info.canvas_width), height = Int(info.canvas_height)
+        let frameCount = options.firstFrameOnly ? 1 : Int(info.frame_count)
+        guard frameCount > 0 else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
+        try options.limits.check(width: width, height: height, frames: frameCount)
+
+        var frames: [ImageFrame] = []
+        frames.reserveCapacity(frameCount)
+        var previousTimestamp: Int32 = 0
+        while frames.count < frameCount && WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            var canvas: UnsafeMutablePointer<UInt8>?
+            var timestamp: Int32 = 0
+            guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
+                if riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
+                throw ImageError(.badImageData, "animated WebP: frame \(frames.count) is corrupt")
+            }
+            let buffer = try PixelBuffer(width: width, height: height)
+            for y in 0..<height {
+                buffer.row(y).update(from: canvas + y * width * 4, count: width * 4)
+            }
+            let duration = Double(timestamp - previousTimestamp) / 1000
+            previousTimestamp = timestamp
+            frames.append(ImageFrame(bitmap: buffer.freeze(isOpaque: false), duration: duration))
+        }
+        guard !frames.isEmpty else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
+        if frames.count == 1 { frames[0].duration = 0 }
+        return DecodedImage(frames: frames, loopCount: frames.count > 1 ? Int(info.loop_count) : 1, format: .webp)
+    }
+
+    /// The size the RIFF header promises (8 + its length field).
+    private static func riffDeclaredSize(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard bytes.count >= 8 else { return Int.max }
+        return 8 + (Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24)
+    }
+
+    /// The orientation in the `EXIF` chunk, when the VP8X header says there is one.
+    static func exifOrientation(_ bytes: UnsafeRawBufferPointer) -> ImageOrientation? {
+        guard bytes.count >= 21, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
+              bytes[20] & 0x08 != 0 else { return nil }
+        var offset = 12
+        while offset + 8 <= bytes.count {
+            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            let start = offset + 8
+            guard size >= 0, size <= bytes.count - start else { return nil }
+            if bytes[offset] == 0x45, bytes[offset + 1] == 0x58, bytes[offset + 2] == 0x49, bytes[offset + 3] == 0x46 {
+                return ExifReader.orientation(exifPayload: UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]))
+            }
+            offset = start + size + (size & 1)
+        }
+        return nil
+    }
+
+    // MARK: - Encoding
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        guard format == .webp else { throw ImageError(.encodingFailed, "WebPCoder cannot encode \(format)") }
+        guard let first = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
+        guard first.bitmap.width <= 16383, first.bitmap.height <= 16383 else {
+            throw ImageError(.encodingFailed, "WebP cannot hold \(first.bitmap.width)×\(first.bitmap.height) pixels (max 16383 per side)")
+        }
+        let quality = Float(min(max(options.quality, 0), 1) * 100)
+        if image.frames.count > 1 && !options.firstFrameOnly {
+            return try encodeAnimation(image, quality: quality, lossless: options.lossless)
+        }
+        let bitmap = first.bitmap
+        var output: UnsafeMutablePointer<UInt8>?
+        let size = bitmap.withUnsafeBytes { pixels in
+            let rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            return options.lossless
+                ? WebPEncodeLosslessRGBA(rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), &output)
+                : WebPEncodeRGBA(rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality, &output)
+        }
+        guard size > 0, let output else { throw ImageError(.encodingFailed, "WebP encoding failed") }
+        return Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in WebPFree(pointer) })
+    }
+
+    private func encodeAnimation(_ image: DecodedImage, quality: Float, lossless: Bool) throws(ImageError) -> Data {
+        let width = image.width, height = image.height
+        var encoderOptions = WebPAnimEncoderOptions()
+        guard WebPAnimEncoderOptionsInit(&encoderOptions) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+        encoderOptions.anim_params.loop_count = Int32(max(0, min(image.loopCount, 65535)))
+        guard let encoder = WebPAnimEncoderNew(Int32(width), Int32(height), &encoderOptions) else {
+            throw ImageError(.encodingFailed, "WebP: could not create an animation encoder")
+        }
+        defer { WebPAnimEncoderDelete(encoder) }
+        var config = WebPConfig()
+        guard WebPConfigInit(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+        config.lossless = lossless ? 1 : 0
+        config.quality = lossless ? 75 : quality
+        var timestamp: Int32 = 0
+        for frame in image.frames {
+            guard frame.bitmap.width == width, frame.bitmap.height == height else {
+                throw ImageError(.encodingFailed, "WebP frames must all be \(width)×\(height)")
+            }
+            var picture = WebPPicture()
+            guard WebPPictureInit(&picture) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+            picture.width = Int32(width)
+            picture.height = Int32(height)
+            picture.use_argb = 1
+            let imported = frame.bitmap.withUnsafeBytes { pixels in
+                WebPPictureImportRGBA(&picture, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(frame.bitmap.bytesPerRow))
+            }
+            defer { WebPPictureFree(&picture) }
+            guard imported != 0, WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
+                throw ImageError(.encodingFailed, "WebP: could not add frame")
+            }
+            timestamp += Int32(max(1, (frame.duration * 1000).rounded()))
+        }
+        guard WebPAnimEncoderAdd(encoder, nil, timestamp, nil) != 0 else {
+            throw ImageError(.encodingFailed, "WebP: could not finish the animation")
+        }
+        var assembled = WebPData()
+        guard WebPAnimEncoderAssemble(encoder, &assembled) != 0, let bytes = assembled.bytes else {
+            throw ImageError(.encodingFailed, "WebP: could not assemble the animation")
+        }
+        defer { WebPDataClear(&assembled) }
+        return Data(bytes: bytes, count: assembled.size)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+/// Hard limits a decoder checks against the header before it allocates anything.
+///
+/// The defaults refuse decompression bombs: more than 16384 × 16384 pixels in one frame, or more
+/// than 256 MiB of decoded RGBA across all frames of one image.
+public struct DecodingLimits: Sendable, Hashable {
+    /// The most pixels (width × height) one frame or canvas may have.
+    public var maxPixelsPerFrame: Int
+    /// The most bytes of decoded RGBA8 that all frames of one image may take together.
+    public var maxTotalBytes: Int
+
+    public init(maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20) {
+        self.maxPixelsPerFrame = maxPixelsPerFrame
+        self.maxTotalBytes = maxTotalBytes
+    }
+
+    public static let `default` = DecodingLimits()
+
+    /// Throws ``ImageError/Code/decompressionBomb`` when `frames` frames of `width × height`
+    /// exceed the limits, ``ImageError/Code/zeroPixels`` when the size is empty.
+    public func check(width: Int, height: Int, frames: Int = 1) throws(ImageError) {
+        guard width > 0, height > 0 else {
+            throw ImageError(.zeroPixels, "the image declares \(width)×\(height) pixels")
+        }
+        let (pixels, pixelOverflow) = width.multipliedReportingOverflow(by: height)
+        guard !pixelOverflow, pixels <= maxPixelsPerFrame else {
+            throw ImageError(.decompressionBomb,
+                             "\(width)×\(height) pixels exceed the limit of \(maxPixelsPerFrame) pixels per frame")
+        }
+        let (bytes, byteOverflow) = pixels.multipliedReportingOverflow(by: 4 * max(frames, 1))
+        guard !byteOverflow, bytes <= maxTotalBytes else {
+            throw ImageError(.decompressionBomb,
+                             "\(frames) frame(s) of \(width)×\(height) need \(bytes) bytes, over the limit of \(maxTotalBytes)")
+        }
+    }
+}
+
+/// Per-decode options.
+public struct ImageDecodingOptions: Sendable, Hashable {
+    /// Decode only the first frame of an animation (SDWebImage's `decodeFirstFrameOnly`).
+    public var firstFrameOnly: Bool
+    /// Apply the EXIF orientation so pixels come out upright (default). When false the stored
+    /// pixels are returned and ``DecodedImage/orientation`` only reports the tag.
+    public var appliesOrientation: Bool
+    /// Return what a library could decode of truncated data (a JPEG cut short) as an image with
+    /// ``DecodedImage/isPartial`` set, instead of throwing ``ImageError/Code/truncatedData``.
+    public var allowsPartialImages: Bool
+    /// Refuse images over these limits before allocating.
+    public var limits: DecodingLimits
+
+    public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
+                allowsPartialImages: Bool = false, limits: DecodingLimits = .default) {
+        self.firstFrameOnly = firstFrameOnly
+        self.appliesOrientation = appliesOrientation
+        self.allowsPartialImages = allowsPartialImages
+        self.limits = limits
+    }
+
+    public static let `default` = ImageDecodingOptions()
+}
+
+/// A decoder for one or more formats (SDWebImage's `SDImageCoder` decoding half).
+///
+/// Implementations are stateless or internally synchronised: one instance decodes on many
+/// threads at once.
+public protocol ImageDecoding: Sendable {
+    /// Whether this decoder reads data whose signature is `signature`.
+    func canDecode(_ signature: ImageSignature) -> Bool
+    /// Decodes `data` into RGBA8 frames.
+    /// - Throws: ``ImageError`` — never traps on bad input.
+    func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage
+}
+
+extension ImageDecoding {
+    /// Decodes with the default options.
+    public func decode(_ data: Data) throws(ImageError) -> DecodedImage {
+        try decode(data, options: .default)
+    }
+}

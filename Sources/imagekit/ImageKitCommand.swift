@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import ImageKit
+
+@main
+struct ImageKitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "imagekit",
+        abstract: "Inspect, decode and convert images with ImageKit.",
+        version: ImageKit.version,
+        subcommands: [Info.self, Convert.self]
+    )
+}
+
+/// Reads a whole file, as a typed error on failure.
+func readFile(_ path: String) throws -> Data {
+    do {
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    } catch {
+        throw ValidationError("cannot read \(path): \(error.localizedDescription)")
+    }
+}
+
+/// Writes one line of JSON to standard output.
+func printJSON(_ object: [String: Any]) {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+    print(String(decoding: data, as: UTF8.self))
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import ImageKit
+
+struct Info: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode files and print what they hold.",
+        discussion: """
+            Prints format, size, frame count, loop count, frame durations, EXIF orientation and \
+            decoded cost for each file. With --pixels, also the SHA-256 of each frame's pixels as \
+            tightly packed RGBA8 with fully transparent pixels cleared to 0,0,0,0. Exits 1 when any \
+            file fails to decode.
+            """
+    )
+
+    @Argument(help: "Image files.") var files: [String]
+    @Flag(help: "Print one JSON object per file per line.") var json = false
+    @Flag(help: "Also print the SHA-256 of each frame's pixels.") var pixels = false
+    @Flag(help: "Do not apply the EXIF orientation to the pixels.") var keepOrientation = false
+
+    func run() throws {
+        var failed = false
+        let options = ImageDecodingOptions(appliesOrientation: !keepOrientation)
+        for path in files {
+            do {
+                let data = try readFile(path)
+                let image = try ImageCodersManager.shared.decode(data, options: options)
+                report(path: path, image: image)
+            } catch let error as ImageError {
+                failed = true
+                reportFailure(path: path, code: error.code.rawValue, message: error.message)
+            } catch {
+                failed = true
+                reportFailure(path: path, code: "readFailed", message: "\(error)")
+            }
+        }
+        if failed { throw ExitCode(1) }
+    }
+
+    private func report(path: String, image: DecodedImage) {
+        let digests = pixels ? image.frames.map { $0.bitmap.canonicalSHA256() } : []
+        if json {
+            var object: [String: Any] = [
+                "path": path, "format": image.format.rawValue, "width": image.width, "height": image.height,
+                "frames": image.frames.count, "loopCount": image.loopCount,
+                "durations": image.frames.map(\.duration), "orientation": image.orientation.rawValue,
+                "cost": image.cost,
+            ]
+            if pixels { object["sha256"] = digests }
+            printJSON(object)
+        } else {
+            var line = "\(path): \(image.format) \(image.width)x\(image.height), \(image.frames.count) frame(s)"
+            if image.isAnimated {
+                let durations = image.frames.map { String(format: "%.3g", $0.duration) }.joined(separator: ",")
+                line += ", loop \(image.loopCount == 0 ? "forever" : String(image.loopCount)), durations [\(durations)] s"
+            }
+            line += ", orientation \(image.orientation.rawValue), cost \(image.cost) bytes"
+            print(line)
+            for (index, digest) in digests.enumerated() { print("  frame \(index) sha256 \(digest)") }
+        }
+    }
+
+    private func reportFailure(path: String, code: String, message: String) {
+        if json {
+            printJSON(["path": path, "error": code, "message": message])
+        } else {
+            print("\(path): error \(code): \(message)")
+        }
+    }
+}
