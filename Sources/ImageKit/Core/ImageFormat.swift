@@ -156,7 +156,7 @@ extension ImageSignature {
                 return .init(format: .webp, isAnimated: animated)
             }
         case 0x00:
-            if count >= 12, byte(1) == 0, byte(2) == 0, byte(3) == 0x01 { return .init(format: .ico) }
+            if count >= 6, byte(1) == 0, byte(2) == 0x01, byte(3) == 0, byte(4) != 0 || byte(5) != 0 { return .init(format: .ico) }
             if count >= 12, matches("ftyp", at: 4) { return .init(format: isoMediaFormat(bytes)) }
             if matchesBytes([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A], at: 0) { return .init(format: .jpegXL) }
         case 0x25:
@@ -185,14 +185,11 @@ extension ImageSignature {
             }
             offset += 4
         }
-        for brand in brands {
-            switch brand {
-            case "avif", "avis": return .avif
-            case "heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs": return .heic
-            case "mif1", "msf1", "mif2": return .heif
-            default: continue
-            }
-        }
+        // The most specific brand decides: a `mif1` file listing `heic` is HEIC.
+        if brands.contains(where: { $0 == "avif" || $0 == "avis" }) { return .avif }
+        let heic: Set = ["heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs"]
+        if brands.contains(where: heic.contains) { return .heic }
+        if brands.contains(where: { $0 == "mif1" || $0 == "msf1" || $0 == "mif2" }) { return .heif }
         return .unknown
     }
 

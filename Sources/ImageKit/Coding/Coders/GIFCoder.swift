@@ -104,15 +104,13 @@ private struct GIFDecoding {
             guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
             switch record {
             case IMAGE_DESC_RECORD_TYPE:
+                // Police the frame's extent from the raw descriptor before giflib sets up its
+                // decoder: the extent is what giflib decodes, and its far corner is the canvas
+                // other decoders grow to.
+                try checkFrameExtent(reader)
                 guard DGifGetImageDesc(gif) == GIF_OK else { throw failure(gif, reader, "an image descriptor") }
                 let desc = gif.pointee.Image
                 let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
-                // A frame's extent is what giflib decodes, and its far corner is the canvas other
-                // decoders grow to: police both like a canvas.
-                if frameWidth > 0 && frameHeight > 0 {
-                    try options.limits.check(width: frameWidth, height: frameHeight)
-                    try options.limits.check(width: Int(desc.Left) + frameWidth, height: Int(desc.Top) + frameHeight)
-                }
                 // Finish the previous frame: keep its picture, then dispose of it.
                 if let previous = pending {
                     let total = (frames.count + 2) * frameBytes
@@ -154,6 +152,18 @@ private struct GIFDecoding {
             return DecodedImage(frames: frames, loopCount: 1, format: .gif)
         }
         return DecodedImage(frames: frames, loopCount: loopCount ?? 1, format: .gif)
+    }
+
+    /// Checks the image descriptor that follows the reader's position (left, top, width,
+    /// height: little-endian 16-bit values).
+    private func checkFrameExtent(_ reader: GIFMemoryReader) throws(ImageError) {
+        let start = reader.offset
+        guard start + 8 <= bytes.count else { return } // giflib reports the truncation
+        func u16(_ at: Int) -> Int { Int(bytes[start + at]) | Int(bytes[start + at + 1]) << 8 }
+        let left = u16(0), top = u16(2), width = u16(4), height = u16(6)
+        guard width > 0, height > 0 else { return }
+        try options.limits.check(width: width, height: height)
+        try options.limits.check(width: left + width, height: top + height)
     }
 
     private func readExtension(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader,

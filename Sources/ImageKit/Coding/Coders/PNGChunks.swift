@@ -40,6 +40,25 @@ enum PNGChunks {
         }
     }
 
+    static let iCCP = tag("iCCP")
+
+    /// A defect in the chunks before the first `IDAT` that libpng would let through (it treats
+    /// them as benign), or nil.
+    static func headerDefect(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var defect: String?
+        forEach(bytes) { chunk in
+            if chunk.type == iCCP {
+                let data = UnsafeRawBufferPointer(rebasing: bytes[chunk.dataStart..<chunk.dataStart + chunk.dataCount])
+                if let nameEnd = data.prefix(80).firstIndex(of: 0), nameEnd + 1 < data.count, data[nameEnd + 1] != 0 {
+                    defect = "the iCCP chunk uses unknown compression method \(data[nameEnd + 1])"
+                }
+                return false
+            }
+            return chunk.type != IDAT
+        }
+        return defect
+    }
+
     /// True when an `acTL` chunk comes before the first `IDAT` (the APNG rule).
     static func hasAnimationControl(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var found = false

@@ -34,6 +34,7 @@ public struct PNGCoder: ImageCoding {
                 throw ImageError(.badImageData, "PNG: unknown compression, filter or interlace method in IHDR")
             }
         }
+        if !ignoreCRC, let defect = PNGChunks.headerDefect(bytes) { throw ImageError(.badImageData, "PNG: \(defect)") }
         final class Allocation {
             var limits: DecodingLimits
             var pixels: UnsafeMutableRawPointer?

@@ -1,0 +1,96 @@
+import Foundation
+import XCTest
+@testable import ImageKit
+
+/// Lossless formats must round-trip pixel-exactly; lossy ones within the stated PSNR.
+final class EncoderRoundTripTests: XCTestCase {
+    let coders = ImageCodersManager.shared
+
+    func roundTrip(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions = .default) throws -> DecodedImage {
+        let data = try coders.encode(image, as: format, options: options)
+        XCTAssertEqual(ImageSignature(data).format, format)
+        return try coders.decode(data)
+    }
+
+    func testPNGIsPixelExactWithAndWithoutAlpha() throws {
+        for bitmap in [TestImages.gradient(width: 67, height: 41), TestImages.gradient(width: 64, height: 33, alpha: true)] {
+            let decoded = try roundTrip(TestImages.still(bitmap), as: .png)
+            XCTAssertEqual(decoded.bitmap.packedRGBA(), bitmap.packedRGBA())
+            XCTAssertEqual(decoded.bitmap.isOpaque, bitmap.isOpaque, "an opaque image is written as RGB")
+        }
+    }
+
+    func testLosslessWebPIsPixelExact() throws {
+        let bitmap = TestImages.gradient(width: 50, height: 30, alpha: true)
+        let decoded = try roundTrip(TestImages.still(bitmap), as: .webp, options: ImageEncodingOptions(lossless: true))
+        XCTAssertEqual(decoded.bitmap.canonicalSHA256(), bitmap.canonicalSHA256())
+    }
+
+    /// Stated bounds: JPEG at quality 0.9 ≥ 30 dB, lossy WebP at 0.9 ≥ 30 dB on a smooth image.
+    func testLossyFormatsStayWithinPSNR() throws {
+        let bitmap = TestImages.gradient(width: 160, height: 120)
+        let jpeg = try roundTrip(TestImages.still(bitmap), as: .jpeg, options: ImageEncodingOptions(quality: 0.9))
+        XCTAssertGreaterThan(psnr(jpeg.bitmap, bitmap), 30)
+        let webp = try roundTrip(TestImages.still(bitmap), as: .webp, options: ImageEncodingOptions(quality: 0.9))
+        XCTAssertGreaterThan(psnr(webp.bitmap, bitmap), 30)
+        // Lower quality gives smaller files.
+        let small = try coders.encode(TestImages.still(bitmap), as: .jpeg, options: ImageEncodingOptions(quality: 0.2))
+        let large = try coders.encode(TestImages.still(bitmap), as: .jpeg, options: ImageEncodingOptions(quality: 0.95))
+        XCTAssertLessThan(small.count, large.count)
+    }
+
+    func testGIFIsExactForFewColoursAndKeepsTransparency() throws {
+        let bitmap = TestImages.blocks(width: 40, height: 24, transparentCorner: true)
+        let decoded = try roundTrip(TestImages.still(bitmap), as: .gif)
+        XCTAssertEqual(decoded.bitmap.canonicalSHA256(), bitmap.canonicalSHA256())
+        XCTAssertEqual(decoded.bitmap[0, 0].a, 0)
+    }
+
+    /// Quantised GIF (more than 256 colours): median cut keeps a photo-like image above 25 dB.
+    func testGIFQuantisesManyColours() throws {
+        let bitmap = TestImages.gradient(width: 96, height: 64)
+        let decoded = try roundTrip(TestImages.still(bitmap), as: .gif)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, bitmap), 25)
+    }
+
+    func testAnimatedGIFAndWebPStayAnimated() throws {
+        let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 16, colors: 3 + $0), duration: 0.2) }
+        let animation = DecodedImage(frames: frames, loopCount: 0, format: .gif)
+        for format in [ImageFormat.gif, .webp] {
+            let options = ImageEncodingOptions(lossless: true)
+            let decoded = try roundTrip(animation, as: format, options: options)
+            XCTAssertEqual(decoded.frames.count, 3, "\(format)")
+            XCTAssertEqual(decoded.loopCount, 0, "\(format)")
+            for (index, frame) in decoded.frames.enumerated() {
+                XCTAssertEqual(frame.duration, 0.2, accuracy: 0.001, "\(format)")
+                XCTAssertEqual(frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(format) frame \(index)")
+            }
+        }
+        let still = try roundTrip(animation, as: .png)
+        XCTAssertEqual(still.frames.count, 1, "PNG gets the first frame")
+    }
+
+    func testPreferredEncodingFormatFollowsCQS03() {
+        let opaque = TestImages.still(TestImages.gradient(width: 8, height: 8))
+        XCTAssertEqual(opaque.preferredEncodingFormat, .jpeg)
+        let alpha = TestImages.still(TestImages.gradient(width: 8, height: 8, alpha: true))
+        XCTAssertEqual(alpha.preferredEncodingFormat, .png)
+        let animated = DecodedImage(frames: [ImageFrame(bitmap: opaque.bitmap), ImageFrame(bitmap: opaque.bitmap)], format: .webp)
+        XCTAssertEqual(animated.preferredEncodingFormat, .gif)
+        // A bitmap flagged non-opaque whose pixels are all opaque still counts as opaque.
+        let buffer = try! PixelBuffer(width: 2, height: 2)
+        buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 255, count: buffer.byteCount)
+        let allOpaque = TestImages.still(buffer.freeze(isOpaque: false))
+        XCTAssertEqual(allOpaque.preferredEncodingFormat, .jpeg)
+    }
+
+    func testEncodingRefusesWhatAFormatCannotHold() {
+        let empty = DecodedImage(frames: [], format: .png)
+        for format in [ImageFormat.jpeg, .png, .gif, .webp] {
+            XCTAssertThrowsError(try coders.encode(empty, as: format, options: .default))
+        }
+        XCTAssertThrowsError(try coders.encode(TestImages.still(TestImages.gradient(width: 2, height: 2)), as: .tiff, options: .default)) { error in
+            XCTAssertEqual((error as? ImageError)?.code, .encodingFailed)
+        }
+    }
+}

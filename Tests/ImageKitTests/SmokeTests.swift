@@ -1,3 +1,0 @@
-import XCTest
-@testable import ImageKit
-final class SmokeTests: XCTestCase { func testVersion() { XCTAssertFalse(ImageKit.version.isEmpty) } }
