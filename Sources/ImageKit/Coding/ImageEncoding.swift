@@ -8,11 +8,14 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var lossless: Bool
     /// Encode only the first frame of an animation.
     public var firstFrameOnly: Bool
+    /// Write a progressive JPEG (scans of increasing detail) instead of a baseline one.
+    public var progressive: Bool
 
-    public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false) {
+    public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false) {
         self.quality = quality
         self.lossless = lossless
         self.firstFrameOnly = firstFrameOnly
+        self.progressive = progressive
     }
 
     public static let `default` = ImageEncodingOptions()

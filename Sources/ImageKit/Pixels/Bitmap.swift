@@ -22,7 +22,7 @@ public final class Bitmap: @unchecked Sendable {
     }
 
     deinit {
-        baseAddress.deallocate()
+        PixelMemory.deallocate(baseAddress)
     }
 
     /// The bytes held: `bytesPerRow × height`.

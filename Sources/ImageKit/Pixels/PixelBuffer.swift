@@ -37,10 +37,13 @@ public struct PixelBuffer: ~Copyable {
         guard !rowOverflow, !overflow else {
             throw ImageError(.internalError, "\(width)×\(height) pixels overflow the address space")
         }
+        guard let memory = PixelMemory.allocate(byteCount: total, alignment: Self.rowAlignment) else {
+            throw ImageError(.internalError, "out of memory for \(width)×\(height) pixels")
+        }
         self.width = width
         self.height = height
         self.bytesPerRow = stride
-        self.baseAddress = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: Self.rowAlignment)
+        self.baseAddress = memory
     }
 
     /// Takes ownership of memory allocated with ``allocate(width:height:)``.
@@ -100,6 +103,6 @@ public struct PixelBuffer: ~Copyable {
     }
 
     deinit {
-        baseAddress.deallocate()
+        PixelMemory.deallocate(baseAddress)
     }
 }

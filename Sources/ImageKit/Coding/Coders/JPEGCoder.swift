@@ -112,7 +112,7 @@ public struct JPEGCoder: ImageCoding {
         let status = bitmap.withUnsafeBytes { pixels in
             tjCompress2(handle.raw, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bitmap.width),
                         Int32(bitmap.bytesPerRow), Int32(bitmap.height), Int32(TJPF_RGBA.rawValue), &output, &size,
-                        Int32(TJSAMP_420.rawValue), max(quality, 1), 0)
+                        Int32(TJSAMP_420.rawValue), max(quality, 1), options.progressive ? TJFLAG_PROGRESSIVE : 0)
         }
         defer { if let output { tjFree(output) } }
         guard status == 0, let output else { throw ImageError(.encodingFailed, "JPEG: \(handle.errorMessage)") }

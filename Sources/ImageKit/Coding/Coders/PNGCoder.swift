@@ -41,7 +41,7 @@ public struct PNGCoder: ImageCoding {
             var bytesPerRow = 0
             var error: ImageError?
             init(limits: DecodingLimits) { self.limits = limits }
-            deinit { pixels?.deallocate() }
+            deinit { if let pixels { PixelMemory.deallocate(pixels) } }
         }
         let allocation = Allocation(limits: limits)
         var info = ik_png_info()

@@ -91,8 +91,10 @@ public struct WebPCoder: ImageCoding {
                 throw ImageError(.badImageData, "animated WebP: frame \(frames.count) is corrupt")
             }
             let buffer = try PixelBuffer(width: width, height: height)
-            for y in 0..<height {
-                buffer.row(y).update(from: canvas + y * width * 4, count: width * 4)
+            if buffer.bytesPerRow == width * 4 {
+                buffer.baseAddress.copyMemory(from: canvas, byteCount: width * height * 4)
+            } else {
+                for y in 0..<height { buffer.row(y).update(from: canvas + y * width * 4, count: width * 4) }
             }
             let duration = Double(timestamp - previousTimestamp) / 1000
             previousTimestamp = timestamp

@@ -1,1 +1,0 @@
-int ik_raw_placeholder(void) { return 0; }
