@@ -32,7 +32,7 @@ test: deps
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 test-asan: deps
-	$(SWIFT) test --sanitize=address --scratch-path .build-asan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test --sanitize=address --scratch-path .build-asan
 
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan

@@ -33,6 +33,8 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let encodingFailed = Code(rawValue: "encodingFailed")
         /// The operation was cancelled.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// A file system operation failed (disk full, permission denied, read-only cache …).
+        public static let ioError = Code(rawValue: "ioError")
         /// Out of memory or another failure that is not the input's fault.
         public static let internalError = Code(rawValue: "internalError")
     }

@@ -1,0 +1,156 @@
+import Foundation
+
+/// The key of a cached image, built from structured parts: the source (a URL string after the
+/// key filter), an optional transformer key and an optional thumbnail specification.
+///
+/// ``rendered`` gives SDWebImage's string (TRK-03: `-<transformerKey>` and
+/// `-Thumbnail({w,h},p)` inserted before the path extension). Storage uses ``identity``,
+/// which cannot collide: an original whose URL happens to read like another URL's transformed
+/// key still gets its own entry, and a thumbnail is never stored under the original's key.
+///
+/// ```swift
+/// let original = CacheKey(url: URL(string: "https://cdn.example/a.png?sig=abc")!, filter: .removingQueryItems(["sig"]))
+/// let thumb = original.thumbnail(width: 256, height: 256, preservesAspectRatio: true)
+/// thumb.rendered   // "https://cdn.example/a-Thumbnail({256.000000,256.000000},1).png"
+/// ```
+public struct CacheKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// A thumbnail decode's requested size (part of the key, DEC-03).
+    public struct Thumbnail: Hashable, Sendable {
+        public var width: Double
+        public var height: Double
+        public var preservesAspectRatio: Bool
+        public init(width: Double, height: Double, preservesAspectRatio: Bool) {
+            self.width = width
+            self.height = height
+            self.preservesAspectRatio = preservesAspectRatio
+        }
+
+        /// SDWebImage's `Thumbnail({%f,%f},%d)`.
+        public var key: String {
+            String(format: "Thumbnail({%f,%f},%d)", width, height, preservesAspectRatio ? 1 : 0)
+        }
+    }
+
+    /// The source: the URL's absolute string, or what the key filter made of it.
+    public var source: String
+    /// The transformer applied to the image, if any (a pipeline's keys joined by `-`).
+    public var transformerKey: String?
+    public var thumbnail: Thumbnail?
+
+    public init(_ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil) {
+        self.source = source
+        self.transformerKey = transformerKey
+        self.thumbnail = thumbnail
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(value)
+    }
+
+    /// The key for `url` (SDWebImage's `cacheKeyForURL`, TRK-01): the filter's output, or the
+    /// absolute string.
+    public init(url: URL?, filter: CacheKeyFilter? = nil) {
+        guard let url else {
+            self.init("")
+            return
+        }
+        self.init(filter?.key(for: url) ?? url.absoluteString)
+    }
+
+    /// This key with `transformerKey` added (keys of successive transformers are joined by `-`).
+    public func transformed(by key: String) -> CacheKey {
+        var copy = self
+        copy.transformerKey = transformerKey.map { $0 + "-" + key } ?? key
+        return copy
+    }
+
+    /// This key for a thumbnail decode of the given size.
+    public func thumbnail(width: Double, height: Double, preservesAspectRatio: Bool) -> CacheKey {
+        var copy = self
+        copy.thumbnail = Thumbnail(width: width, height: height, preservesAspectRatio: preservesAspectRatio)
+        return copy
+    }
+
+    /// The same source with no transformer or thumbnail: the original image's key.
+    public var original: CacheKey { CacheKey(source) }
+
+    public var isOriginal: Bool { transformerKey == nil && thumbnail == nil }
+
+    /// SDWebImage's string form: thumbnail key, then transformer key, each inserted with `-`
+    /// before the path extension (only the URL's path changes; query and fragment stay).
+    public var rendered: String {
+        var key = source
+        if let thumbnail { key = Self.inserting(thumbnail.key, into: key) }
+        if let transformerKey { key = Self.inserting(transformerKey, into: key) }
+        return key
+    }
+
+    public var description: String { rendered }
+
+    /// The string caches store under. For an original it is the source itself (so the disk
+    /// file keeps the URL's extension); a variant appends an unambiguous, length-prefixed
+    /// suffix as a URL fragment.
+    public var identity: String {
+        if isOriginal {
+            // A source that itself ends like a variant suffix is escaped so it cannot collide.
+            return source.contains(Self.variantMarker) ? source + Self.variantMarker + "original" : source
+        }
+        var suffix = Self.variantMarker
+        if let transformerKey { suffix += "t\(transformerKey.utf8.count):\(transformerKey);" }
+        if let thumbnail { suffix += "n\(thumbnail.width)x\(thumbnail.height)p\(thumbnail.preservesAspectRatio ? 1 : 0);" }
+        return source + suffix
+    }
+
+    static let variantMarker = "#imagekit-variant:"
+
+    /// Inserts `-insertion` before the path extension of `key` (TRK-03).
+    static func inserting(_ insertion: String, into key: String) -> String {
+        if let components = URLComponents(string: key), components.scheme != nil, components.scheme != "file" {
+            var rewritten = components
+            let path = components.percentEncodedPath
+            rewritten.percentEncodedPath = insertBeforeExtension(insertion, path)
+            return rewritten.string ?? key + "-" + insertion
+        }
+        return insertBeforeExtension(insertion, key)
+    }
+
+    private static func insertBeforeExtension(_ insertion: String, _ path: String) -> String {
+        let lastSlash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        let lastComponent = path[lastSlash...]
+        guard let dot = lastComponent.lastIndex(of: "."), dot != lastComponent.startIndex,
+              lastComponent.index(after: dot) != lastComponent.endIndex else {
+            return path + "-" + insertion
+        }
+        return String(path[..<dot]) + "-" + insertion + String(path[dot...])
+    }
+}
+
+/// Turns a URL into a cache key's source (SDWebImage's cache key filter), for example to drop
+/// the signature of a signed URL so every signature shares one entry.
+public struct CacheKeyFilter: Sendable {
+    private let transform: @Sendable (URL) -> String
+
+    public init(_ transform: @escaping @Sendable (URL) -> String) {
+        self.transform = transform
+    }
+
+    public func key(for url: URL) -> String { transform(url) }
+
+    /// Drops the named query items (case-sensitive), keeping the others in order.
+    public static func removingQueryItems(_ names: Set<String>) -> CacheKeyFilter {
+        CacheKeyFilter { url in
+            guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+                  let items = components.queryItems else { return url.absoluteString }
+            let kept = items.filter { !names.contains($0.name) }
+            components.queryItems = kept.isEmpty ? nil : kept
+            return components.url?.absoluteString ?? url.absoluteString
+        }
+    }
+
+    /// Drops the whole query string.
+    public static let removingQuery = CacheKeyFilter { url in
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
+        components.query = nil
+        return components.url?.absoluteString ?? url.absoluteString
+    }
+}

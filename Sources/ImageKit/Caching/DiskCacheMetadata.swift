@@ -1,0 +1,159 @@
+import Foundation
+
+/// The HTTP response headers an entry was downloaded with: what revalidation needs.
+public struct HTTPCacheHeaders: Sendable, Hashable {
+    public var etag: String?
+    public var lastModified: String?
+    public var cacheControl: String?
+    public var expires: String?
+    public var date: String?
+    public var contentType: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil,
+                expires: String? = nil, date: String? = nil, contentType: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.cacheControl = cacheControl
+        self.expires = expires
+        self.date = date
+        self.contentType = contentType
+    }
+
+    /// `max-age` (or `s-maxage`) from Cache-Control, in seconds.
+    public var maxAge: TimeInterval? {
+        guard let cacheControl else { return nil }
+        for directive in cacheControl.lowercased().split(separator: ",") {
+            let parts = directive.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "max-age" || parts[0] == "s-maxage", let seconds = TimeInterval(parts[1]) {
+                return max(0, seconds)
+            }
+        }
+        return nil
+    }
+
+    /// True when Cache-Control forbids using the entry without revalidation (`no-cache`,
+    /// `no-store`, `must-revalidate` once stale is handled by the expiry date).
+    public var requiresRevalidation: Bool {
+        guard let cacheControl = cacheControl?.lowercased() else { return false }
+        return cacheControl.contains("no-cache") || cacheControl.contains("no-store")
+    }
+
+    /// When the response stops being fresh, counted from `received`: `max-age`, else `Expires`.
+    public func expiryDate(receivedAt received: Date) -> Date? {
+        if requiresRevalidation { return received }
+        if let maxAge { return received.addingTimeInterval(maxAge) }
+        if let expires, let date = HTTPDate.parse(expires) { return date }
+        return nil
+    }
+}
+
+/// What the disk cache keeps about each entry besides its bytes. Survives restarts (stored in a
+/// `user.imagekit.meta` extended attribute, or a sidecar file where the file system has none).
+public struct DiskCacheMetadata: Sendable, Hashable {
+    /// The cache key the entry was stored under (usually the URL).
+    public var key: String
+    /// When the entry was written.
+    public var storedDate: Date
+    /// When the entry was last read (tracked explicitly in access-date mode; the file's atime).
+    public var lastAccessDate: Date
+    /// When the entry stops being fresh (from HTTP headers or the caller); nil = no expiry.
+    public var expiryDate: Date?
+    /// The entry's length in bytes; a file of another length is treated as corrupt.
+    public var byteCount: Int
+    /// The response headers, when the entry came from HTTP.
+    public var http: HTTPCacheHeaders?
+
+    public init(key: String, storedDate: Date, lastAccessDate: Date? = nil, expiryDate: Date? = nil,
+                byteCount: Int, http: HTTPCacheHeaders? = nil) {
+        self.key = key
+        self.storedDate = storedDate
+        self.lastAccessDate = lastAccessDate ?? storedDate
+        self.expiryDate = expiryDate
+        self.byteCount = byteCount
+        self.http = http
+    }
+
+    /// Whether the entry is still fresh at `date` (no expiry date means fresh).
+    public func isFresh(at date: Date) -> Bool {
+        guard let expiryDate else { return true }
+        return date < expiryDate
+    }
+
+    // MARK: Encoding
+
+    /// A compact line format: `name<TAB>value` per field, tabs, newlines and backslashes escaped.
+    func encoded() -> [UInt8] {
+        var fields: [(String, String)] = [
+            ("v", "1"), ("key", key), ("stored", String(storedDate.timeIntervalSince1970)), ("bytes", String(byteCount)),
+        ]
+        if let expiryDate { fields.append(("expiry", String(expiryDate.timeIntervalSince1970))) }
+        if let http {
+            let headers: [(String, String?)] = [
+                ("etag", http.etag), ("last-modified", http.lastModified), ("cache-control", http.cacheControl),
+                ("expires", http.expires), ("date", http.date), ("content-type", http.contentType),
+            ]
+            fields.append(("http", "1"))
+            for (name, value) in headers { if let value { fields.append((name, value)) } }
+        }
+        var text = ""
+        for (name, value) in fields { text += name + "\t" + Self.escape(value) + "\n" }
+        return Array(text.utf8)
+    }
+
+    static func decode(_ bytes: [UInt8], lastAccessDate: Date?) -> DiskCacheMetadata? {
+        var values: [String: String] = [:]
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return nil }
+            values[String(parts[0])] = unescape(String(parts[1]))
+        }
+        guard values["v"] == "1", let key = values["key"], let stored = values["stored"].flatMap(Double.init),
+              let byteCount = values["bytes"].flatMap(Int.init) else { return nil }
+        var metadata = DiskCacheMetadata(key: key, storedDate: Date(timeIntervalSince1970: stored),
+                                         lastAccessDate: lastAccessDate, byteCount: byteCount)
+        metadata.expiryDate = values["expiry"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
+        if values["http"] != nil {
+            metadata.http = HTTPCacheHeaders(etag: values["etag"], lastModified: values["last-modified"],
+                                             cacheControl: values["cache-control"], expires: values["expires"],
+                                             date: values["date"], contentType: values["content-type"])
+        }
+        return metadata
+    }
+
+    private static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    private static func unescape(_ value: String) -> String {
+        guard value.contains("\\") else { return value }
+        var result = ""
+        var escaping = false
+        for character in value {
+            if escaping {
+                result.append(character == "t" ? "\t" : character == "n" ? "\n" : character)
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}
+
+/// HTTP dates (RFC 9110 IMF-fixdate, plus the obsolete RFC 850 and asctime forms).
+enum HTTPDate {
+    static func parse(_ text: String) -> Date? {
+        let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
+        for format in formats {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+}

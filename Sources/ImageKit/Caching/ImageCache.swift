@@ -1,0 +1,228 @@
+import Foundation
+
+/// Settings of an ``ImageCache``.
+public struct ImageCacheConfiguration: Sendable {
+    /// Write images to memory at all (SDWebImage's `shouldCacheImagesInMemory`, MEM-07).
+    public var cachesImagesInMemory: Bool
+    /// How many disk operations run at once (reads, writes, decodes of disk hits).
+    public var ioConcurrency: Int
+    public var memory: MemoryCache.Configuration
+    public var disk: DiskCacheConfiguration
+
+    public init(cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
+                memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init()) {
+        self.cachesImagesInMemory = cachesImagesInMemory
+        self.ioConcurrency = ioConcurrency
+        self.memory = memory
+        self.disk = disk
+    }
+}
+
+/// Memory and disk caching composed (SDWebImage's `SDImageCache`): decoded images in memory,
+/// encoded bytes on disk.
+///
+/// Queries look in memory first, synchronously; disk data is read (and decoded) only on a
+/// memory miss, then promoted to memory. Disk work runs on a bounded queue of its own.
+///
+/// ```swift
+/// let cache = try ImageCache(namespace: "avatars")
+/// try await cache.store(image, data: downloadedBytes, forKey: "https://example.com/a.jpg")
+/// let hit = try await cache.query("https://example.com/a.jpg")
+/// if let image = hit.image { … }
+/// ```
+public final class ImageCache: ImageCaching {
+    public let memoryCache: any ImageMemoryCaching
+    public let diskCache: any ImageDiskCaching
+    public let configuration: ImageCacheConfiguration
+    public let coders: ImageCodersManager
+    let io: BlockingQueue
+
+    /// A cache with its disk part in `directory` (default: `DiskCache.defaultDirectory(namespace:)`).
+    public convenience init(namespace: String = "default", directory: URL? = nil,
+                            configuration: ImageCacheConfiguration = .init(),
+                            coders: ImageCodersManager = .shared) throws(ImageError) {
+        let disk = try DiskCache(directory: directory ?? DiskCache.defaultDirectory(namespace: namespace),
+                                 configuration: configuration.disk)
+        self.init(memoryCache: MemoryCache(configuration: configuration.memory), diskCache: disk,
+                  configuration: configuration, coders: coders)
+    }
+
+    /// A cache over the given layers (any implementation of the protocols).
+    public init(memoryCache: any ImageMemoryCaching, diskCache: any ImageDiskCaching,
+                configuration: ImageCacheConfiguration = .init(), coders: ImageCodersManager = .shared) {
+        self.memoryCache = memoryCache
+        self.diskCache = diskCache
+        self.configuration = configuration
+        self.coders = coders
+        self.io = BlockingQueue(name: "ImageKit.ImageCache.io", width: configuration.ioConcurrency)
+    }
+
+    // MARK: Memory (synchronous)
+
+    /// The image in memory under `key`, synchronously (CQS-09); never touches the disk.
+    public func imageFromMemory(forKey key: CacheKey) -> DecodedImage? {
+        memoryCache.image(forKey: key.identity)
+    }
+
+    // MARK: Query
+
+    /// A cancellable handle on a query or store started with a completion handler.
+    public struct Token: Sendable {
+        let ticket: BlockingQueue.Ticket?
+        /// Cancels the operation if it has not finished; its completion then reports
+        /// ``ImageError/Code/cancelled`` (exactly once).
+        public func cancel() { ticket?.cancel() }
+    }
+
+    public func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                      decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+        switch prepareQuery(key, cacheType: cacheType, options: options) {
+        case .answered(let result):
+            return result
+        case .disk(let memoryImage, let synchronous):
+            if synchronous { return try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding) }
+            return try await io.run { [self] () throws(ImageError) in
+                try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
+            }
+        }
+    }
+
+    /// Completion-handler form. Memory answers (and `queryDiskDataSync` / `queryMemoryDataSync`
+    /// disk answers) call `completion` before returning; others call it on the IO queue.
+    @discardableResult
+    public func query(_ key: CacheKey, cacheType: ImageCacheType = .all, options: ImageCacheQueryOptions = [],
+                      decoding: ImageDecodingOptions = .default,
+                      completion: @escaping @Sendable (Result<ImageCacheQueryResult, ImageError>) -> Void) -> Token {
+        switch prepareQuery(key, cacheType: cacheType, options: options) {
+        case .answered(let result):
+            completion(.success(result))
+            return Token(ticket: nil)
+        case .disk(let memoryImage, let synchronous):
+            if synchronous {
+                completion(Result { () throws(ImageError) in try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding) })
+                return Token(ticket: nil)
+            }
+            let ticket = io.submit({ [self] () throws(ImageError) in
+                try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
+            }, completion: completion)
+            return Token(ticket: ticket)
+        }
+    }
+
+    private enum QueryPlan {
+        case answered(ImageCacheQueryResult)
+        case disk(memoryImage: DecodedImage?, synchronous: Bool)
+    }
+
+    /// Steps 1–6 of CQS-04: the memory part, and whether (and how) the disk must be read.
+    private func prepareQuery(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions) -> QueryPlan {
+        guard cacheType != .none else { return .answered(.miss) }
+        var image: DecodedImage?
+        if cacheType != .disk {
+            image = memoryCache.image(forKey: key.identity)
+            if options.contains(.decodeFirstFrameOnly), let animated = image, animated.isAnimated {
+                image = animated.firstFrame
+            }
+        }
+        if cacheType == .memory || (image != nil && !options.contains(.queryMemoryData)) {
+            return .answered(ImageCacheQueryResult(image: image, cacheType: image == nil ? .none : .memory))
+        }
+        let synchronous = image != nil ? options.contains(.queryMemoryDataSync) : options.contains(.queryDiskDataSync)
+        return .disk(memoryImage: image, synchronous: synchronous)
+    }
+
+    /// Steps 7–8 of CQS-04: read the bytes; decode them only on a memory miss, then promote.
+    private func diskQuery(_ key: CacheKey, memoryImage: DecodedImage?, options: ImageCacheQueryOptions,
+                           decoding: ImageDecodingOptions) throws(ImageError) -> ImageCacheQueryResult {
+        let entry = (diskCache as? DiskCache)?.entry(forKey: key.identity)
+            ?? diskCache.data(forKey: key.identity).map { ($0, diskCache.metadata(forKey: key.identity)) }
+        if let memoryImage {
+            return ImageCacheQueryResult(image: memoryImage, data: entry?.0, cacheType: .memory, metadata: entry?.1)
+        }
+        guard let (data, metadata) = entry else { return .miss }
+        var decodingOptions = decoding
+        if options.contains(.decodeFirstFrameOnly) { decodingOptions.firstFrameOnly = true }
+        guard let image = try? coders.decode(data, options: decodingOptions) else {
+            // Undecodable bytes: report them, but as no image (the caller loads it afresh).
+            return ImageCacheQueryResult(image: nil, data: data, cacheType: .disk, metadata: metadata)
+        }
+        // A first-frame-only decode is not the whole image: it is not promoted under the key.
+        if configuration.cachesImagesInMemory && !options.contains(.skipMemoryPromotion) && !decodingOptions.firstFrameOnly {
+            memoryCache.setImage(image, forKey: key.identity)
+        }
+        return ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata)
+    }
+
+    // MARK: Store
+
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+                      http: HTTPCacheHeaders?) async throws(ImageError) {
+        guard let work = prepareStore(image, data: data, forKey: key, cacheType: cacheType, http: http) else { return }
+        try await io.run(work)
+    }
+
+    /// Completion-handler form of ``store(_:data:forKey:cacheType:http:)``.
+    @discardableResult
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all,
+                      http: HTTPCacheHeaders? = nil,
+                      completion: @escaping @Sendable (Result<Void, ImageError>) -> Void) -> Token {
+        guard let work = prepareStore(image, data: data, forKey: key, cacheType: cacheType, http: http) else {
+            completion(.success(()))
+            return Token(ticket: nil)
+        }
+        return Token(ticket: io.submit(work, completion: completion))
+    }
+
+    /// CQS-02: the memory write happens now, on the caller's thread; the disk write is returned
+    /// as work for the IO queue (nil when there is none).
+    private func prepareStore(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+                              http: HTTPCacheHeaders?) -> (@Sendable () throws(ImageError) -> Void)? {
+        guard let image, !image.frames.isEmpty, !image.isPreview, !image.isPartial else { return nil }
+        if cacheType.includesMemory && configuration.cachesImagesInMemory {
+            memoryCache.setImage(image, forKey: key.identity)
+        }
+        guard cacheType.includesDisk else { return nil }
+        return { [diskCache, coders] () throws(ImageError) in
+            let bytes: Data
+            if let data { bytes = data } else { bytes = try Self.reencode(image, coders: coders) }
+            try diskCache.store(bytes, forKey: key.identity, expiryDate: nil, http: http)
+        }
+    }
+
+    /// CQS-03: the image's own format when ImageKit encodes it, else animated → GIF,
+    /// alpha → PNG, otherwise JPEG.
+    static func reencode(_ image: DecodedImage, coders: ImageCodersManager) throws(ImageError) -> Data {
+        let format: ImageFormat
+        if image.format.isCodecSupported && (!image.isAnimated || image.format == .gif || image.format == .webp) {
+            format = image.format
+        } else {
+            format = image.preferredEncodingFormat
+        }
+        return try coders.encode(image, as: format, options: ImageEncodingOptions(quality: 0.9, lossless: format == .webp && !image.isOpaque))
+    }
+
+    // MARK: Remove, clear, contains
+
+    public func remove(_ key: CacheKey, cacheType: ImageCacheType = .all) async {
+        if cacheType.includesMemory { memoryCache.removeImage(forKey: key.identity) }
+        if cacheType.includesDisk { _ = try? await io.run { [diskCache] in diskCache.remove(key.identity) } }
+    }
+
+    public func clear(_ cacheType: ImageCacheType = .all) async {
+        if cacheType.includesMemory { memoryCache.removeAll() }
+        if cacheType.includesDisk { _ = try? await io.run { [diskCache] in diskCache.removeAll() } }
+    }
+
+    public func containsImage(_ key: CacheKey, cacheType: ImageCacheType = .all) async -> ImageCacheType {
+        if cacheType.includesMemory && memoryCache.image(forKey: key.identity) != nil { return .memory }
+        guard cacheType.includesDisk else { return .none }
+        let onDisk = (try? await io.run { [diskCache] in diskCache.contains(key.identity) }) ?? false
+        return onDisk ? .disk : .none
+    }
+
+    /// The expiry and size sweep of the disk part, on the IO queue.
+    @discardableResult
+    public func removeExpiredData() async -> DiskCacheSweepReport {
+        (try? await io.run { [diskCache] in diskCache.removeExpired() }) ?? DiskCacheSweepReport(skipped: true)
+    }
+}

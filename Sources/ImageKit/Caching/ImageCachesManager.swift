@@ -1,0 +1,173 @@
+import Foundation
+import Synchronization
+
+/// Several caches behind the ``ImageCaching`` protocol (SDWebImage's `SDImageCachesManager`),
+/// with an operation policy per kind of operation. Priority follows registration: the cache
+/// added last is the highest.
+///
+/// ```swift
+/// let caches = ImageCachesManager(caches: [sharedCache, localCache])
+/// caches.queryPolicy = .serial      // highest first, stop at the first hit
+/// caches.storePolicy = .highestOnly
+/// ```
+public final class ImageCachesManager: ImageCaching {
+    /// How an operation is spread over the caches.
+    public enum Policy: Sendable, Hashable {
+        /// One cache after another, highest priority first; a query stops at the first hit.
+        case serial
+        /// All caches at once; a query answers with the highest-priority hit.
+        case concurrent
+        /// Only the highest-priority (last added) cache.
+        case highestOnly
+        /// Only the lowest-priority (first added) cache.
+        case lowestOnly
+    }
+
+    private struct State {
+        var caches: [any ImageCaching]
+        var queryPolicy = Policy.serial
+        var storePolicy = Policy.highestOnly
+        var removePolicy = Policy.concurrent
+        var clearPolicy = Policy.concurrent
+        var containsPolicy = Policy.serial
+    }
+
+    private let state: Mutex<State>
+
+    public init(caches: [any ImageCaching] = []) {
+        state = Mutex(State(caches: caches))
+    }
+
+    public func add(_ cache: any ImageCaching) { state.withLock { $0.caches.append(cache) } }
+    public var caches: [any ImageCaching] { state.withLock { $0.caches } }
+
+    /// Default `.serial` (SDWebImage's default).
+    public var queryPolicy: Policy {
+        get { state.withLock { $0.queryPolicy } }
+        set { state.withLock { $0.queryPolicy = newValue } }
+    }
+    /// Default `.highestOnly`.
+    public var storePolicy: Policy {
+        get { state.withLock { $0.storePolicy } }
+        set { state.withLock { $0.storePolicy = newValue } }
+    }
+    /// Default `.concurrent`.
+    public var removePolicy: Policy {
+        get { state.withLock { $0.removePolicy } }
+        set { state.withLock { $0.removePolicy = newValue } }
+    }
+    /// Default `.concurrent`.
+    public var clearPolicy: Policy {
+        get { state.withLock { $0.clearPolicy } }
+        set { state.withLock { $0.clearPolicy = newValue } }
+    }
+    /// Default `.serial`.
+    public var containsPolicy: Policy {
+        get { state.withLock { $0.containsPolicy } }
+        set { state.withLock { $0.containsPolicy = newValue } }
+    }
+
+    /// The caches an operation under `policy` visits, highest priority first.
+    private func targets(_ policy: Policy) -> [any ImageCaching] {
+        let caches = self.caches
+        switch policy {
+        case .serial, .concurrent: return caches.reversed()
+        case .highestOnly: return caches.last.map { [$0] } ?? []
+        case .lowestOnly: return caches.first.map { [$0] } ?? []
+        }
+    }
+
+    public func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                      decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+        let policy = queryPolicy
+        let caches = targets(policy)
+        if policy != .concurrent {
+            for cache in caches {
+                let result = try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)
+                if result.image != nil { return result }
+            }
+            return .miss
+        }
+        let results = await withTaskGroup(of: (Int, Result<ImageCacheQueryResult, ImageError>).self) { group in
+            for (rank, cache) in caches.enumerated() {
+                group.addTask {
+                    do throws(ImageError) {
+                        return (rank, .success(try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)))
+                    } catch {
+                        return (rank, .failure(error))
+                    }
+                }
+            }
+            var collected: [(Int, Result<ImageCacheQueryResult, ImageError>)] = []
+            for await result in group { collected.append(result) }
+            return collected.sorted { $0.0 < $1.0 }
+        }
+        for (_, result) in results { if case .success(let hit) = result, hit.image != nil { return hit } }
+        if Task.isCancelled { throw ImageError(.cancelled, "the cache query was cancelled") }
+        return .miss
+    }
+
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+                      http: HTTPCacheHeaders?) async throws(ImageError) {
+        let policy = storePolicy
+        let caches = targets(policy)
+        if policy != .concurrent {
+            for cache in caches { try await cache.store(image, data: data, forKey: key, cacheType: cacheType, http: http) }
+            return
+        }
+        let failures = await withTaskGroup(of: ImageError?.self) { group in
+            for cache in caches {
+                group.addTask {
+                    do throws(ImageError) {
+                        try await cache.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            var failures: [ImageError] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            return failures
+        }
+        if let first = failures.first { throw first }
+    }
+
+    public func remove(_ key: CacheKey, cacheType: ImageCacheType) async {
+        await each(removePolicy) { await $0.remove(key, cacheType: cacheType) }
+    }
+
+    public func clear(_ cacheType: ImageCacheType) async {
+        await each(clearPolicy) { await $0.clear(cacheType) }
+    }
+
+    public func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType {
+        let policy = containsPolicy
+        let caches = targets(policy)
+        if policy != .concurrent {
+            for cache in caches {
+                let found = await cache.containsImage(key, cacheType: cacheType)
+                if found != .none { return found }
+            }
+            return .none
+        }
+        let found = await withTaskGroup(of: (Int, ImageCacheType).self) { group in
+            for (rank, cache) in caches.enumerated() { group.addTask { (rank, await cache.containsImage(key, cacheType: cacheType)) } }
+            var all: [(Int, ImageCacheType)] = []
+            for await item in group { all.append(item) }
+            return all.sorted { $0.0 < $1.0 }
+        }
+        return found.first { $0.1 != .none }?.1 ?? .none
+    }
+
+    private func each(_ policy: Policy, _ body: @escaping @Sendable (any ImageCaching) async -> Void) async {
+        let caches = targets(policy)
+        if policy != .concurrent {
+            for cache in caches { await body(cache) }
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for cache in caches { group.addTask { await body(cache) } }
+        }
+    }
+}
