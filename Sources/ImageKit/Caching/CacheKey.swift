@@ -103,15 +103,21 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
 
     static let variantMarker = "#imagekit-variant:"
 
-    /// Inserts `-insertion` before the path extension of `key` (TRK-03).
+    /// Inserts `-insertion` before the path extension of `key` (TRK-03). For a
+    /// `scheme://authority/path?query#fragment` key only the path part changes. The string is
+    /// split by hand: URLComponents re-encodes its input, so its ranges do not index the key.
     static func inserting(_ insertion: String, into key: String) -> String {
-        if let components = URLComponents(string: key), components.scheme != nil, components.scheme != "file" {
-            var rewritten = components
-            let path = components.percentEncodedPath
-            rewritten.percentEncodedPath = insertBeforeExtension(insertion, path)
-            return rewritten.string ?? key + "-" + insertion
+        guard let separator = key.range(of: "://"), !key.lowercased().hasPrefix("file:"),
+              key[..<separator.lowerBound].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) }),
+              !key[..<separator.lowerBound].isEmpty else {
+            return insertBeforeExtension(insertion, key)
         }
-        return insertBeforeExtension(insertion, key)
+        let afterAuthority = key[separator.upperBound...]
+        let pathStart = afterAuthority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? key.endIndex
+        guard pathStart < key.endIndex, key[pathStart] == "/" else { return key + "-" + insertion }
+        let pathEnd = key[pathStart...].firstIndex(where: { $0 == "?" || $0 == "#" }) ?? key.endIndex
+        return String(key[..<pathStart]) + insertBeforeExtension(insertion, String(key[pathStart..<pathEnd]))
+            + String(key[pathEnd...])
     }
 
     private static func insertBeforeExtension(_ insertion: String, _ path: String) -> String {

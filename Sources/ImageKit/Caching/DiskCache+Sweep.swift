@@ -28,7 +28,9 @@ extension DiskCache {
         for name in DiskFiles.list(entriesDirectory) {
             let path = entriesDirectory + "/" + name
             if name.hasPrefix(".tmp-") {
-                if let info = DiskFiles.stat(path), info.modification < now.addingTimeInterval(-3600) { DiskFiles.remove(path) }
+                // A temporary file gets its entry's date only when complete, so its age is real
+                // time (not the injected clock): an hour old means its writer died.
+                if let info = DiskFiles.stat(path), info.modification < Date().addingTimeInterval(-3600) { DiskFiles.remove(path) }
                 continue
             }
             guard !name.hasPrefix("."), let info = DiskFiles.stat(path), info.isRegular else { continue }
