@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs blocking work (file IO, decoding) on at most `width` threads, bridging to async code
 /// and to cancellable completion handlers. Every submission completes exactly once: with its
@@ -17,9 +16,9 @@ final class BlockingQueue: Sendable {
 
     /// A submitted piece of work; ``cancel()`` completes it with `cancelled` if it has not run.
     final class Ticket: Sendable {
-        fileprivate let completion: Mutex<(@Sendable (Result<Void, ImageError>) -> Void)?>
+        fileprivate let completion: Locked<(@Sendable (Result<Void, ImageError>) -> Void)?>
         fileprivate init(_ completion: @escaping @Sendable (Result<Void, ImageError>) -> Void) {
-            self.completion = Mutex(completion)
+            self.completion = Locked(completion)
         }
 
         /// Completes the ticket at most once; returns false when it had already completed.
@@ -40,8 +39,8 @@ final class BlockingQueue: Sendable {
     /// Runs `body` on the queue and then `completion`, unless the ticket was cancelled first.
     func submit<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageError) -> Output,
                                   completion: @escaping @Sendable (Result<Output, ImageError>) -> Void) -> Ticket {
-        let output = Mutex<Output?>(nil)
-        let failure = Mutex<ImageError?>(nil)
+        let output = Locked<Output?>(nil)
+        let failure = Locked<ImageError?>(nil)
         let ticket = Ticket { result in
             switch result {
             case .success:
@@ -66,7 +65,7 @@ final class BlockingQueue: Sendable {
 
     /// Async form: cancelling the calling task cancels the work if it has not started.
     func run<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageError) -> Output) async throws(ImageError) -> Output {
-        let ticketBox = Mutex<Ticket?>(nil)
+        let ticketBox = Locked<Ticket?>(nil)
         let result: Result<Output, ImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ticket = submit(body) { continuation.resume(returning: $0) }

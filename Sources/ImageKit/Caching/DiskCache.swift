@@ -105,7 +105,7 @@ public final class DiskCache: ImageDiskCaching {
     public let entriesDirectory: String
     let metadataDirectory: String
     private let clock: @Sendable () -> Date
-    let index = Mutex(EntryIndex())
+    let index = Locked(EntryIndex())
     private let usesSidecars: Atomic<Bool>
     private let sweepQueue = DispatchQueue(label: "ImageKit.DiskCache.sweep", qos: .utility)
     // Set once in init, cancelled in deinit; DispatchSource is thread-safe but not marked Sendable.

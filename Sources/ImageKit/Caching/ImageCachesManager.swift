@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Several caches behind the ``ImageCaching`` protocol (SDWebImage's `SDImageCachesManager`),
 /// with an operation policy per kind of operation. Priority follows registration: the cache
@@ -32,10 +31,10 @@ public final class ImageCachesManager: ImageCaching {
         var containsPolicy = Policy.serial
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(caches: [any ImageCaching] = []) {
-        state = Mutex(State(caches: caches))
+        state = Locked(State(caches: caches))
     }
 
     public func add(_ cache: any ImageCaching) { state.withLock { $0.caches.append(cache) } }

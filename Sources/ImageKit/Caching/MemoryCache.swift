@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A cache of decoded images in memory (SDWebImage's `SDMemoryCache` protocol).
 public protocol ImageMemoryCaching: Sendable {
@@ -50,11 +49,11 @@ public final class MemoryCache: ImageMemoryCaching {
     }
 
     public let configuration: Configuration
-    private let state: Mutex<LRUState>
+    private let state: Locked<LRUState>
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        self.state = Mutex(LRUState())
+        self.state = Locked(LRUState())
     }
 
     public func image(forKey key: String) -> DecodedImage? {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A full coder: decodes and encodes.
 public typealias ImageCoding = ImageDecoding & ImageEncoding
@@ -14,14 +13,14 @@ public typealias ImageCoding = ImageDecoding & ImageEncoding
 /// let webp = try ImageCodersManager.shared.encode(image, as: .webp, options: .init(quality: 0.8))
 /// ```
 public final class ImageCodersManager: ImageCoding {
-    private let coders: Mutex<[any ImageCoding]>
+    private let coders: Locked<[any ImageCoding]>
 
     /// The process-wide manager holding JPEG, PNG (and APNG), GIF and WebP.
     public static let shared = ImageCodersManager()
 
     /// A manager with the built-in coders, or with `coders` (in priority order, last wins).
     public init(coders: [any ImageCoding] = ImageCodersManager.builtInCoders) {
-        self.coders = Mutex(coders)
+        self.coders = Locked(coders)
     }
 
     /// The coders ImageKit ships.

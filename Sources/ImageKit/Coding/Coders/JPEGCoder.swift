@@ -1,6 +1,5 @@
 import CTurboJPEG
 import Foundation
-import Synchronization
 
 /// JPEG decoding and encoding with libturbojpeg (the TurboJPEG 2.1 API).
 ///
@@ -130,7 +129,7 @@ final class TurboJPEGHandle: @unchecked Sendable {
     private init(raw: tjhandle) { self.raw = raw }
     deinit { tjDestroy(raw) }
 
-    private static let pool = Mutex<[TurboJPEGHandle]>([])
+    private static let pool = Locked<[TurboJPEGHandle]>([])
     private static let poolLimit = 16
 
     static func decompressor() throws(ImageError) -> TurboJPEGHandle {

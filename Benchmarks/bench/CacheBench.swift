@@ -1,0 +1,135 @@
+import Foundation
+import ImageKit
+
+/// Cache latency and throughput: memory hits, memory stores, disk hits (read, read + decode),
+/// disk stores and the sweep of a 100 000-entry directory.
+struct CacheBench {
+    var options: BenchOptions
+    var report: Report
+
+    struct Row {
+        var name: String
+        var p50: Double
+        var p99: Double
+        var opsPerSecond: Double
+    }
+
+    func run() {
+        let names = ["cache-memory-hit", "cache-memory-store", "cache-disk-hit-read", "cache-disk-hit-decode",
+                     "cache-disk-store", "cache-sweep-100k"]
+        guard names.contains(where: options.includes) else { return }
+        var rows: [Row] = []
+        if options.includes("cache-memory-hit") { rows.append(memoryHit()) }
+        if options.includes("cache-memory-store") { rows.append(memoryStore()) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imagekit-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        if names.dropFirst(2).contains(where: options.includes) { rows += disk(directory) }
+        if options.includes("cache-sweep-100k") { rows.append(sweep(directory.appendingPathComponent("sweep"))) }
+
+        report.table("Caches (latency per operation; p50/p99 of single operations)",
+                     header: ["case", "p50", "p99", "ops/s"],
+                     rows: rows.map { [$0.name, Self.duration($0.p50), Self.duration($0.p99), format($0.opsPerSecond, 0)] })
+        for row in rows {
+            report.jsonLine(["case": row.name, "p50_ns": row.p50, "p99_ns": row.p99, "ops_per_s": row.opsPerSecond])
+        }
+    }
+
+    static func duration(_ nanoseconds: Double) -> String {
+        if nanoseconds < 10_000 { return format(nanoseconds, 0) + " ns" }
+        if nanoseconds < 10_000_000 { return format(nanoseconds / 1000, 1) + " µs" }
+        return format(nanoseconds / 1e6, 1) + " ms"
+    }
+
+    /// The cost of reading the clock twice, subtracted from single-operation timings.
+    static let timerOverhead: Double = {
+        var samples: [Double] = []
+        for _ in 0..<10_000 { let start = now(); samples.append((now() - start) * 1e9) }
+        return median(samples)
+    }()
+
+    /// Times `operations` single calls; returns (p50, p99) in ns and operations per second.
+    func latencies(_ operations: Int, _ body: (Int) -> Void) -> (Double, Double, Double) {
+        var samples = [Double](repeating: 0, count: operations)
+        let begin = now()
+        for index in 0..<operations {
+            let start = now()
+            body(index)
+            samples[index] = max(0, (now() - start) * 1e9 - Self.timerOverhead)
+        }
+        let elapsed = now() - begin
+        samples.sort()
+        return (samples[operations / 2], samples[operations * 99 / 100], Double(operations) / elapsed)
+    }
+
+    func memoryHit() -> Row {
+        let cache = MemoryCache(configuration: .init(costLimit: 0))
+        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let keys = (0..<10_000).map { "https://images.example.com/photos/\($0).jpg" }
+        for key in keys { cache.setImage(image, forKey: key) }
+        var hits = 0
+        let order = (0..<200_000).map { ($0 &* 7919) % keys.count }
+        let (p50, p99, rate) = latencies(order.count) { index in
+            if cache.image(forKey: keys[order[index]]) != nil { hits += 1 }
+        }
+        precondition(hits == order.count)
+        return Row(name: "cache-memory-hit (10k entries)", p50: p50, p99: p99, opsPerSecond: rate)
+    }
+
+    func memoryStore() -> Row {
+        let cache = MemoryCache(configuration: .init(costLimit: 0, countLimit: 10_000))
+        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let keys = (0..<50_000).map { "https://images.example.com/photos/\($0).jpg" }
+        let (p50, p99, rate) = latencies(keys.count) { cache.setImage(image, forKey: keys[$0]) }
+        return Row(name: "cache-memory-store (LRU at 10k)", p50: p50, p99: p99, opsPerSecond: rate)
+    }
+
+    func disk(_ directory: URL) -> [Row] {
+        guard let cache = try? ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false))) else {
+            log("cannot create a cache in \(directory.path)")
+            return []
+        }
+        // A JPEG of about 100 KB.
+        let picture = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 512, height: 384))], format: .jpeg)
+        var data = (try? ImageCodersManager.shared.encode(picture, as: .jpeg, options: .init(quality: 0.9))) ?? Data()
+        if data.count < 100_000 { data.append(Data(count: 100_000 - data.count)) } // pad (JPEG ignores bytes after EOI)
+        let disk = cache.diskCache
+        var rows: [Row] = []
+        let count = 2000
+        let keys = (0..<count).map { "https://images.example.com/large/\($0).jpg" }
+        let store = latencies(count) { index in try? disk.store(data, forKey: CacheKey(keys[index]).identity, expiryDate: nil, http: nil) }
+        if options.includes("cache-disk-store") {
+            rows.append(Row(name: "cache-disk-store (100 KB)", p50: store.0, p99: store.1, opsPerSecond: store.2))
+        }
+        if options.includes("cache-disk-hit-read") {
+            let read = latencies(count) { index in _ = disk.data(forKey: CacheKey(keys[index]).identity) }
+            rows.append(Row(name: "cache-disk-hit-read (100 KB)", p50: read.0, p99: read.1, opsPerSecond: read.2))
+        }
+        if options.includes("cache-disk-hit-decode") {
+            let decode = latencies(500) { index in
+                cache.query(CacheKey(keys[index]), cacheType: .disk, options: [.queryDiskDataSync, .skipMemoryPromotion]) { result in
+                    precondition((try? result.get().image) != nil)
+                }
+            }
+            rows.append(Row(name: "cache-disk-hit-decode (100 KB JPEG 512x384)", p50: decode.0, p99: decode.1, opsPerSecond: decode.2))
+        }
+        return rows
+    }
+
+    func sweep(_ directory: URL) -> Row {
+        let configuration = DiskCacheConfiguration(maxAge: 7 * 24 * 3600, maxSize: 0, sweepsAtOpen: false)
+        guard let cache = try? DiskCache(directory: directory, configuration: configuration) else {
+            return Row(name: "cache-sweep-100k", p50: .nan, p99: .nan, opsPerSecond: .nan)
+        }
+        log("creating 100 000 disk entries…")
+        let payload = Data(count: 512)
+        for index in 0..<100_000 { try? cache.store(payload, forKey: "https://e.example/\(index).png") }
+        var durations: [Double] = []
+        for _ in 0..<3 {
+            let report = cache.removeExpired()
+            durations.append(report.duration * 1e9)
+        }
+        durations.sort()
+        return Row(name: "cache-sweep-100k (no deletions)", p50: durations[1], p99: durations[2],
+                   opsPerSecond: 100_000 / (durations[1] / 1e9))
+    }
+}
