@@ -17,10 +17,12 @@ struct Info: ParsableCommand {
     @Flag(help: "Print one JSON object per file per line.") var json = false
     @Flag(help: "Also print the SHA-256 of each frame's pixels.") var pixels = false
     @Flag(help: "Do not apply the EXIF orientation to the pixels.") var keepOrientation = false
+    @Option(help: "Decode scaled to fit inside N×N pixels and report that size.") var maxPixelSize: Int?
 
     func run() throws {
         var failed = false
-        let options = ImageDecodingOptions(appliesOrientation: !keepOrientation)
+        var options = ImageDecodingOptions(appliesOrientation: !keepOrientation)
+        if let maxPixelSize { options.thumbnailPixelSize = PixelSize(max(1, maxPixelSize)) }
         for path in files {
             do {
                 let data = try readFile(path)

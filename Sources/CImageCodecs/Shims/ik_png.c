@@ -51,6 +51,89 @@ static const png_byte ik_png_ignored_chunks[] = {
     't', 'I', 'M', 'E', '\0', 'z', 'T', 'X', 't', '\0',
 };
 
+/// Applies ImageKit's transforms (everything to RGBA8, straight alpha) and fills `info`.
+static void ik_png_setup_transforms(png_structp png, png_infop png_info, ik_png_info *info) {
+    png_uint_32 width = 0, height = 0;
+    int bit_depth = 0, color_type = 0, interlace = 0;
+    png_get_IHDR(png, png_info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
+    int has_trns = png_get_valid(png, png_info, PNG_INFO_tRNS) != 0;
+    info->width = width;
+    info->height = height;
+    info->bit_depth = bit_depth;
+    info->color_type = color_type;
+    info->interlaced = interlace != PNG_INTERLACE_NONE;
+    info->has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0 || has_trns;
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (has_trns) png_set_tRNS_to_alpha(png);
+    if (bit_depth == 16) png_set_strip_16(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+    if (!info->has_alpha) png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+}
+
+static void ik_png_configure_reader(png_structp png, ik_png_reader *reader, int ignore_crc) {
+    png_set_read_fn(png, reader, ik_png_read);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ik_png_ignored_chunks,
+                                (int)(sizeof(ik_png_ignored_chunks) / 5));
+    if (ignore_crc) png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    // Dimensions are policed by ImageKit's own limits in the callbacks.
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+}
+
+ik_status ik_png_decode_rows(const void *data, size_t size, ik_png_header_fn header, ik_png_row_fn row,
+                             void *context, ik_png_info *info, char *message, size_t message_size) {
+    if (message_size > 0) message[0] = 0;
+    memset(info, 0, sizeof(*info));
+    ik_png_reader reader = {data, size, 0, 0, message, message_size};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, ik_png_error, ik_png_warning);
+    if (!png) return IK_ERR_INTERNAL;
+    png_infop png_info = png_create_info_struct(png);
+    if (!png_info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return IK_ERR_INTERNAL;
+    }
+    unsigned char *volatile buffer = NULL;
+    volatile ik_status refused = IK_OK;
+    if (setjmp(png_jmpbuf(png))) {
+        free(buffer);
+        png_destroy_read_struct(&png, &png_info, NULL);
+        if (refused != IK_OK) return refused;
+        return reader.truncated ? IK_ERR_TRUNCATED : IK_ERR_DECODE;
+    }
+    ik_png_configure_reader(png, &reader, 0);
+    png_read_info(png, png_info);
+    ik_png_setup_transforms(png, png_info, info);
+    if (info->interlaced) {
+        snprintf(message, message_size, "interlaced");
+        refused = IK_ERR_DECODE;
+        png_error(png, "interlaced");
+    }
+    png_read_update_info(png, png_info);
+    if (png_get_rowbytes(png, png_info) != (size_t)info->width * 4) {
+        snprintf(message, message_size, "unexpected PNG row layout");
+        refused = IK_ERR_DECODE;
+        png_error(png, "unexpected row layout");
+    }
+    if (header(context, info) != 0) {
+        refused = IK_ERR_REFUSED;
+        png_error(png, "refused");
+    }
+    buffer = (unsigned char *)malloc((size_t)info->width * 4);
+    if (!buffer) {
+        refused = IK_ERR_INTERNAL;
+        png_error(png, "out of memory");
+    }
+    for (png_uint_32 y = 0; y < info->height; y++) {
+        png_read_row(png, buffer, NULL);
+        row(context, buffer, y);
+    }
+    png_read_end(png, NULL);
+    free(buffer);
+    png_destroy_read_struct(&png, &png_info, NULL);
+    return IK_OK;
+}
+
 ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_png_alloc_fn alloc,
                              void *context, ik_png_info *info, char *message, size_t message_size) {
     if (message_size > 0) message[0] = 0;
@@ -75,33 +158,10 @@ ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_p
         return reader.truncated ? IK_ERR_TRUNCATED : IK_ERR_DECODE;
     }
 
-    png_set_read_fn(png, &reader, ik_png_read);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ik_png_ignored_chunks,
-                                (int)(sizeof(ik_png_ignored_chunks) / 5));
-    if (ignore_crc) png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
-    // Dimensions are policed by ImageKit's own limits in the allocation callback.
-    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
-
+    ik_png_configure_reader(png, &reader, ignore_crc);
     png_read_info(png, png_info);
-    png_uint_32 width = 0, height = 0;
-    int bit_depth = 0, color_type = 0, interlace = 0;
-    png_get_IHDR(png, png_info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
-    int has_trns = png_get_valid(png, png_info, PNG_INFO_tRNS) != 0;
-
-    info->width = width;
-    info->height = height;
-    info->bit_depth = bit_depth;
-    info->color_type = color_type;
-    info->interlaced = interlace != PNG_INTERLACE_NONE;
-    info->has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0 || has_trns;
-
-    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
-    if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-    if (has_trns) png_set_tRNS_to_alpha(png);
-    if (bit_depth == 16) png_set_strip_16(png);
-    if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-    if (!info->has_alpha) png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    ik_png_setup_transforms(png, png_info, info);
+    png_uint_32 width = info->width, height = info->height;
     int passes = png_set_interlace_handling(png);
     (void)passes;
     png_read_update_info(png, png_info);

@@ -17,6 +17,20 @@ public struct DecodingLimits: Sendable, Hashable {
 
     public static let `default` = DecodingLimits()
 
+    /// Throws ``ImageError/Code/decompressionBomb`` when one frame of `width × height` has more
+    /// pixels than ``maxPixelsPerFrame`` (the bytes limit is not applied: the caller decodes it
+    /// scaled down, without holding it whole).
+    public func checkPixels(width: Int, height: Int) throws(ImageError) {
+        guard width > 0, height > 0 else {
+            throw ImageError(.zeroPixels, "the image declares \(width)×\(height) pixels")
+        }
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        guard !overflow, pixels <= maxPixelsPerFrame else {
+            throw ImageError(.decompressionBomb,
+                             "\(width)×\(height) pixels exceed the limit of \(maxPixelsPerFrame) pixels per frame")
+        }
+    }
+
     /// Throws ``ImageError/Code/decompressionBomb`` when `frames` frames of `width × height`
     /// exceed the limits, ``ImageError/Code/zeroPixels`` when the size is empty.
     public func check(width: Int, height: Int, frames: Int = 1) throws(ImageError) {
@@ -48,14 +62,33 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var allowsPartialImages: Bool
     /// Refuse images over these limits before allocating.
     public var limits: DecodingLimits
+    /// Decode to at most this many pixels per side (SDWebImage's `imageThumbnailPixelSize`):
+    /// with ``preservesAspectRatio`` the image fits inside, otherwise it is stretched to exactly
+    /// this size. Never upscales. Sizes are upright (after EXIF orientation).
+    public var thumbnailPixelSize: PixelSize?
+    /// See ``thumbnailPixelSize``. Default true.
+    public var preservesAspectRatio: Bool
+    /// Scale large images down so each frame takes at most this many bytes of RGBA, aspect
+    /// ratio kept (SDWebImage's `.scaleDownLargeImages`, whose limit is
+    /// ``DecodedImage/defaultScaleDownLimitBytes``). The budget is divided across the frames of
+    /// an animation. nil = no scale-down.
+    public var scaleDownLimitBytes: Int?
 
     public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
-                allowsPartialImages: Bool = false, limits: DecodingLimits = .default) {
+                allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
+                thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
+                scaleDownLimitBytes: Int? = nil) {
         self.firstFrameOnly = firstFrameOnly
         self.appliesOrientation = appliesOrientation
         self.allowsPartialImages = allowsPartialImages
         self.limits = limits
+        self.thumbnailPixelSize = thumbnailPixelSize
+        self.preservesAspectRatio = preservesAspectRatio
+        self.scaleDownLimitBytes = scaleDownLimitBytes
     }
+
+    /// True when the options may make the output smaller than the source.
+    public var scalesDown: Bool { thumbnailPixelSize != nil || scaleDownLimitBytes != nil }
 
     public static let `default` = ImageDecodingOptions()
 }

@@ -38,4 +38,29 @@ enum ExifReader {
         }
         return orientation(tiff: bytes)
     }
+
+    /// The `tiff:Orientation` of an XMP packet (attribute or element form), used when a file has
+    /// no EXIF orientation (cameras and editors write either; ImageIO and Pillow read both).
+    static func orientation(xmp bytes: UnsafeRawBufferPointer) -> ImageOrientation? {
+        let text = Array(bytes)
+        let needle = Array("tiff:Orientation".utf8)
+        guard text.count > needle.count else { return nil }
+        var index = 0
+        while index + needle.count < text.count {
+            if text[index] == needle[0] && Array(text[index..<index + needle.count]) == needle {
+                // Skip `="`, `>` or whitespace to the first digit.
+                var cursor = index + needle.count
+                var skipped = 0
+                while cursor < text.count, skipped < 8, !(0x30...0x39).contains(text[cursor]) {
+                    cursor += 1
+                    skipped += 1
+                }
+                if cursor < text.count, (0x31...0x38).contains(text[cursor]) {
+                    return ImageOrientation(rawValue: Int(text[cursor] - 0x30))
+                }
+            }
+            index += 1
+        }
+        return nil
+    }
 }

@@ -39,6 +39,15 @@ struct AnimationCanvas: ~Copyable {
         return copy.freeze(isOpaque: isOpaque)
     }
 
+    /// The canvas as a frame of `size`: a copy, or a resampled version read straight from the
+    /// canvas (no full-size copy).
+    func frame(size: PixelSize) throws(ImageError) -> Bitmap {
+        guard size.width != width || size.height != height else { return try snapshot(isOpaque: false) }
+        var resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: false)
+        for y in 0..<height { resampler.push(row: pixels.row(y)) }
+        return resampler.finish()
+    }
+
     /// Ends drawing and hands the canvas itself over as the last frame, without a copy.
     consuming func finish(isOpaque: Bool) -> Bitmap {
         pixels.freeze(isOpaque: isOpaque)

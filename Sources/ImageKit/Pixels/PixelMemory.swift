@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Where pixel memory comes from.
 ///
@@ -11,12 +12,36 @@ import Darwin
 /// buffer). Large buffers are therefore 2 MiB-aligned and advised as transparent huge pages,
 /// which brings the same decode to about 83 ms without keeping a pool of idle buffers alive.
 /// Memory is never zero-filled here: decoders overwrite it.
-enum PixelMemory {
+public enum PixelMemory {
     /// Buffers at least this large get huge-page advice (two huge pages).
     static let hugePageThreshold = 4 << 20
     static let hugePageSize = 2 << 20
 
+    /// Bytes of pixel memory allocated now, and the most at any moment since the last
+    /// ``resetPeak()``: how the benchmark measures a decode's peak pixel memory.
+    public static var currentBytes: Int { current.load(ordering: .relaxed) }
+    public static var peakBytes: Int { peak.load(ordering: .relaxed) }
+    public static func resetPeak() { peak.store(current.load(ordering: .relaxed), ordering: .relaxed) }
+
+    private static let current = Atomic<Int>(0)
+    private static let peak = Atomic<Int>(0)
+    // Sizes by address, so deallocation can be accounted without the caller passing it.
+    private static let sizes = Locked<[UnsafeMutableRawPointer: Int]>([:])
+
     static func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer? {
+        guard let pointer = rawAllocate(byteCount: byteCount, alignment: alignment) else { return nil }
+        sizes.withLock { $0[pointer] = byteCount }
+        let now = current.wrappingAdd(byteCount, ordering: .relaxed).newValue
+        var seen = peak.load(ordering: .relaxed)
+        while now > seen {
+            let (exchanged, original) = peak.compareExchange(expected: seen, desired: now, ordering: .relaxed)
+            if exchanged { break }
+            seen = original
+        }
+        return pointer
+    }
+
+    private static func rawAllocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer? {
         var pointer: UnsafeMutableRawPointer?
         let align = byteCount >= hugePageThreshold ? hugePageSize : alignment
         guard posix_memalign(&pointer, align, max(byteCount, 1)) == 0, let pointer else { return nil }
@@ -30,6 +55,9 @@ enum PixelMemory {
     }
 
     static func deallocate(_ pointer: UnsafeMutableRawPointer) {
+        if let size = sizes.withLock({ $0.removeValue(forKey: pointer) }) {
+            current.wrappingSubtract(size, ordering: .relaxed)
+        }
         free(pointer)
     }
 }

@@ -49,6 +49,18 @@ ik_status ik_png_decode_rgba(const void *_Nonnull data, size_t size, int ignore_
                              ik_png_alloc_fn _Nonnull alloc, void *_Nullable context,
                              ik_png_info *_Nonnull info, char *_Nonnull message, size_t message_size);
 
+/// Called once per decoded row, top to bottom, with `width * 4` bytes of RGBA8 (straight alpha).
+typedef void (*ik_png_row_fn)(void *_Nullable context, const unsigned char *_Nonnull row, uint32_t y);
+/// Called after the header: return 0 to go on, anything else to stop (limits, out of memory).
+typedef int (*ik_png_header_fn)(void *_Nullable context, const ik_png_info *_Nonnull info);
+
+/// Decodes a non-interlaced PNG one row at a time, handing each row to `row` (the same
+/// transforms as `ik_png_decode_rgba`). Only one row is held, so a caller can shrink the image
+/// while it is read. Interlaced images give IK_ERR_DECODE with the message "interlaced".
+ik_status ik_png_decode_rows(const void *_Nonnull data, size_t size, ik_png_header_fn _Nonnull header,
+                             ik_png_row_fn _Nonnull row, void *_Nullable context, ik_png_info *_Nonnull info,
+                             char *_Nonnull message, size_t message_size);
+
 /// Encodes RGBA8 rows (straight alpha) as PNG: RGBA when `keep_alpha`, else RGB. The result is
 /// malloc'ed; free it with `ik_free`. `compression` is a zlib level 0...9 (-1: default).
 ik_status ik_png_encode_rgba(const void *_Nonnull pixels, uint32_t width, uint32_t height, size_t stride,

@@ -88,8 +88,14 @@ private struct GIFDecoding {
 
     private func decodeRecords(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError) -> DecodedImage {
         let screenWidth = Int(gif.pointee.SWidth), screenHeight = Int(gif.pointee.SHeight)
-        try options.limits.check(width: screenWidth, height: screenHeight)
-        let frameBytes = screenWidth * screenHeight * 4
+        let screen = PixelSize(width: screenWidth, height: screenHeight)
+        // The scale-down budget is shared by all frames, so count them first (a walk over the
+        // block structure, no LZW decoding) — only when it matters.
+        let frameCount = options.scaleDownLimitBytes != nil && !options.firstFrameOnly ? GIFStructure.imageCount(bytes) : 1
+        let target = DecodeTarget.size(for: screen, frames: max(frameCount, 1), options: options)
+        try options.limits.checkPixels(width: screenWidth, height: screenHeight)
+        try options.limits.check(width: screenWidth, height: screenHeight) // the canvas is always full size
+        let frameBytes = target.width * target.height * 4
 
         var canvas = try AnimationCanvas(width: screenWidth, height: screenHeight)
         var frames: [ImageFrame] = []
@@ -113,11 +119,11 @@ private struct GIFDecoding {
                 let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
                 // Finish the previous frame: keep its picture, then dispose of it.
                 if let previous = pending {
-                    let total = (frames.count + 2) * frameBytes
+                    let total = (frames.count + 1) * frameBytes + 2 * screenWidth * screenHeight * 4
                     guard total <= options.limits.maxTotalBytes else {
                         throw ImageError(.decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
                     }
-                    frames.append(ImageFrame(bitmap: try canvas.snapshot(isOpaque: false), duration: previous.duration))
+                    frames.append(ImageFrame(bitmap: try canvas.frame(size: target), duration: previous.duration))
                     if previous.disposal == DISPOSE_BACKGROUND {
                         canvas.clear(previous.rect)
                     } else if previous.disposal == DISPOSE_PREVIOUS, let saved = previous.saved {
@@ -146,7 +152,9 @@ private struct GIFDecoding {
         }
 
         guard let last = pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
-        frames.append(ImageFrame(bitmap: canvas.finish(isOpaque: false), duration: last.duration))
+        var lastFrame = canvas.finish(isOpaque: false)
+        if target != screen { lastFrame = try lastFrame.resized(to: target) }
+        frames.append(ImageFrame(bitmap: lastFrame, duration: last.duration))
         if frames.count == 1 {
             frames[0].duration = 0
             return DecodedImage(frames: frames, loopCount: 1, format: .gif)
@@ -232,5 +240,42 @@ private struct GIFDecoding {
                 y += pass.step
             }
         }
+    }
+}
+
+/// The block structure of a GIF, walked without decoding any image data.
+enum GIFStructure {
+    /// The number of image descriptors (frames), counting up to the trailer or the end of data.
+    static func imageCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard bytes.count >= 13 else { return 0 }
+        var offset = 13
+        if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 0x07) + 1) }
+        var count = 0
+        func skipSubBlocks(_ start: Int) -> Int {
+            var cursor = start
+            while cursor < bytes.count {
+                let length = Int(bytes[cursor])
+                cursor += 1
+                if length == 0 { return cursor }
+                cursor += length
+            }
+            return bytes.count
+        }
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x21: // extension: label, then sub-blocks
+                offset = skipSubBlocks(offset + 2)
+            case 0x2C: // image descriptor, optional local table, LZW code size, sub-blocks
+                guard offset + 10 <= bytes.count else { return count }
+                count += 1
+                let flags = bytes[offset + 9]
+                offset += 10
+                if flags & 0x80 != 0 { offset += 3 << (Int(flags & 0x07) + 1) }
+                offset = skipSubBlocks(offset + 1)
+            default: // trailer or garbage
+                return count
+            }
+        }
+        return count
     }
 }

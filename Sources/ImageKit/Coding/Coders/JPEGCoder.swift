@@ -48,14 +48,21 @@ public struct JPEGCoder: ImageCoding {
                 throw ImageError(.badImageData, "JPEG header: \(message)")
             }
         }
-        try options.limits.check(width: Int(width), height: Int(height))
+        let orientation = markers.orientation ?? .up
+        let full = PixelSize(width: Int(width), height: Int(height))
+        let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
+                                             frames: 1, options: options)
+        // Decode straight to the smallest DCT-scaled size that still covers the target.
+        let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
+        if !options.scalesDown { try options.limits.check(width: full.width, height: full.height) }
+        try options.limits.check(width: decoded.width, height: decoded.height)
 
         let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
-        var buffer = try PixelBuffer(width: Int(width), height: Int(height))
+        var buffer = try PixelBuffer(width: decoded.width, height: decoded.height)
         let format = isCMYK ? TJPF_CMYK : TJPF_RGBA
         let flags = TJFLAG_LIMITSCANS
-        let status = tjDecompress2(handle.raw, source, UInt(bytes.count), buffer.row(0), width,
-                                   Int32(buffer.bytesPerRow), height, Int32(format.rawValue), flags)
+        let status = tjDecompress2(handle.raw, source, UInt(bytes.count), buffer.row(0), Int32(decoded.width),
+                                   Int32(buffer.bytesPerRow), Int32(decoded.height), Int32(format.rawValue), flags)
         var isPartial = false
         if status != 0 {
             let message = handle.errorMessage
@@ -76,11 +83,35 @@ public struct JPEGCoder: ImageCoding {
         handleIsClean = status == 0 && headerStatus == 0
         if isCMYK { convertCMYKToRGBA(&buffer, inverted: markers.hasAdobeMarker) }
 
-        var image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg,
-                                 orientation: markers.orientation ?? .up, isOrientationApplied: false,
-                                 isPartial: isPartial)
+        var bitmap = buffer.freeze(isOpaque: true)
+        if decoded != target { bitmap = try bitmap.resized(to: target, extent: extent) }
+        var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg,
+                                 orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
+    }
+
+    /// The TurboJPEG scaling factors (1/8 … 2), read once.
+    static let scalingFactors: [(num: Int, denom: Int)] = {
+        var count: Int32 = 0
+        guard let factors = tjGetScalingFactors(&count) else { return [(1, 1)] }
+        return (0..<Int(count)).map { (Int(factors[$0].num), Int(factors[$0].denom)) }
+    }()
+
+    /// The smallest DCT-scaled size (TJSCALED: ceil(size × num / denom)) that is at least
+    /// `target` on both sides; the full size when no factor below 1 covers it.
+    /// Also returns the picture's exact (fractional) extent at that scale.
+    static func scaledSize(_ full: PixelSize, covering target: PixelSize) -> (PixelSize, (width: Double, height: Double)?) {
+        var best = full
+        var extent: (width: Double, height: Double)?
+        for (num, denom) in scalingFactors where num < denom {
+            let scaled = PixelSize(width: (full.width * num + denom - 1) / denom, height: (full.height * num + denom - 1) / denom)
+            if scaled.width >= target.width && scaled.height >= target.height && scaled.pixelCount < best.pixelCount {
+                best = scaled
+                extent = (Double(full.width * num) / Double(denom), Double(full.height * num) / Double(denom))
+            }
+        }
+        return (best, extent)
     }
 
     /// CMYK (as stored) to RGB in place. Adobe writes inverted CMYK, where a stored 255 means no

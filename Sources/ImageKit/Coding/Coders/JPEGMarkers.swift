@@ -1,7 +1,9 @@
 /// What ImageKit needs from a JPEG's marker segments before decoding: the EXIF orientation, the
 /// Adobe APP14 transform (inverted CMYK), and the frame type (to name unsupported variants).
 struct JPEGMarkers {
-    var orientation: ImageOrientation?
+    var orientation: ImageOrientation? { exifOrientation ?? xmpOrientation }
+    var exifOrientation: ImageOrientation?
+    var xmpOrientation: ImageOrientation?
     var hasAdobeMarker = false
     /// SOF marker number (0xC0 ... 0xCF) of the first frame header, if one was seen.
     var frameMarker: UInt8?
@@ -26,8 +28,13 @@ struct JPEGMarkers {
             let payloadEnd = min(offset + 2 + length, count)
             let payload = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<max(payloadStart, payloadEnd)])
             switch marker {
-            case 0xE1 where orientation == nil:
-                orientation = ExifReader.orientation(exifPayload: payload)
+            case 0xE1:
+                let xmpPrefix = Array("http://ns.adobe.com/xap/1.0/".utf8)
+                if payload.count > xmpPrefix.count, payload.prefix(xmpPrefix.count).elementsEqual(xmpPrefix) {
+                    if xmpOrientation == nil { xmpOrientation = ExifReader.orientation(xmp: payload) }
+                } else if exifOrientation == nil {
+                    exifOrientation = ExifReader.orientation(exifPayload: payload)
+                }
             case 0xEE:
                 if payload.count >= 5, payload[0] == 0x41, payload[1] == 0x64, payload[2] == 0x6F,
                    payload[3] == 0x62, payload[4] == 0x65 { // "Adobe"

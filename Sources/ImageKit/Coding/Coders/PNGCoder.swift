@@ -20,7 +20,19 @@ public struct PNGCoder: ImageCoding {
                !(options.firstFrameOnly && animation.defaultImageHidden) {
                 return try Self.decodeAnimation(animation, bytes: bytes, options: options)
             }
-            let bitmap = try Self.decodeStill(bytes, limits: options.limits, ignoreCRC: false)
+            // Scaled decodes of non-interlaced PNGs stream: rows are shrunk as libpng reads
+            // them, so the full-size image is never held.
+            if options.scalesDown, bytes.count >= 29, bytes[28] == 0, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
+                let full = PixelSize(width: Int(PNGChunks.u32(bytes, 16)), height: Int(PNGChunks.u32(bytes, 20)))
+                let target = DecodeTarget.size(for: full, options: options)
+                if target != full, full.width > 0, full.height > 0 {
+                    let bitmap = try Self.decodeStreaming(bytes, target: target, limits: options.limits)
+                    return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
+                }
+            }
+            var bitmap = try Self.decodeStill(bytes, limits: options.limits, ignoreCRC: false)
+            let target = DecodeTarget.size(for: PixelSize(width: bitmap.width, height: bitmap.height), options: options)
+            if target.width != bitmap.width || target.height != bitmap.height { bitmap = try bitmap.resized(to: target) }
             return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
         }
     }
@@ -87,11 +99,59 @@ public struct PNGCoder: ImageCoding {
         }
     }
 
+    /// Decodes row by row into a ``Resampler``: peak memory is the output plus a few rows.
+    static func decodeStreaming(_ bytes: UnsafeRawBufferPointer, target: PixelSize, limits: DecodingLimits) throws(ImageError) -> Bitmap {
+        if let defect = PNGChunks.headerDefect(bytes) { throw ImageError(.badImageData, "PNG: \(defect)") }
+        guard bytes[26] == 0, bytes[27] == 0 else {
+            throw ImageError(.badImageData, "PNG: unknown compression, filter or interlace method in IHDR")
+        }
+        final class Sink {
+            let target: PixelSize
+            let limits: DecodingLimits
+            var resampler: Resampler?
+            var error: ImageError?
+            init(target: PixelSize, limits: DecodingLimits) { self.target = target; self.limits = limits }
+        }
+        let sink = Sink(target: target, limits: limits)
+        var info = ik_png_info()
+        var message = [CChar](repeating: 0, count: 256)
+        let status = withExtendedLifetime(sink) {
+            ik_png_decode_rows(bytes.baseAddress!, bytes.count, { context, info in
+                let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+                let full = PixelSize(width: Int(info.pointee.width), height: Int(info.pointee.height))
+                do throws(ImageError) {
+                    try sink.limits.checkPixels(width: full.width, height: full.height)
+                    try sink.limits.check(width: sink.target.width, height: sink.target.height)
+                    sink.resampler = try Resampler(source: full, target: sink.target, isOpaque: info.pointee.has_alpha == 0)
+                    return 0
+                } catch {
+                    sink.error = error
+                    return 1
+                }
+            }, { context, row, _ in
+                let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+                sink.resampler!.push(row: row)
+            }, Unmanaged.passUnretained(sink).toOpaque(), &info, &message, message.count)
+        }
+        let text = string(fromCBuffer: message)
+        switch status {
+        case IK_OK:
+            guard let bitmap = sink.resampler.take()?.finish() else { throw ImageError(.internalError, "PNG: no rows") }
+            return bitmap
+        case IK_ERR_REFUSED: throw sink.error ?? ImageError(.internalError, "PNG: refused")
+        case IK_ERR_TRUNCATED: throw ImageError(.truncatedData, "PNG: \(text)")
+        case IK_ERR_INTERNAL: throw ImageError(.internalError, "PNG: \(text.isEmpty ? "out of memory" : text)")
+        default: throw ImageError(.badImageData, "PNG: \(text.isEmpty ? "corrupt data" : text)")
+        }
+    }
+
     private static func decodeAnimation(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer,
                                         options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         let frameCount = options.firstFrameOnly ? 1 : animation.frames.count
-        // Frames plus the canvas and one saved copy for "dispose to previous".
-        try options.limits.check(width: animation.width, height: animation.height, frames: frameCount)
+        let canvasSize = PixelSize(width: animation.width, height: animation.height)
+        let target = DecodeTarget.size(for: canvasSize, frames: frameCount, options: options)
+        try options.limits.checkPixels(width: canvasSize.width, height: canvasSize.height)
+        try options.limits.check(width: target.width, height: target.height, frames: frameCount)
         var canvas = try AnimationCanvas(width: animation.width, height: animation.height)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
@@ -111,7 +171,9 @@ public struct PNGCoder: ImageCoding {
                 }
             }
             canvas.draw(pixels, x: frame.x, y: frame.y, blend: frame.blend == 1 && index > 0)
-            frames.append(ImageFrame(bitmap: try canvas.snapshot(isOpaque: false), duration: frame.delay))
+            var snapshot = try canvas.snapshot(isOpaque: false)
+            if target != canvasSize { snapshot = try snapshot.resized(to: target) }
+            frames.append(ImageFrame(bitmap: snapshot, duration: frame.delay))
 
             switch dispose {
             case 1: canvas.clear(rect)

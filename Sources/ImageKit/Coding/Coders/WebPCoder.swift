@@ -26,12 +26,26 @@ public struct WebPCoder: ImageCoding {
         let status = WebPGetFeatures(base, bytes.count, &features)
         guard status == VP8_STATUS_OK else { throw error(status, "WebP header") }
 
+        let orientation = exifOrientation(bytes) ?? .up
         var image: DecodedImage
         if features.has_animation != 0 {
             image = try decodeAnimation(bytes, options: options)
         } else {
-            try options.limits.check(width: Int(features.width), height: Int(features.height))
-            let buffer = try PixelBuffer(width: Int(features.width), height: Int(features.height))
+            let full = PixelSize(width: Int(features.width), height: Int(features.height))
+            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
+                                                 frames: 1, options: options)
+            let isOpaque = features.has_alpha == 0
+            // libwebp scales while decoding; it stops at twice the target so the final Lanczos
+            // step sets the quality. Images with alpha are decoded whole and resampled in
+            // premultiplied alpha instead.
+            var decodeSize = full
+            if target != full && isOpaque && full.width > target.width * 2 {
+                decodeSize = PixelSize(width: min(full.width, target.width * 2), height: min(full.height, target.height * 2))
+            }
+            if decodeSize != full || target != full { try options.limits.checkPixels(width: full.width, height: full.height) }
+            else { try options.limits.check(width: full.width, height: full.height) }
+            try options.limits.check(width: decodeSize.width, height: decodeSize.height)
+            let buffer = try PixelBuffer(width: decodeSize.width, height: decodeSize.height)
             var config = WebPDecoderConfig()
             guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
             config.output.colorspace = MODE_RGBA
@@ -39,12 +53,19 @@ public struct WebPCoder: ImageCoding {
             config.output.u.RGBA.rgba = buffer.row(0)
             config.output.u.RGBA.stride = Int32(buffer.bytesPerRow)
             config.output.u.RGBA.size = buffer.byteCount
+            if decodeSize != full {
+                config.options.use_scaling = 1
+                config.options.scaled_width = Int32(decodeSize.width)
+                config.options.scaled_height = Int32(decodeSize.height)
+            }
             let decoded = WebPDecode(base, bytes.count, &config)
             WebPFreeDecBuffer(&config.output)
             guard decoded == VP8_STATUS_OK else { throw error(decoded, "WebP") }
-            image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: features.has_alpha == 0))], format: .webp)
+            var bitmap = buffer.freeze(isOpaque: isOpaque)
+            if decodeSize != target { bitmap = try bitmap.resized(to: target) }
+            image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .webp)
         }
-        image.orientation = exifOrientation(bytes) ?? .up
+        image.orientation = orientation
         image.isOrientationApplied = image.orientation == .up
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
@@ -78,7 +99,10 @@ public struct WebPCoder: ImageCoding {
         let width = Int(info.canvas_width), height = Int(info.canvas_height)
         let frameCount = options.firstFrameOnly ? 1 : Int(info.frame_count)
         guard frameCount > 0 else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
-        try options.limits.check(width: width, height: height, frames: frameCount)
+        let canvasSize = PixelSize(width: width, height: height)
+        let target = DecodeTarget.size(for: canvasSize, frames: frameCount, options: options)
+        try options.limits.checkPixels(width: width, height: height)
+        try options.limits.check(width: target.width, height: target.height, frames: frameCount)
 
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
@@ -90,15 +114,24 @@ public struct WebPCoder: ImageCoding {
                 if riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
                 throw ImageError(.badImageData, "animated WebP: frame \(frames.count) is corrupt")
             }
-            let buffer = try PixelBuffer(width: width, height: height)
-            if buffer.bytesPerRow == width * 4 {
-                buffer.baseAddress.copyMemory(from: canvas, byteCount: width * height * 4)
+            let bitmap: Bitmap
+            if target != canvasSize {
+                // Resample straight from libwebp's canvas: no full-size copy per frame.
+                var resampler = try Resampler(source: canvasSize, target: target, isOpaque: false)
+                for y in 0..<height { resampler.push(row: canvas + y * width * 4) }
+                bitmap = resampler.finish()
             } else {
-                for y in 0..<height { buffer.row(y).update(from: canvas + y * width * 4, count: width * 4) }
+                let buffer = try PixelBuffer(width: width, height: height)
+                if buffer.bytesPerRow == width * 4 {
+                    buffer.baseAddress.copyMemory(from: canvas, byteCount: width * height * 4)
+                } else {
+                    for y in 0..<height { buffer.row(y).update(from: canvas + y * width * 4, count: width * 4) }
+                }
+                bitmap = buffer.freeze(isOpaque: false)
             }
             let duration = Double(timestamp - previousTimestamp) / 1000
             previousTimestamp = timestamp
-            frames.append(ImageFrame(bitmap: buffer.freeze(isOpaque: false), duration: duration))
+            frames.append(ImageFrame(bitmap: bitmap, duration: duration))
         }
         guard !frames.isEmpty else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
         if frames.count == 1 { frames[0].duration = 0 }
