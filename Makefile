@@ -27,8 +27,12 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# Tests run optimised (-c release, with @testable imports enabled): the codec and resampler
+# loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
+TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test
+
 test: deps
-	$(SWIFT) test
+	$(SWIFT) test $(TEST_FLAGS)
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 test-asan: deps
@@ -42,4 +46,4 @@ bench: deps
 	$(SWIFT) run -c release --skip-build bench $(BENCH_ARGS)
 
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-test .build-asan .build-tsan

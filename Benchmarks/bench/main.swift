@@ -9,6 +9,7 @@ if !options.json {
     print("ImageKit \(ImageKit.version) bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, min-time \(options.minTime) s per case and side")
 }
 DecodeBench(options: options, report: report).run()
+ThumbnailBench(options: options, report: report).run()
 if options.corpus == nil {
     EncodeBench(options: options, report: report).run()
     CacheBench(options: options, report: report).run()

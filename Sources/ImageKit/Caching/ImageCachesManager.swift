@@ -88,13 +88,15 @@ public final class ImageCachesManager: ImageCaching {
             return .miss
         }
         let results = await withTaskGroup(of: (Int, Result<ImageCacheQueryResult, ImageError>).self) { group in
-            for (rank, cache) in caches.enumerated() {
-                group.addTask {
-                    do throws(ImageError) {
-                        return (rank, .success(try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)))
-                    } catch {
-                        return (rank, .failure(error))
+            // Explicit indices and capture list: with a tuple from `enumerated()` captured by a
+            // closure holding `do throws(…)`, Swift 6.3's optimiser handed every task rank 0.
+            for rank in caches.indices {
+                let cache = caches[rank]
+                group.addTask { [rank, cache] in
+                    let result: Result<ImageCacheQueryResult, ImageError> = await Self.catching { () async throws(ImageError) -> ImageCacheQueryResult in
+                        try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)
                     }
+                    return (rank, result)
                 }
             }
             var collected: [(Int, Result<ImageCacheQueryResult, ImageError>)] = []
@@ -104,6 +106,15 @@ public final class ImageCachesManager: ImageCaching {
         for (_, result) in results { if case .success(let hit) = result, hit.image != nil { return hit } }
         if Task.isCancelled { throw ImageError(.cancelled, "the cache query was cancelled") }
         return .miss
+    }
+
+    /// `Result(catching:)` for async bodies with typed throws.
+    private static func catching<Success>(_ body: () async throws(ImageError) -> Success) async -> Result<Success, ImageError> {
+        do {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
+        }
     }
 
     public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
@@ -151,7 +162,10 @@ public final class ImageCachesManager: ImageCaching {
             return .none
         }
         let found = await withTaskGroup(of: (Int, ImageCacheType).self) { group in
-            for (rank, cache) in caches.enumerated() { group.addTask { (rank, await cache.containsImage(key, cacheType: cacheType)) } }
+            for rank in caches.indices {
+                let cache = caches[rank]
+                group.addTask { [rank, cache] in (rank, await cache.containsImage(key, cacheType: cacheType)) }
+            }
             var all: [(Int, ImageCacheType)] = []
             for await item in group { all.append(item) }
             return all.sorted { $0.0 < $1.0 }

@@ -61,6 +61,25 @@ ik_status ik_png_decode_rows(const void *_Nonnull data, size_t size, ik_png_head
                              ik_png_row_fn _Nonnull row, void *_Nullable context, ik_png_info *_Nonnull info,
                              char *_Nonnull message, size_t message_size);
 
+/// Incremental PNG decoding with libpng's progressive reader (`png_process_data`).
+typedef struct ik_png_progressive ik_png_progressive;
+
+/// Asked once the header is known for a zero-filled RGBA8 buffer of width × height (stride in
+/// `*stride`), into which rows are combined as they arrive; NULL refuses.
+typedef void *_Nullable (*ik_png_progressive_alloc_fn)(void *_Nullable context, const ik_png_info *_Nonnull info,
+                                                       size_t *_Nonnull stride);
+
+ik_png_progressive *_Nullable ik_png_progressive_new(ik_png_progressive_alloc_fn _Nonnull alloc, void *_Nullable context);
+/// Feeds the next bytes. IK_OK means "fine so far" (more may be needed).
+ik_status ik_png_progressive_feed(ik_png_progressive *_Nonnull decoder, const void *_Nonnull data, size_t size,
+                                  char *_Nonnull message, size_t message_size);
+/// Progress: the current Adam7 pass (0 for non-interlaced images), the rows finished in that
+/// pass (the highest row number seen + 1), passes completed, and whether the image is complete.
+void ik_png_progressive_progress(const ik_png_progressive *_Nonnull decoder, int *_Nonnull pass,
+                                 uint32_t *_Nonnull rows, int *_Nonnull passes_done, int *_Nonnull finished);
+const ik_png_info *_Nonnull ik_png_progressive_info(const ik_png_progressive *_Nonnull decoder);
+void ik_png_progressive_free(ik_png_progressive *_Nullable decoder);
+
 /// Encodes RGBA8 rows (straight alpha) as PNG: RGBA when `keep_alpha`, else RGB. The result is
 /// malloc'ed; free it with `ik_free`. `compression` is a zlib level 0...9 (-1: default).
 ik_status ik_png_encode_rgba(const void *_Nonnull pixels, uint32_t width, uint32_t height, size_t stride,

@@ -15,8 +15,15 @@ public struct GIFCoder: ImageCoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         try data.withImageBytes { bytes throws(ImageError) in
-            try GIFDecoding(bytes: bytes, options: options).run()
+            try GIFDecoding(bytes: bytes, options: options, completeFramesOnly: false).run()
         }
+    }
+
+    /// With `completeFramesOnly`, data that ends early yields the frames completed before the
+    /// end (progressive loading) instead of an error; at least one frame must be complete.
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions,
+                       completeFramesOnly: Bool) throws(ImageError) -> DecodedImage {
+        try GIFDecoding(bytes: bytes, options: options, completeFramesOnly: completeFramesOnly).run()
     }
 
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
@@ -50,6 +57,7 @@ final class GIFMemoryReader {
 private struct GIFDecoding {
     let bytes: UnsafeRawBufferPointer
     let options: ImageDecodingOptions
+    let completeFramesOnly: Bool
 
     func run() throws(ImageError) -> DecodedImage {
         guard bytes.count > 0 else { throw ImageError(.emptyData, "the GIF data is empty") }
@@ -104,8 +112,10 @@ private struct GIFDecoding {
         var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
         var line = [UInt8]()
         var done = false
+        var drawing = false
 
         while !done {
+          do throws(ImageError) {
             var record = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
             switch record {
@@ -133,8 +143,10 @@ private struct GIFDecoding {
                 let rect = canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
                 let saved = control.DisposalMode == DISPOSE_PREVIOUS ? try canvas.snapshot(isOpaque: false) : nil
                 let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
+                drawing = true
                 try drawFrame(gif, reader: reader, canvas: &canvas, desc: desc, rect: rect, colorMap: colorMap,
                               transparent: Int(control.TransparentColor), line: &line)
+                drawing = false
                 let centiseconds = Int(control.DelayTime)
                 pending = (centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100, control.DisposalMode, rect, saved)
                 control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
@@ -149,6 +161,16 @@ private struct GIFDecoding {
             default:
                 throw ImageError(.badImageData, "GIF: unknown record type")
             }
+          } catch where completeFramesOnly && error.code == .truncatedData && (pending != nil || !frames.isEmpty) {
+            // Keep what is complete: a frame cut mid-draw is dropped (its predecessor is
+            // already in `frames`, and the canvas now holds half a frame).
+            if drawing {
+                let complete = frames
+                guard !complete.isEmpty else { throw error }
+                return DecodedImage(frames: complete, loopCount: loopCount ?? 1, format: .gif)
+            }
+            done = true
+          }
         }
 
         guard let last = pending else { throw ImageError(.zeroPixels, "the GIF has no image") }

@@ -1,0 +1,58 @@
+import Foundation
+
+/// Progressive JPEG state: scans counted incrementally, from where the last count stopped.
+struct JPEGProgress {
+    /// Where the marker search resumes.
+    private var offset = 2
+    private var scansStarted = 0
+    private var sawEnd = false
+    private var previewedScans = 0
+    private var previewedBytes = 0
+    private var isProgressive = false
+
+    /// Complete scans: a scan is complete once the marker after it (another SOS, a table, EOI)
+    /// has arrived.
+    private mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var completed = max(0, scansStarted - 1)
+        while offset + 1 < bytes.count {
+            guard bytes[offset] == 0xFF else { offset += 1; continue }
+            let marker = bytes[offset + 1]
+            switch marker {
+            case 0x00, 0xFF, 0x01, 0xD0...0xD7, 0xD8:
+                offset += marker == 0xFF ? 1 : 2 // stuffed byte, fill, restart markers: inside a scan
+            case 0xD9:
+                sawEnd = true
+                offset += 2
+            case 0xDA:
+                scansStarted += 1
+                offset += 2
+            default:
+                // A segment with a length: skip its payload (tables between scans, headers).
+                guard offset + 3 < bytes.count else { return max(0, scansStarted - 1) + (sawEnd ? 1 : 0) }
+                if marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE { isProgressive = true }
+                let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+                guard offset + 2 + length <= bytes.count else { return max(0, scansStarted - 1) + (sawEnd ? 1 : 0) }
+                offset += 2 + length
+            }
+            completed = max(0, scansStarted - 1) + (sawEnd ? 1 : 0)
+        }
+        return completed
+    }
+
+    mutating func preview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
+        let completed = data.withUnsafeBytes { scan($0) }
+        if isProgressive {
+            // Progressive: a new preview per completed scan.
+            guard completed > previewedScans else { return nil }
+            previewedScans = completed
+        } else {
+            // Baseline: rows arrive in order; re-decode when a further eighth of the data is here.
+            guard scansStarted > 0, data.count - previewedBytes >= max(4096, data.count / 8) else { return nil }
+        }
+        var previewOptions = options
+        previewOptions.allowsPartialImages = true
+        guard let image = try? JPEGCoder().decode(data, options: previewOptions) else { return nil }
+        previewedBytes = data.count
+        return image
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// Decodes an image while its bytes arrive, producing previews (SDWebImage's progressive
+/// coder, PRG-01).
+///
+/// Give it the bytes received so far with ``update(_:isFinal:)`` (cumulative, as a downloader
+/// accumulates them); ask ``preview()`` for an image whenever convenient — it answers only when
+/// the new bytes can show something new: a completed JPEG scan (or a further band of rows of a
+/// baseline JPEG), more PNG rows or a completed Adam7 pass, more WebP rows, a completed GIF
+/// frame. Previews are marked ``DecodedImage/isPreview``, honour the thumbnail and scale-down
+/// options (a large progressive JPEG is never decoded at full size for a preview) and are never
+/// larger than the final image. ``finalImage()`` is exactly the one-shot decode of all bytes.
+///
+/// Unlike SDWebImage, previews do not need the expected length: a preview is only produced
+/// from what a decoder reports as decodable, so an unknown length costs nothing.
+///
+/// ```swift
+/// let decoder = ProgressiveDecoder(options: .init(thumbnailPixelSize: PixelSize(512)))
+/// for chunk in chunks {
+///     received.append(chunk)
+///     decoder.update(received, isFinal: false)
+///     if let preview = decoder.preview() { show(preview) }
+/// }
+/// decoder.update(received, isFinal: true)
+/// let image = try decoder.finalImage()
+/// ```
+public final class ProgressiveDecoder: Sendable {
+    public let options: ImageDecodingOptions
+    let coders: ImageCodersManager
+    private let state: Locked<State>
+
+    private struct State {
+        var data = Data()
+        var isFinal = false
+        var format: ImageFormat?
+        var engine: Engine?
+    }
+
+    /// The per-format incremental state.
+    private enum Engine {
+        case jpeg(JPEGProgress)
+        case png(PNGProgress)
+        case webp(WebPProgress)
+        case gif(GIFProgress)
+        case none
+    }
+
+    public init(options: ImageDecodingOptions = .default, coders: ImageCodersManager = .shared) {
+        self.options = options
+        self.coders = coders
+        state = Locked(State())
+    }
+
+    /// The format, once enough bytes have arrived to tell.
+    public var format: ImageFormat? { state.withLock { $0.format } }
+
+    /// Hands over all bytes received so far (each call passes the whole prefix).
+    public func update(_ data: Data, isFinal: Bool) {
+        state.withLock { state in
+            state.data = data
+            state.isFinal = isFinal
+            if state.format == nil, data.count >= 16 || isFinal {
+                let signature = ImageSignature(data)
+                state.format = signature.format
+                switch signature.format {
+                case .jpeg: state.engine = .jpeg(JPEGProgress())
+                case .png where !signature.isAnimated: state.engine = .png(PNGProgress(limits: options.limits))
+                case .webp where !signature.isAnimated: state.engine = .webp(WebPProgress(limits: options.limits))
+                case .gif: state.engine = .gif(GIFProgress())
+                default: state.engine = Engine.none
+                }
+            }
+        }
+    }
+
+    /// A preview of the bytes so far, or nil when there is nothing new to show (or the data
+    /// cannot be previewed yet: a decoder's fatal error here means "not yet").
+    public func preview() -> DecodedImage? {
+        // Previews decode under the lock: one decoder belongs to one download, so there is no
+        // one to wait; the lock only keeps `update` from racing a preview.
+        state.withLock { state in
+            guard !state.isFinal, let engine = state.engine else { return nil }
+            var image: DecodedImage?
+            switch engine {
+            case .jpeg(var progress):
+                image = progress.preview(state.data, options: options)
+                state.engine = .jpeg(progress)
+            case .png(let progress):
+                image = progress.preview(state.data, options: options)
+            case .webp(let progress):
+                image = progress.preview(state.data, options: options)
+            case .gif(var progress):
+                image = progress.preview(state.data, options: options)
+                state.engine = .gif(progress)
+            case .none:
+                return nil
+            }
+            image?.isPreview = true
+            return image
+        }
+    }
+
+    /// The complete image: a one-shot decode of all bytes (after `update(_, isFinal: true)`).
+    public func finalImage() throws(ImageError) -> DecodedImage {
+        let (data, isFinal) = state.withLock { ($0.data, $0.isFinal) }
+        guard isFinal else { throw ImageError(.truncatedData, "the final bytes have not arrived yet") }
+        return try coders.decode(data, options: options)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import XCTest
+@testable import ImageKit
+
+final class ProgressiveDecodingTests: XCTestCase {
+    /// Feeds `data` in `chunks` pieces; returns the previews and the final image.
+    func feed(_ data: Data, chunks: Int, options: ImageDecodingOptions = .default) -> (previews: [DecodedImage], final: Result<DecodedImage, ImageError>) {
+        let decoder = ProgressiveDecoder(options: options)
+        var previews: [DecodedImage] = []
+        let step = max(1, data.count / chunks)
+        var end = 0
+        while end < data.count {
+            end = min(data.count, end + step)
+            decoder.update(data.prefix(end), isFinal: end == data.count)
+            if let preview = decoder.preview() { previews.append(preview) }
+        }
+        if data.isEmpty { decoder.update(data, isFinal: true) }
+        return (previews, Result { () throws(ImageError) in try decoder.finalImage() })
+    }
+
+    func testEveryCorpusFileInSeveralChunkings() throws {
+        var previewCount = 0
+        for entry in try Corpus.requireEntries() {
+            let data = try entry.data
+            let oneShot = Result { () throws(ImageError) in try ImageCodersManager.shared.decode(data) }
+            for chunks in data.count > 200_000 ? [5] : [3, 16] {
+                let (previews, final) = feed(data, chunks: chunks)
+                switch (oneShot, final) {
+                case (.success(let expected), .success(let image)):
+                    XCTAssertEqual(image.bitmap.canonicalSHA256(), expected.bitmap.canonicalSHA256(), entry.path)
+                    XCTAssertEqual(image.frames.count, expected.frames.count, entry.path)
+                    XCTAssertFalse(image.isPreview)
+                    for preview in previews {
+                        XCTAssertTrue(preview.isPreview, entry.path)
+                        XCTAssertLessThanOrEqual(preview.width * preview.height, image.width * image.height, entry.path)
+                        XCTAssertLessThanOrEqual(preview.frames.count, image.frames.count, entry.path)
+                    }
+                case (.failure(let expected), .failure(let error)):
+                    XCTAssertEqual(error.code, expected.code, entry.path)
+                default:
+                    XCTFail("\(entry.path): progressive final \(final) differs from one-shot \(oneShot)")
+                }
+                previewCount += previews.count
+            }
+        }
+        XCTAssertGreaterThan(previewCount, 300, "previews are produced")
+    }
+
+    func testProgressiveJPEGGivesOnePreviewPerScan() throws {
+        let data = try Corpus.data("jpeg/sdwebimage/TestImageLarge.jpg")
+        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(300))
+        let (previews, final) = feed(data, chunks: 24, options: options)
+        let image = try final.get()
+        XCTAssertGreaterThanOrEqual(previews.count, 3, "several scans complete along the way")
+        XCTAssertTrue(previews.allSatisfy { $0.width == image.width && $0.height == image.height },
+                      "previews use the DCT-scaled thumbnail path: same size as the final")
+        XCTAssertLessThanOrEqual(image.width, 300)
+    }
+
+    func testInterlacedPNGGivesAPreviewPerPass() throws {
+        let data = try Corpus.data("png/pngsuite/basi2c08.png")
+        let (previews, final) = feed(data, chunks: 40)
+        XCTAssertGreaterThanOrEqual(previews.count, 3)
+        XCTAssertEqual(try final.get().width, 32)
+        // The first pass alone already covers the whole picture (8×8 blocks).
+        XCTAssertEqual(previews.first?.bitmap[31, 31].a, 255)
+    }
+
+    func testGIFFramesAppearAsTheyComplete() throws {
+        let data = try Corpus.data("gif/gif-test-suite/animated_loop.gif")
+        let (previews, final) = feed(data, chunks: 50)
+        XCTAssertEqual(try final.get().frames.count, 4)
+        XCTAssertEqual(previews.map(\.frames.count), Array(1...previews.count), "one more frame each time")
+    }
+
+    func testWebPRowsArrive() throws {
+        let data = try Corpus.data("webp/pillow/flower.webp")
+        let (previews, final) = feed(data, chunks: 10)
+        XCTAssertGreaterThanOrEqual(previews.count, 2)
+        XCTAssertEqual(try final.get().width, 480)
+    }
+
+    func testTruncationAtEveryOffsetNeverTraps() throws {
+        for path in ["png/pngsuite/basi0g01.png", "gif/gif-test-suite/static_transparent.gif", "jpeg/jpegsuite/baseline/32x32x8_ycbcr.jpg",
+                     "webp/libwebp-test-data/lossless_vec_1_0.webp"] {
+            let data = try Corpus.data(path)
+            let decoder = ProgressiveDecoder()
+            for end in 0...data.count {
+                let prefix = data.prefix(end)
+                _ = try? ImageCodersManager.shared.decode(prefix)
+                decoder.update(prefix, isFinal: false)
+                _ = decoder.preview()
+            }
+            decoder.update(data, isFinal: true)
+            XCTAssertNoThrow(try decoder.finalImage(), path)
+        }
+    }
+}
