@@ -36,10 +36,10 @@ test: deps
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 test-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test --sanitize=address --scratch-path .build-asan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan
 
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=thread --scratch-path .build-tsan
 
 bench: deps
 	$(SWIFT) build -c release --product bench

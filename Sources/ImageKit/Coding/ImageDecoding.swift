@@ -34,16 +34,9 @@ public struct DecodingLimits: Sendable, Hashable {
     /// Throws ``ImageError/Code/decompressionBomb`` when `frames` frames of `width × height`
     /// exceed the limits, ``ImageError/Code/zeroPixels`` when the size is empty.
     public func check(width: Int, height: Int, frames: Int = 1) throws(ImageError) {
-        guard width > 0, height > 0 else {
-            throw ImageError(.zeroPixels, "the image declares \(width)×\(height) pixels")
-        }
-        let (pixels, pixelOverflow) = width.multipliedReportingOverflow(by: height)
-        guard !pixelOverflow, pixels <= maxPixelsPerFrame else {
-            throw ImageError(.decompressionBomb,
-                             "\(width)×\(height) pixels exceed the limit of \(maxPixelsPerFrame) pixels per frame")
-        }
-        let (bytes, byteOverflow) = pixels.multipliedReportingOverflow(by: 4 * max(frames, 1))
-        guard !byteOverflow, bytes <= maxTotalBytes else {
+        try checkPixels(width: width, height: height)
+        let (bytes, overflow) = (width * height).multipliedReportingOverflow(by: 4 * max(frames, 1))
+        guard !overflow, bytes <= maxTotalBytes else {
             throw ImageError(.decompressionBomb,
                              "\(frames) frame(s) of \(width)×\(height) need \(bytes) bytes, over the limit of \(maxTotalBytes)")
         }

@@ -23,15 +23,21 @@ struct Resampler: ~Copyable {
     private final class Scratch {
         let band: UnsafeMutablePointer<SIMD4<Float>>
         let ring: UnsafeMutablePointer<SIMD4<Float>>
-        init(bandCount: Int, ringCount: Int) {
-            band = .allocate(capacity: bandCount)
+        // Allocated through PixelMemory so the benchmark's peak pixel memory includes them.
+        init(bandCount: Int, ringCount: Int) throws(ImageError) {
+            let stride = MemoryLayout<SIMD4<Float>>.stride
+            guard let bandMemory = PixelMemory.allocate(byteCount: bandCount * stride, alignment: 16),
+                  let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16) else {
+                throw ImageError(.internalError, "out of memory for resampling rows")
+            }
+            band = bandMemory.bindMemory(to: SIMD4<Float>.self, capacity: bandCount)
             band.initialize(repeating: .zero, count: bandCount)
-            ring = .allocate(capacity: ringCount)
+            ring = ringMemory.bindMemory(to: SIMD4<Float>.self, capacity: ringCount)
             ring.initialize(repeating: .zero, count: ringCount)
         }
         deinit {
-            band.deallocate()
-            ring.deallocate()
+            PixelMemory.deallocate(UnsafeMutableRawPointer(band))
+            PixelMemory.deallocate(UnsafeMutableRawPointer(ring))
         }
     }
 
@@ -99,21 +105,32 @@ struct Resampler: ~Copyable {
     ///   picture. Using the true extent keeps the output from shifting by a fraction of a pixel.
     init(source: PixelSize, target: PixelSize, isOpaque: Bool, extent: (width: Double, height: Double)? = nil) throws(ImageError) {
         precondition(target.width > 0 && target.height > 0 && source.width > 0 && source.height > 0)
-        sourceWidth = source.width
-        sourceHeight = source.height
-        targetWidth = target.width
-        targetHeight = target.height
-        self.isOpaque = isOpaque
-        boxX = max(1, source.width / (target.width * 2))
-        boxY = max(1, source.height / (target.height * 2))
-        reducedWidth = (source.width + boxX - 1) / boxX
-        reducedHeight = (source.height + boxY - 1) / boxY
+        let boxX = max(1, source.width / (target.width * 2))
+        let boxY = max(1, source.height / (target.height * 2))
+        let reducedWidth = (source.width + boxX - 1) / boxX
+        let reducedHeight = (source.height + boxY - 1) / boxY
         let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
-        horizontal = Coefficients(inSize: extentWidth / Double(boxX), outSize: target.width, available: reducedWidth)
-        vertical = Coefficients(inSize: extentHeight / Double(boxY), outSize: target.height, available: reducedHeight)
-        ringRows = max(1, vertical.count.max() ?? 1)
-        output = try PixelBuffer(width: target.width, height: target.height)
-        scratch = Scratch(bandCount: reducedWidth, ringCount: ringRows * target.width)
+        let horizontal = Coefficients(inSize: extentWidth / Double(boxX), outSize: target.width, available: reducedWidth)
+        let vertical = Coefficients(inSize: extentHeight / Double(boxY), outSize: target.height, available: reducedHeight)
+        let ringRows = max(1, vertical.count.max() ?? 1)
+        // Everything that can throw happens before `self` is touched (a noncopyable value may
+        // not be left half-initialised).
+        let scratch = try Scratch(bandCount: reducedWidth, ringCount: ringRows * target.width)
+        let output = try PixelBuffer(width: target.width, height: target.height)
+        self.sourceWidth = source.width
+        self.sourceHeight = source.height
+        self.targetWidth = target.width
+        self.targetHeight = target.height
+        self.isOpaque = isOpaque
+        self.boxX = boxX
+        self.boxY = boxY
+        self.reducedWidth = reducedWidth
+        self.reducedHeight = reducedHeight
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.ringRows = ringRows
+        self.scratch = scratch
+        self.output = output
     }
 
     /// Adds the next source row (`sourceWidth` RGBA8 pixels, straight alpha).
