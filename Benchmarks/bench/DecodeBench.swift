@@ -14,8 +14,9 @@ struct DecodeBench {
             cases = Self.corpusCases(directory)
         } else {
             let sizes = options.quick ? [(256, 256), (1024, 768)] : [(256, 256), (1024, 768), (4000, 3000)]
+            // Generate only the sizes some wanted case name needs.
             let wanted = sizes.filter { size in
-                ["jpeg", "png", "gif", "webp"].contains { kind in options.includes("\(kind)") || options.includes("\(size.0)x\(size.1)") }
+                SyntheticImages.kinds.contains { options.includes("\($0)/\(size.0)x\(size.1)") }
             }
             cases = SyntheticImages.corpus(sizes: wanted, log: log).filter { options.includes($0.name) }
         }

@@ -39,6 +39,9 @@ enum SyntheticImages {
         var frames: Int
     }
 
+    static let kinds = ["jpeg-baseline-q85", "jpeg-progressive-q85", "png-rgb", "png-rgba", "gif-still", "gif-animated",
+                        "webp-lossy-q80", "webp-lossless", "webp-animated-q80"]
+
     /// The generated corpus: every (kind × size) the issue names.
     static func corpus(sizes: [(Int, Int)], log: (String) -> Void) -> [Case] {
         var cases: [Case] = []

@@ -17,7 +17,7 @@ struct ThumbnailBench {
         var cases: [Case] = []
         if let directory = options.corpus {
             cases = DecodeBench.corpusCases(directory).map { Case(name: "thumb256/" + $0.name.dropFirst("decode/".count), data: $0.data) }
-        } else if ["thumb256", "progressive"].contains(where: options.includes) || options.filter == nil {
+        } else if Self.generatedNames.contains(where: options.includes) || options.includes("progressive-jpeg-16-chunks/full size") {
             cases = generated()
         }
         var rows: [[String]] = []
@@ -60,6 +60,10 @@ struct ThumbnailBench {
         return PixelMemory.peakBytes - before
     }
 
+    static let generatedNames = ["thumb256/jpeg-baseline-4000x3000", "thumb256/jpeg-progressive-4000x3000",
+                                 "thumb256/png-4000x3000", "thumb256/webp-4000x3000", "thumb256/jpeg-baseline-8000x6000",
+                                 "thumb256/jpeg-progressive-8000x6000"]
+
     func generated() -> [Case] {
         var cases: [Case] = []
         let codecs = ImageCodersManager.shared
@@ -83,7 +87,7 @@ struct ThumbnailBench {
     /// Feeding a progressive JPEG in 16 chunks, asking for a preview after each, against one
     /// one-shot decode of the whole file; full-size and 256 px previews.
     func progressive(_ item: Case?) {
-        guard let item, options.includes("progressive") || options.filter == nil || options.includes("thumb256") else { return }
+        guard let item, options.includes("progressive-jpeg-16-chunks/full size") || options.includes("progressive-jpeg-16-chunks/256 px") else { return }
         let measurement = PairedMeasurement(minTime: options.minTime)
         var rows: [[String]] = []
         for (label, decoding) in [("full size", ImageDecodingOptions()), ("256 px", ImageDecodingOptions(thumbnailPixelSize: Self.box))] {

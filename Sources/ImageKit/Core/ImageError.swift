@@ -35,16 +35,57 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let cancelled = Code(rawValue: "cancelled")
         /// A file system operation failed (disk full, permission denied, read-only cache …).
         public static let ioError = Code(rawValue: "ioError")
+        /// The URL is missing, malformed, or has a scheme no loader handles (SDWebImage 1000).
+        public static let invalidURL = Code(rawValue: "invalidURL")
+        /// The server answered with a status code outside the acceptable range (2001);
+        /// ``ImageError/httpStatusCode`` holds it.
+        public static let invalidStatusCode = Code(rawValue: "invalidStatusCode")
+        /// The response is unusable: an empty body, or refused by a response modifier (2003).
+        public static let invalidResponse = Code(rawValue: "invalidResponse")
+        /// The Content-Type is not among the acceptable ones (2004).
+        public static let invalidContentType = Code(rawValue: "invalidContentType")
+        /// The body is larger than the configured maximum.
+        public static let responseTooLarge = Code(rawValue: "responseTooLarge")
+        /// Connecting took too long, or the transfer stalled.
+        public static let timedOut = Code(rawValue: "timedOut")
+        /// The host name did not resolve.
+        public static let cannotFindHost = Code(rawValue: "cannotFindHost")
+        /// The connection was refused or could not be made.
+        public static let cannotConnect = Code(rawValue: "cannotConnect")
+        /// The connection broke during the transfer (reset, closed early, nothing received).
+        public static let connectionLost = Code(rawValue: "connectionLost")
+        /// TLS failed: bad certificate, handshake error.
+        public static let secureConnectionFailed = Code(rawValue: "secureConnectionFailed")
+        /// Another transfer failure (curl's message says which).
+        public static let networkError = Code(rawValue: "networkError")
         /// Out of memory or another failure that is not the input's fault.
         public static let internalError = Code(rawValue: "internalError")
     }
 
     public var code: Code
     public var message: String
+    /// The HTTP status, for ``Code/invalidStatusCode``.
+    public var httpStatusCode: Int?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, httpStatusCode: Int? = nil) {
         self.code = code
         self.message = message
+        self.httpStatusCode = httpStatusCode
+    }
+
+    /// Whether trying again later may succeed (DESIGN §6): timeouts, DNS and connection
+    /// failures, 5xx, 408 and 429, cancellation. Everything else (other 4xx, bad data) is
+    /// permanent and may be remembered as a failed URL.
+    public var isTransient: Bool {
+        switch code {
+        case .timedOut, .cannotFindHost, .cannotConnect, .connectionLost, .cancelled, .ioError, .internalError:
+            return true
+        case .invalidStatusCode:
+            guard let status = httpStatusCode else { return false }
+            return status >= 500 || status == 408 || status == 429
+        default:
+            return false
+        }
     }
 
     public var description: String { "\(code): \(message)" }

@@ -22,7 +22,7 @@ public final class Bitmap: @unchecked Sendable {
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress)
+        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height)
     }
 
     /// The bytes held: `bytesPerRow × height`.

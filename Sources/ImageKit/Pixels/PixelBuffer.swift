@@ -103,6 +103,6 @@ public struct PixelBuffer: ~Copyable {
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress)
+        PixelMemory.deallocate(baseAddress, byteCount: byteCount)
     }
 }

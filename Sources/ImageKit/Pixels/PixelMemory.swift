@@ -25,12 +25,10 @@ public enum PixelMemory {
 
     private static let current = Atomic<Int>(0)
     private static let peak = Atomic<Int>(0)
-    // Sizes by address, so deallocation can be accounted without the caller passing it.
-    private static let sizes = Locked<[UnsafeMutableRawPointer: Int]>([:])
 
+    /// Allocates `byteCount` bytes; free them with ``deallocate(_:byteCount:)`` and the same count.
     static func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer? {
         guard let pointer = rawAllocate(byteCount: byteCount, alignment: alignment) else { return nil }
-        sizes.withLock { $0[pointer] = byteCount }
         let now = current.wrappingAdd(byteCount, ordering: .relaxed).newValue
         var seen = peak.load(ordering: .relaxed)
         while now > seen {
@@ -54,10 +52,8 @@ public enum PixelMemory {
         return pointer
     }
 
-    static func deallocate(_ pointer: UnsafeMutableRawPointer) {
-        if let size = sizes.withLock({ $0.removeValue(forKey: pointer) }) {
-            current.wrappingSubtract(size, ordering: .relaxed)
-        }
+    static func deallocate(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
+        current.wrappingSubtract(byteCount, ordering: .relaxed)
         free(pointer)
     }
 }

@@ -23,6 +23,8 @@ struct Resampler: ~Copyable {
     private final class Scratch {
         let band: UnsafeMutablePointer<SIMD4<Float>>
         let ring: UnsafeMutablePointer<SIMD4<Float>>
+        let bandBytes: Int
+        let ringBytes: Int
         // Allocated through PixelMemory so the benchmark's peak pixel memory includes them.
         init(bandCount: Int, ringCount: Int) throws(ImageError) {
             let stride = MemoryLayout<SIMD4<Float>>.stride
@@ -30,14 +32,16 @@ struct Resampler: ~Copyable {
                   let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16) else {
                 throw ImageError(.internalError, "out of memory for resampling rows")
             }
+            bandBytes = bandCount * stride
+            ringBytes = ringCount * stride
             band = bandMemory.bindMemory(to: SIMD4<Float>.self, capacity: bandCount)
             band.initialize(repeating: .zero, count: bandCount)
             ring = ringMemory.bindMemory(to: SIMD4<Float>.self, capacity: ringCount)
             ring.initialize(repeating: .zero, count: ringCount)
         }
         deinit {
-            PixelMemory.deallocate(UnsafeMutableRawPointer(band))
-            PixelMemory.deallocate(UnsafeMutableRawPointer(ring))
+            PixelMemory.deallocate(UnsafeMutableRawPointer(band), byteCount: bandBytes)
+            PixelMemory.deallocate(UnsafeMutableRawPointer(ring), byteCount: ringBytes)
         }
     }
 

@@ -51,9 +51,10 @@ public struct PNGCoder: ImageCoding {
             var limits: DecodingLimits
             var pixels: UnsafeMutableRawPointer?
             var bytesPerRow = 0
+            var byteCount = 0
             var error: ImageError?
             init(limits: DecodingLimits) { self.limits = limits }
-            deinit { if let pixels { PixelMemory.deallocate(pixels) } }
+            deinit { if let pixels { PixelMemory.deallocate(pixels, byteCount: byteCount) } }
         }
         let allocation = Allocation(limits: limits)
         var info = ik_png_info()
@@ -67,6 +68,7 @@ public struct PNGCoder: ImageCoding {
                     let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
                     allocation.pixels = pixels
                     allocation.bytesPerRow = bytesPerRow
+                    allocation.byteCount = bytesPerRow * height
                     stride.pointee = bytesPerRow
                     return pixels
                 } catch {

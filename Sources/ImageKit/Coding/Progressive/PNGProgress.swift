@@ -7,6 +7,7 @@ final class PNGProgress {
     private var decoder: OpaquePointer?
     fileprivate var pixels: UnsafeMutableRawPointer?
     fileprivate var bytesPerRow = 0
+    fileprivate var byteCount = 0
     fileprivate var refusal: ImageError?
     private var fed = 0
     private var failed = false
@@ -22,7 +23,7 @@ final class PNGProgress {
 
     deinit {
         ik_png_progressive_free(decoder)
-        if let pixels { PixelMemory.deallocate(pixels) }
+        if let pixels { PixelMemory.deallocate(pixels, byteCount: byteCount) }
     }
 
     func preview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
@@ -37,6 +38,7 @@ final class PNGProgress {
                     pixels.initializeMemory(as: UInt8.self, repeating: 0, count: bytesPerRow * height)
                     progress.pixels = pixels
                     progress.bytesPerRow = bytesPerRow
+                    progress.byteCount = bytesPerRow * height
                     stride.pointee = bytesPerRow
                     return pixels
                 } catch {

@@ -19,7 +19,7 @@ final class WebPProgress {
 
     deinit {
         if let decoder { WebPIDelete(decoder) }
-        if let pixels { PixelMemory.deallocate(pixels) }
+        if let pixels { PixelMemory.deallocate(pixels, byteCount: bytesPerRow * size.height) }
     }
 
     func preview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {

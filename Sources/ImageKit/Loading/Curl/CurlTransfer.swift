@@ -1,0 +1,196 @@
+import CCurl
+import CImageCodecs
+import Foundation
+
+/// Settings one transfer is built from (a snapshot of the downloader's configuration plus the
+/// request).
+struct CurlTransferOptions: Sendable {
+    var url: URL
+    var headers: [String: String]
+    var connectTimeout: TimeInterval
+    /// Abort when fewer than 1 byte/s arrive for this long (an idle timeout, like URLRequest's).
+    var stallTimeout: TimeInterval
+    var totalTimeout: TimeInterval?
+    var maxRedirects: Int
+    var maxBodySize: Int?
+    var allowsInvalidCertificates: Bool
+    var handlesCookies: Bool
+    var credentials: (user: String, password: String)?
+}
+
+/// One curl easy handle and what it receives. Created on any thread; after `attach` only the
+/// engine thread touches the handle. The received bytes are behind a lock so consumers can
+/// take a snapshot while the transfer runs.
+final class CurlTransfer: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: `easy`, `headerList`, `headers`, `errorBuffer` and the
+    // progress fields are touched only by the engine thread once the transfer is added;
+    // `body` is guarded by its lock.
+    let options: CurlTransferOptions
+    let easy: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    let body = Locked(Data())
+    var responseHeaders: [String: String] = [:]
+    var exceededMaxBody = false
+    var lastReported: Int64 = -1
+    /// Engine-thread callbacks.
+    var onProgress: (@Sendable (ImageLoadProgress) -> Void)?
+    var onComplete: (@Sendable (CurlTransfer, CURLcode) -> Void)?
+
+    init?(options: CurlTransferOptions) {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
+        self.options = options
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private var raw: UnsafeMutableRawPointer { easy }
+
+    private func set(_ option: CURLoption, _ value: Int) {
+        _ = ik_curl_easy_setopt_long(raw, Int32(option.rawValue), value)
+    }
+
+    private func set(_ option: CURLoption, string: String) {
+        // curl copies string options (since 7.17).
+        _ = string.withCString { ik_curl_easy_setopt_pointer(raw, Int32(option.rawValue), $0) }
+    }
+
+    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
+        _ = ik_curl_easy_setopt_pointer(raw, Int32(option.rawValue), pointer)
+    }
+
+    /// Applies every option. Called on the engine thread just before the handle is added.
+    func configure() {
+        let context = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        set(CURLOPT_URL, string: options.url.absoluteString)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
+        set(CURLOPT_PROTOCOLS_STR, string: "http,https")
+        set(CURLOPT_REDIR_PROTOCOLS_STR, string: "http,https")
+        set(CURLOPT_FOLLOWLOCATION, options.maxRedirects > 0 ? 1 : 0)
+        set(CURLOPT_MAXREDIRS, options.maxRedirects)
+        set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
+        if let total = options.totalTimeout { set(CURLOPT_TIMEOUT_MS, Int(total * 1000)) }
+        set(CURLOPT_ACCEPT_ENCODING, string: "") // every encoding curl supports (gzip, deflate, br …)
+        set(CURLOPT_TCP_KEEPALIVE, 1)
+        if let maxBodySize = options.maxBodySize { _ = ik_curl_easy_setopt_offset(raw, Int32(CURLOPT_MAXFILESIZE_LARGE.rawValue), Int64(maxBodySize)) }
+        if options.allowsInvalidCertificates {
+            set(CURLOPT_SSL_VERIFYPEER, 0)
+            set(CURLOPT_SSL_VERIFYHOST, 0)
+        }
+        if options.handlesCookies { set(CURLOPT_COOKIEFILE, string: "") } // enables the in-memory cookie engine
+        if let credentials = options.credentials {
+            set(CURLOPT_HTTPAUTH, 1) // CURLAUTH_BASIC (a macro Swift cannot import)
+            set(CURLOPT_USERNAME, string: credentials.user)
+            set(CURLOPT_PASSWORD, string: credentials.password)
+        }
+        for (name, value) in options.headers.sorted(by: { $0.key < $1.key }) {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+        set(CURLOPT_WRITEDATA, pointer: context)
+        set(CURLOPT_WRITEFUNCTION, pointer: unsafeBitCast(CurlTransfer.write, to: UnsafeRawPointer.self))
+        set(CURLOPT_HEADERDATA, pointer: context)
+        set(CURLOPT_HEADERFUNCTION, pointer: unsafeBitCast(CurlTransfer.header, to: UnsafeRawPointer.self))
+        set(CURLOPT_XFERINFODATA, pointer: context)
+        set(CURLOPT_XFERINFOFUNCTION, pointer: unsafeBitCast(CurlTransfer.progress, to: UnsafeRawPointer.self))
+        set(CURLOPT_NOPROGRESS, 0)
+        set(CURLOPT_PIPEWAIT, 1) // prefer multiplexing on an HTTP/2 connection being set up
+        set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+    }
+
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> CurlTransfer {
+        Unmanaged<CurlTransfer>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    private static let write: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        bytes, size, count, context in
+        let transfer = CurlTransfer.from(context)
+        let length = size * count
+        guard let bytes, length > 0 else { return length }
+        let accepted = transfer.body.withLock { body -> Bool in
+            if let limit = transfer.options.maxBodySize, body.count + length > limit { return false }
+            body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: length)
+            return true
+        }
+        if !accepted {
+            transfer.exceededMaxBody = true
+            return 0 // curl aborts with CURLE_WRITE_ERROR
+        }
+        return length
+    }
+
+    private static let header: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        bytes, size, count, context in
+        let transfer = CurlTransfer.from(context)
+        let length = size * count
+        guard let bytes, length > 0 else { return length }
+        let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            transfer.responseHeaders = [:] // a new response (after a redirect or 100 Continue)
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            transfer.responseHeaders[name] = value
+        }
+        return length
+    }
+
+    private static let progress: @convention(c) (UnsafeMutableRawPointer?, Int64, Int64, Int64, Int64) -> Int32 = {
+        context, total, received, _, _ in
+        let transfer = CurlTransfer.from(context)
+        if received != transfer.lastReported, received > 0 {
+            transfer.lastReported = received
+            transfer.onProgress?(ImageLoadProgress(receivedBytes: received, expectedBytes: total > 0 ? total : nil))
+        }
+        return 0
+    }
+
+    // MARK: Results (engine thread, after completion)
+
+    var statusCode: Int {
+        var code = 0
+        _ = ik_curl_easy_getinfo_long(raw, Int32(CURLINFO_RESPONSE_CODE.rawValue), &code)
+        return code
+    }
+
+    var errorMessage: String { String(cString: errorBuffer) }
+
+    var metrics: TransferMetrics {
+        func seconds(_ info: CURLINFO) -> TimeInterval {
+            var value: Int64 = 0
+            _ = ik_curl_easy_getinfo_offset(raw, Int32(info.rawValue), &value)
+            return TimeInterval(value) / 1e6
+        }
+        var metrics = TransferMetrics()
+        metrics.nameLookup = seconds(CURLINFO_NAMELOOKUP_TIME_T)
+        metrics.connect = seconds(CURLINFO_CONNECT_TIME_T)
+        metrics.tlsHandshake = max(0, seconds(CURLINFO_APPCONNECT_TIME_T) - metrics.connect)
+        metrics.timeToFirstByte = seconds(CURLINFO_STARTTRANSFER_TIME_T)
+        metrics.total = seconds(CURLINFO_TOTAL_TIME_T)
+        var downloaded: Int64 = 0
+        _ = ik_curl_easy_getinfo_offset(raw, Int32(CURLINFO_SIZE_DOWNLOAD_T.rawValue), &downloaded)
+        metrics.bytesReceived = downloaded
+        var version = 0
+        _ = ik_curl_easy_getinfo_long(raw, Int32(CURLINFO_HTTP_VERSION.rawValue), &version)
+        switch version {
+        case Int(CURL_HTTP_VERSION_1_0): metrics.httpVersion = "1.0"
+        case Int(CURL_HTTP_VERSION_1_1): metrics.httpVersion = "1.1"
+        case Int(CURL_HTTP_VERSION_2_0): metrics.httpVersion = "2"
+        case 30: metrics.httpVersion = "3"
+        default: metrics.httpVersion = ""
+        }
+        var connects = 0
+        _ = ik_curl_easy_getinfo_long(raw, Int32(CURLINFO_NUM_CONNECTS.rawValue), &connects)
+        metrics.reusedConnection = connects == 0
+        return metrics
+    }
+}

@@ -1,0 +1,358 @@
+import CCurl
+import Foundation
+
+/// Settings of an ``ImageDownloader`` (defaults from SDWebImage where it has one).
+public struct ImageDownloaderConfiguration: Sendable {
+    public enum ExecutionOrder: Sendable { case fifo, lifo }
+
+    /// Transfers running at once (6); the rest wait, by priority and then ``executionOrder``.
+    public var maxConcurrentDownloads: Int
+    /// Stall timeout: a transfer that receives nothing for this long fails (15 s). A large image
+    /// on a slow but steady link is not killed by it.
+    public var timeout: TimeInterval
+    /// Connection set-up limit (defaults to ``timeout``).
+    public var connectTimeout: TimeInterval?
+    /// An overall deadline per transfer; nil = none.
+    public var totalTimeout: TimeInterval?
+    public var executionOrder: ExecutionOrder
+    /// Headers sent with every request (a request's own headers win).
+    public var headers: [String: String]
+    public var acceptableStatusCodes: Range<Int>
+    /// When set, responses whose Content-Type (without parameters) is not listed fail.
+    public var acceptableContentTypes: Set<String>?
+    /// Bodies larger than this fail with ``ImageError/Code/responseTooLarge``, with or without
+    /// a Content-Length (default 256 MiB).
+    public var maxBodySize: Int?
+    public var maxRedirects: Int
+    public var credentials: (user: String, password: String)?
+    /// curl's in-memory cookie engine (off by default).
+    public var handlesCookies: Bool
+    /// Accept any TLS certificate (off by default; for tests and self-signed servers).
+    public var allowsInvalidSSLCertificates: Bool
+    public var maxConnectionsPerHost: Int
+    public var maxTotalConnections: Int
+    /// Changes or refuses (nil) a request before it is sent (SDWebImage's request modifier).
+    public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
+    /// Inspects a response's status and headers; returning false refuses it.
+    public var responseValidator: (@Sendable (_ statusCode: Int, _ headers: [String: String]) -> Bool)?
+    /// Transforms the received bytes (for example base64-decodes them); nil refuses them.
+    public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
+    /// Where progress and completions are delivered (never the curl thread).
+    public var callbackQueue: DispatchQueue
+
+    public init(maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
+                totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],
+                acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,
+                maxBodySize: Int? = 256 << 20, maxRedirects: Int = 10, credentials: (user: String, password: String)? = nil,
+                handlesCookies: Bool = false, allowsInvalidSSLCertificates: Bool = false, maxConnectionsPerHost: Int = 6,
+                maxTotalConnections: Int = 0, callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")) {
+        self.maxConcurrentDownloads = maxConcurrentDownloads
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
+        self.executionOrder = executionOrder
+        self.headers = headers
+        self.acceptableStatusCodes = acceptableStatusCodes
+        self.acceptableContentTypes = acceptableContentTypes
+        self.maxBodySize = maxBodySize
+        self.maxRedirects = maxRedirects
+        self.credentials = credentials
+        self.handlesCookies = handlesCookies
+        self.allowsInvalidSSLCertificates = allowsInvalidSSLCertificates
+        self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.maxTotalConnections = maxTotalConnections
+        self.callbackQueue = callbackQueue
+    }
+
+    /// `Accept` listing what ImageKit decodes, and `User-Agent: ImageKit/<version>`.
+    public static var defaultHeaders: [String: String] {
+        ["Accept": "image/webp,image/png,image/jpeg,image/gif,image/*;q=0.8", "User-Agent": "ImageKit/\(ImageKit.version)"]
+    }
+}
+
+/// Downloads image bytes over HTTP(S) with libcurl (SDWebImage's `SDWebImageDownloader`).
+///
+/// Concurrent requests for one URL share one transfer; each caller gets its own progress,
+/// its own token and exactly one completion. Cancelling a token detaches that caller only; the
+/// transfer stops when the last one leaves. A request arriving after a transfer finished starts
+/// a new one.
+///
+/// ```swift
+/// let downloader = ImageDownloader()
+/// let response = try await downloader.load(URL(string: "https://example.com/a.jpg")!)
+/// let image = try ImageCodersManager.shared.decode(response.data)
+/// ```
+public final class ImageDownloader: ImageLoading {
+    public let configuration: ImageDownloaderConfiguration
+    private let engine: CurlEngine
+    private let state = Locked(State())
+
+    private struct State {
+        var operations: [String: Operation] = [:]
+        var waiting: [Operation] = []
+        var running = 0
+        var suspended = false
+        var sequence = 0
+    }
+
+    /// One shared transfer and its callers.
+    private final class Operation: @unchecked Sendable {
+        // Invariant: mutable fields are touched only under the downloader's state lock.
+        let key: String
+        let request: ImageLoadRequest
+        let sequence: Int
+        var subscribers: [Int: Subscriber] = [:]
+        var transfer: CurlTransfer?
+        init(key: String, request: ImageLoadRequest, sequence: Int) {
+            self.key = key
+            self.request = request
+            self.sequence = sequence
+        }
+    }
+
+    private struct Subscriber {
+        var progress: (@Sendable (ImageLoadProgress) -> Void)?
+        var completion: @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    }
+
+    /// One caller's handle.
+    public struct Token: ImageLoadCancellable {
+        fileprivate weak var downloader: ImageDownloader?
+        fileprivate let key: String
+        fileprivate let id: Int
+        public func cancel() { downloader?.cancel(key: key, id: id) }
+        /// The bytes received so far (a copy, taken only when asked: for progressive decoding).
+        public func receivedData() -> Data? { downloader?.snapshot(key: key) }
+    }
+
+    public init(configuration: ImageDownloaderConfiguration = ImageDownloaderConfiguration()) {
+        self.configuration = configuration
+        engine = CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
+                            maxTotalConnections: configuration.maxTotalConnections)
+    }
+
+    deinit {
+        engine.shutdown()
+        // Callers of transfers that never started are told too.
+        let waiting = state.withLock { state in state.waiting.flatMap { Array($0.subscribers.values) } }
+        for subscriber in waiting {
+            configuration.callbackQueue.async { subscriber.completion(.failure(ImageError(.cancelled, "the downloader was shut down"))) }
+        }
+    }
+
+    public func canLoad(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased() else { return false }
+        return scheme == "http" || scheme == "https"
+    }
+
+    /// Holds queued transfers back (running ones go on) until ``resume()``.
+    public func suspend() { state.withLock { $0.suspended = true } }
+
+    public func resume() {
+        state.withLock { $0.suspended = false }
+        pump()
+    }
+
+    /// Cancels every caller of every transfer.
+    public func cancelAll() {
+        let tokens = state.withLock { state in state.operations.values.flatMap { operation in operation.subscribers.keys.map { (operation.key, $0) } } }
+        for (key, id) in tokens { cancel(key: key, id: id) }
+    }
+
+    /// Transfers running now, and waiting.
+    public var activeCount: Int { state.withLock { $0.running } }
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+
+    @discardableResult
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+        download(request, progress: progress, completion: completion)
+    }
+
+    /// ``load(_:progress:completion:)`` with the concrete token type.
+    @discardableResult
+    public func download(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
+                         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> Token {
+        guard canLoad(request.url), request.url.host != nil else {
+            configuration.callbackQueue.async { completion(.failure(ImageError(.invalidURL, "cannot download \(request.url)"))) }
+            return Token(downloader: nil, key: "", id: 0)
+        }
+        guard let request = configuration.requestModifier.map({ $0(request) }) ?? request else {
+            configuration.callbackQueue.async { completion(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)"))) }
+            return Token(downloader: nil, key: "", id: 0)
+        }
+        // Conditional requests do not share a transfer with plain ones.
+        let key = request.url.absoluteString + (request.cachedValidators == nil ? "" : "\u{0}conditional")
+        let id = state.withLock { state -> Int in
+            state.sequence += 1
+            let id = state.sequence
+            let operation: Operation
+            if let existing = state.operations[key] {
+                operation = existing
+            } else {
+                operation = Operation(key: key, request: request, sequence: id)
+                state.operations[key] = operation
+                state.waiting.append(operation)
+            }
+            operation.subscribers[id] = Subscriber(progress: progress, completion: completion)
+            return id
+        }
+        pump()
+        return Token(downloader: self, key: key, id: id)
+    }
+
+    /// Starts waiting transfers while there is room: highest priority first, then FIFO or LIFO.
+    private func pump() {
+        let starting: [Operation] = state.withLock { state in
+            var started: [Operation] = []
+            while !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads), !state.waiting.isEmpty {
+                let lifo = configuration.executionOrder == .lifo
+                let index = state.waiting.indices.max { a, b in
+                    let x = state.waiting[a], y = state.waiting[b]
+                    if x.request.priority != y.request.priority { return x.request.priority < y.request.priority }
+                    return lifo ? x.sequence < y.sequence : x.sequence > y.sequence
+                }!
+                let operation = state.waiting.remove(at: index)
+                state.running += 1
+                started.append(operation)
+            }
+            return started
+        }
+        for operation in starting { start(operation) }
+    }
+
+    private func start(_ operation: Operation) {
+        let request = operation.request
+        var headers = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
+        headers.merge(request.headers) { $1 }
+        if let validators = request.cachedValidators {
+            if let etag = validators.etag { headers["If-None-Match"] = etag }
+            if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
+        }
+        let options = CurlTransferOptions(
+            url: request.url, headers: headers, connectTimeout: configuration.connectTimeout ?? configuration.timeout,
+            stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
+            maxBodySize: configuration.maxBodySize, allowsInvalidCertificates: configuration.allowsInvalidSSLCertificates,
+            handlesCookies: configuration.handlesCookies, credentials: configuration.credentials)
+        guard let transfer = CurlTransfer(options: options) else {
+            finish(operation, .failure(ImageError(.internalError, "curl_easy_init failed")))
+            return
+        }
+        let key = operation.key
+        transfer.onProgress = { [weak self] progress in self?.deliverProgress(key: key, progress) }
+        transfer.onComplete = { [weak self] transfer, code in
+            guard let self else { return }
+            finish(operation, self.result(of: transfer, code: code, request: request))
+        }
+        let cancelledMeanwhile = state.withLock { _ -> Bool in
+            operation.transfer = transfer
+            return operation.subscribers.isEmpty
+        }
+        if cancelledMeanwhile {
+            finish(operation, .failure(ImageError(.cancelled, "cancelled before it started")))
+            return
+        }
+        engine.send(.add(transfer))
+    }
+
+    private func deliverProgress(key: String, _ progress: ImageLoadProgress) {
+        let callbacks = state.withLock { state in state.operations[key]?.subscribers.values.compactMap(\.progress) ?? [] }
+        guard !callbacks.isEmpty else { return }
+        configuration.callbackQueue.async { for callback in callbacks { callback(progress) } }
+    }
+
+    private func snapshot(key: String) -> Data? {
+        let transfer = state.withLock { $0.operations[key]?.transfer }
+        return transfer?.body.withLock { $0 }
+    }
+
+    /// Ends a transfer: every remaining caller gets `result`, and the next waiting one starts.
+    private func finish(_ operation: Operation, _ result: Result<ImageLoadResponse, ImageError>) {
+        let subscribers = state.withLock { state -> [Subscriber] in
+            if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
+            state.running -= 1
+            defer { operation.subscribers = [:] }
+            return Array(operation.subscribers.values)
+        }
+        if !subscribers.isEmpty {
+            configuration.callbackQueue.async { for subscriber in subscribers { subscriber.completion(result) } }
+        }
+        pump()
+    }
+
+    private func cancel(key: String, id: Int) {
+        let outcome = state.withLock { state -> (Subscriber?, CurlTransfer?, Bool) in
+            guard let operation = state.operations[key], let subscriber = operation.subscribers.removeValue(forKey: id) else {
+                return (nil, nil, false)
+            }
+            guard operation.subscribers.isEmpty else { return (subscriber, nil, false) }
+            // The last caller left: drop a waiting transfer, abort a running one.
+            state.operations[key] = nil
+            if let index = state.waiting.firstIndex(where: { $0 === operation }) {
+                state.waiting.remove(at: index)
+                return (subscriber, nil, false)
+            }
+            return (subscriber, operation.transfer, true)
+        }
+        guard let subscriber = outcome.0 else { return }
+        configuration.callbackQueue.async { subscriber.completion(.failure(ImageError(.cancelled, "the download was cancelled"))) }
+        if let transfer = outcome.1 { engine.send(.cancel(transfer)) }
+    }
+
+    // MARK: Results
+
+    private func result(of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest) -> Result<ImageLoadResponse, ImageError> {
+        let url = request.url
+        if code != CURLE_OK {
+            if transfer.exceededMaxBody || code == CURLE_FILESIZE_EXCEEDED {
+                return .failure(ImageError(.responseTooLarge, "\(url): the body is over \(configuration.maxBodySize ?? 0) bytes"))
+            }
+            return .failure(Self.error(for: code, message: transfer.errorMessage, url: url))
+        }
+        let status = transfer.statusCode
+        let headers = transfer.responseHeaders
+        let metrics = transfer.metrics
+        if status == 304, request.cachedValidators != nil {
+            return .success(ImageLoadResponse(url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true, metrics: metrics))
+        }
+        guard configuration.acceptableStatusCodes.contains(status) else {
+            return .failure(ImageError(.invalidStatusCode, "\(url): HTTP \(status)", httpStatusCode: status))
+        }
+        if let validator = configuration.responseValidator, !validator(status, headers) {
+            return .failure(ImageError(.invalidResponse, "\(url): the response validator refused the response"))
+        }
+        if let acceptable = configuration.acceptableContentTypes {
+            let type = headers["content-type"]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard acceptable.contains(type) else {
+                return .failure(ImageError(.invalidContentType, "\(url): Content-Type '\(type)' is not acceptable"))
+            }
+        }
+        var data = transfer.body.withLock { $0 }
+        guard !data.isEmpty else { return .failure(ImageError(.invalidResponse, "\(url): the body is empty")) }
+        if let decryptor = configuration.decryptor {
+            guard let decrypted = decryptor(data, headers) else {
+                return .failure(ImageError(.invalidResponse, "\(url): the decryptor refused the data"))
+            }
+            data = decrypted
+        }
+        return .success(ImageLoadResponse(url: url, data: data, statusCode: status, headers: headers, metrics: metrics))
+    }
+
+    /// curl's error codes as ImageKit's (ERR-08).
+    static func error(for code: CURLcode, message: String, url: URL) -> ImageError {
+        let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
+        switch code {
+        case CURLE_ABORTED_BY_CALLBACK: return ImageError(.cancelled, "\(url): cancelled")
+        case CURLE_OPERATION_TIMEDOUT: return ImageError(.timedOut, "\(url): \(text)")
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return ImageError(.cannotFindHost, "\(url): \(text)")
+        case CURLE_COULDNT_CONNECT: return ImageError(.cannotConnect, "\(url): \(text)")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            return ImageError(.connectionLost, "\(url): \(text)")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE:
+            return ImageError(.secureConnectionFailed, "\(url): \(text)")
+        case CURLE_TOO_MANY_REDIRECTS: return ImageError(.invalidResponse, "\(url): \(text)")
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: return ImageError(.invalidURL, "\(url): \(text)")
+        default: return ImageError(.networkError, "\(url): \(text) (curl error \(code.rawValue))")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// Loads `file://` URLs from disk, with the same progress and error types as the downloader.
+public struct FileLoader: ImageLoading {
+    /// Reads happen here, off the caller's thread.
+    let queue: DispatchQueue
+
+    public init(queue: DispatchQueue = DispatchQueue(label: "ImageKit.FileLoader", attributes: .concurrent)) {
+        self.queue = queue
+    }
+
+    public func canLoad(_ url: URL) -> Bool { url.isFileURL }
+
+    @discardableResult
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+        let token = LocalLoadToken(completion)
+        queue.async {
+            guard !token.isCancelled else { return }
+            let path = request.url.path
+            let result: Result<ImageLoadResponse, ImageError>
+            do {
+                guard let (data, _) = try DiskFiles.read(path) else {
+                    throw ImageError(.invalidURL, "no file at \(path)")
+                }
+                guard !data.isEmpty else { throw ImageError(.invalidResponse, "\(path) is empty") }
+                progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
+                result = .success(ImageLoadResponse(url: request.url, data: data))
+            } catch let error as ImageError {
+                result = .failure(error)
+            } catch {
+                result = .failure(ImageError(.ioError, "\(path): \(error)"))
+            }
+            token.finish(result)
+        }
+        return token
+    }
+}
+
+/// Decodes `data:` URLs (RFC 2397): base64 or percent-encoded payloads. Never cached.
+public struct DataURLLoader: ImageLoading {
+    public init() {}
+
+    public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "data" }
+
+    /// The payload of a `data:` URL string, or nil when it is malformed.
+    public static func decode(_ string: String) -> (mediaType: String, data: Data)? {
+        guard string.lowercased().hasPrefix("data:"), let comma = string.firstIndex(of: ",") else { return nil }
+        let header = string[string.index(string.startIndex, offsetBy: 5)..<comma]
+        let payload = String(string[string.index(after: comma)...])
+        let parameters = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let isBase64 = parameters.last?.lowercased() == "base64"
+        let mediaType = parameters.first.flatMap { $0.contains("/") ? $0 : nil } ?? "text/plain"
+        if isBase64 {
+            let cleaned = (payload.removingPercentEncoding ?? payload).filter { !$0.isWhitespace }
+            var padded = cleaned
+            while padded.count % 4 != 0 { padded += "=" }
+            guard let data = Data(base64Encoded: padded) else { return nil }
+            return (mediaType, data)
+        }
+        guard let decoded = payload.removingPercentEncoding else { return nil }
+        return (mediaType, Data(decoded.utf8))
+    }
+
+    @discardableResult
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+        let token = LocalLoadToken(completion)
+        guard let (mediaType, data) = Self.decode(request.url.absoluteString), !data.isEmpty else {
+            token.finish(.failure(ImageError(.invalidURL, "malformed or empty data: URL")))
+            return token
+        }
+        progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
+        token.finish(.success(ImageLoadResponse(url: request.url, data: data, headers: ["content-type": mediaType])))
+        return token
+    }
+}
+
+/// Completes exactly once: with the result, or with `cancelled` if cancelled first.
+final class LocalLoadToken: ImageLoadCancellable {
+    private let completion: Locked<(@Sendable (Result<ImageLoadResponse, ImageError>) -> Void)?>
+
+    init(_ completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) {
+        self.completion = Locked(completion)
+    }
+
+    var isCancelled: Bool { completion.withLock { $0 == nil } }
+
+    func finish(_ result: Result<ImageLoadResponse, ImageError>) {
+        completion.withLock { $0.take() }?(result)
+    }
+
+    func cancel() { finish(.failure(ImageError(.cancelled, "the load was cancelled"))) }
+}
+
+/// Several loaders behind one ``ImageLoading`` (SDWebImage's `SDImageLoadersManager`): the last
+/// registered loader that can load a URL wins.
+public final class ImageLoadersManager: ImageLoading {
+    private let loaders: Locked<[any ImageLoading]>
+
+    /// Defaults: the curl downloader for http(s), `file://`, and `data:` URLs.
+    public init(loaders: [any ImageLoading]? = nil) {
+        self.loaders = Locked(loaders ?? [ImageDownloader(), FileLoader(), DataURLLoader()])
+    }
+
+    public func add(_ loader: any ImageLoading) { loaders.withLock { $0.append(loader) } }
+
+    public func canLoad(_ url: URL) -> Bool { loaders.withLock { $0 }.contains { $0.canLoad(url) } }
+
+    @discardableResult
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+        guard let loader = loaders.withLock({ $0 }).last(where: { $0.canLoad(request.url) }) else {
+            let token = LocalLoadToken(completion)
+            token.finish(.failure(ImageError(.invalidURL, "no loader for \(request.url)")))
+            return token
+        }
+        return loader.load(request, progress: progress, completion: completion)
+    }
+}
