@@ -23,6 +23,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
@@ -65,6 +66,16 @@ let package = Package(
         .testTarget(
             name: "ImageKitTests",
             dependencies: ["ImageKit"]
+        ),
+        // Real curl against an HTTP server started inside the test process on 127.0.0.1.
+        .testTarget(
+            name: "ImageKitIntegrationTests",
+            dependencies: [
+                "ImageKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

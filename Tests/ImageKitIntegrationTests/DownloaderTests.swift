@@ -1,0 +1,236 @@
+import Foundation
+@testable import ImageKit
+import NIOHTTP1
+import XCTest
+
+final class DownloaderTests: XCTestCase {
+    var server: TestHTTPServer!
+    static let png: [UInt8] = {
+        let image = DecodedImage(frames: [ImageFrame(bitmap: {
+            let buffer = try! PixelBuffer(width: 8, height: 8)
+            buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 200, count: buffer.byteCount)
+            return buffer.freeze(isOpaque: true)
+        }())], format: .png)
+        return Array(try! ImageCodersManager.shared.encode(image, as: .png, options: .default))
+    }()
+
+    var png: [UInt8] { Self.png }
+    override func setUpWithError() throws { server = try TestHTTPServer() }
+    override func tearDown() { server.stop() }
+
+    func testDownloadsDecodableBytesWithHeadersAndMetrics() async throws {
+        server.route("/a.png", .init(headers: [("Content-Type", "image/png"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: png))
+        let downloader = ImageDownloader()
+        let response = try await downloader.load(server.url("/a.png"))
+        XCTAssertEqual(Array(response.data), png)
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(response.cacheHeaders.etag, "\"v1\"")
+        XCTAssertEqual(response.cacheHeaders.maxAge, 60)
+        XCTAssertEqual(response.metrics.httpVersion, "1.1")
+        XCTAssertEqual(response.metrics.bytesReceived, Int64(png.count))
+        XCTAssertEqual(try ImageCodersManager.shared.decode(response.data).width, 8)
+        let sent = server.headers(of: "/a.png")
+        XCTAssertEqual(sent?["User-Agent"].first, "ImageKit/\(ImageKit.version)")
+        XCTAssertTrue(sent?["Accept"].first?.contains("image/webp") == true)
+    }
+
+    func testFiftyConcurrentLoadsShareOneRequest() async throws {
+        server.route("/shared.png", .init(body: png, chunkSize: 64, delay: .milliseconds(20)))
+        let downloader = ImageDownloader()
+        let url = server.url("/shared.png")
+        let results = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 { group.addTask { (try? await downloader.load(url).data.count) ?? -1 } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(results.count, 50)
+        XCTAssertTrue(results.allSatisfy { $0 == Self.png.count })
+        XCTAssertEqual(server.requests(to: "/shared.png"), 1)
+        // A request after completion starts a new transfer.
+        _ = try await downloader.load(url)
+        XCTAssertEqual(server.requests(to: "/shared.png"), 2)
+    }
+
+    func testCancellingOneOfTwoCallersLeavesTheOther() throws {
+        server.route("/slow.png", .init(body: png, chunkSize: 16, delay: .milliseconds(20)))
+        let downloader = ImageDownloader()
+        let first = expectation(description: "first cancelled")
+        let second = expectation(description: "second completes")
+        let token = downloader.download(ImageLoadRequest(url: server.url("/slow.png"))) { result in
+            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) } else { XCTFail("expected cancelled") }
+            first.fulfill()
+        }
+        downloader.download(ImageLoadRequest(url: server.url("/slow.png"))) { result in
+            XCTAssertEqual((try? result.get())?.data.count, Self.png.count)
+            second.fulfill()
+        }
+        token.cancel()
+        token.cancel() // twice: still one completion
+        wait(for: [first, second], timeout: 20)
+        XCTAssertEqual(server.requests(to: "/slow.png"), 1)
+    }
+
+    func testCancellingEveryCallerStopsTheTransferAndARestartWorks() throws {
+        server.route("/trickle.png", .init(body: png, chunkSize: 8, delay: .milliseconds(50)))
+        let downloader = ImageDownloader()
+        let cancelled = expectation(description: "cancelled")
+        let token = downloader.download(ImageLoadRequest(url: server.url("/trickle.png"))) { result in
+            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) }
+            cancelled.fulfill()
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        token.cancel()
+        wait(for: [cancelled], timeout: 10)
+        let restarted = expectation(description: "restarted")
+        downloader.download(ImageLoadRequest(url: server.url("/trickle.png"))) { result in
+            XCTAssertEqual((try? result.get())?.data.count, Self.png.count)
+            restarted.fulfill()
+        }
+        wait(for: [restarted], timeout: 30)
+        XCTAssertEqual(server.requests(to: "/trickle.png"), 2)
+    }
+
+    func testStatusCodesAreTypedErrors() async throws {
+        for (status, transient) in [(404, false), (403, false), (410, false), (500, true), (503, true), (429, true), (408, true)] {
+            server.route("/status\(status)", .init(status: HTTPResponseStatus(statusCode: status), body: Array("no".utf8)))
+            do {
+                _ = try await ImageDownloader().load(server.url("/status\(status)"))
+                XCTFail("\(status) should fail")
+            } catch {
+                XCTAssertEqual(error.code, .invalidStatusCode)
+                XCTAssertEqual(error.httpStatusCode, status)
+                XCTAssertEqual(error.isTransient, transient, "\(status)")
+            }
+        }
+    }
+
+    func testConditionalRequestGivesNotModified() async throws {
+        server.route("/etag.png", { @Sendable head in
+            head.headers["If-None-Match"].first == "\"v1\"" ? .init(status: .notModified) : .init(headers: [("ETag", "\"v1\"")], body: Self.png)
+        } as TestHTTPServer.RouteHandler)
+        let downloader = ImageDownloader()
+        let first = try await downloader.load(server.url("/etag.png"))
+        XCTAssertFalse(first.isNotModified)
+        let second = try await downloader.load(ImageLoadRequest(url: server.url("/etag.png"), cachedValidators: first.cacheHeaders))
+        XCTAssertTrue(second.isNotModified)
+        XCTAssertTrue(second.data.isEmpty)
+    }
+
+    func testRedirectsEmptyBodiesSizeLimitsAndCutConnections() async throws {
+        server.route("/moved", .init(status: .found, headers: [("Location", "/a.png")]))
+        server.route("/a.png", .init(body: png))
+        server.route("/loop", .init(status: .found, headers: [("Location", "/loop")]))
+        server.route("/empty", .init(body: []))
+        server.route("/big", .init(body: [UInt8](repeating: 7, count: 100_000)))
+        server.route("/big-chunked", .init(body: [UInt8](repeating: 7, count: 100_000), chunkSize: 4096, chunked: true))
+        server.route("/cut", .init(headers: [("Content-Length", "5000")], body: [UInt8](repeating: 1, count: 5000), closeAfter: 1000))
+        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxBodySize: 50_000, maxRedirects: 5))
+        let redirected = try await downloader.load(server.url("/moved"))
+        XCTAssertEqual(Array(redirected.data), png)
+        for (path, code) in [("/loop", ImageError.Code.invalidResponse), ("/empty", .invalidResponse), ("/big", .responseTooLarge),
+                             ("/big-chunked", .responseTooLarge), ("/cut", .connectionLost)] {
+            do {
+                _ = try await downloader.load(server.url(path))
+                XCTFail("\(path) should fail")
+            } catch {
+                XCTAssertEqual(error.code, code, "\(path): \(error)")
+            }
+        }
+        do {
+            _ = try await downloader.load(URL(string: "ftp://127.0.0.1/x")!)
+            XCTFail("ftp is not downloadable")
+        } catch {
+            XCTAssertEqual(error.code, .invalidURL)
+        }
+    }
+
+    func testProgressIsMonotonicAndStallsTimeOut() async throws {
+        let body = [UInt8](repeating: 3, count: 40_000)
+        server.route("/progress", .init(body: body, chunkSize: 4000, delay: .milliseconds(10)))
+        server.route("/stall", .init(headers: [("Content-Length", "4000")], body: [UInt8](repeating: 1, count: 4000), chunkSize: 100, delay: .seconds(30)))
+        let seen = Locked<[ImageLoadProgress]>([])
+        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(timeout: 2))
+        _ = try await downloader.load(ImageLoadRequest(url: server.url("/progress"))) { progress in seen.withLock { $0.append(progress) } }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        let reports = seen.withLock { $0 }
+        XCTAssertFalse(reports.isEmpty)
+        let counts = reports.map { $0.receivedBytes }
+        XCTAssertEqual(counts, counts.sorted())
+        XCTAssertEqual(reports.last?.expectedBytes, 40_000)
+        let started = Date()
+        do {
+            _ = try await downloader.load(server.url("/stall"))
+            XCTFail("a stalled transfer must time out")
+        } catch {
+            XCTAssertEqual(error.code, .timedOut)
+            XCTAssertTrue(error.isTransient)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 15)
+    }
+
+    func testPriorityAndLIFOWithOneSlot() throws {
+        server.route("/gate", .init(body: png, chunkSize: 32, delay: .milliseconds(30)))
+        for name in ["a", "b", "c", "d"] { server.route("/\(name)", .init(body: png)) }
+        let order = Locked<[String]>([])
+        let done = expectation(description: "all")
+        done.expectedFulfillmentCount = 5
+        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 1, executionOrder: .lifo))
+        func start(_ name: String, _ priority: ImageLoadPriority) {
+            downloader.download(ImageLoadRequest(url: server.url("/\(name)"), priority: priority)) { _ in
+                order.withLock { $0.append(name) }
+                done.fulfill()
+            }
+        }
+        start("gate", .normal) // occupies the only slot
+        start("a", .normal)
+        start("b", .normal)
+        start("c", .low)
+        start("d", .high)
+        wait(for: [done], timeout: 30)
+        XCTAssertEqual(order.withLock { $0 }, ["gate", "d", "b", "a", "c"], "high first, then LIFO among normals, low last")
+    }
+
+    func testHooksAndDecryptor() async throws {
+        server.route("/b64", .init(body: Array(Data(png).base64EncodedData())))
+        server.route("/refused", .init(body: png))
+        var configuration = ImageDownloaderConfiguration()
+        configuration.requestModifier = { request in
+            guard !request.url.path.hasSuffix("refused") else { return nil }
+            var modified = request
+            modified.headers["X-Test"] = "1"
+            return modified
+        }
+        configuration.decryptor = { data, _ in Data(base64Encoded: data) }
+        let downloader = ImageDownloader(configuration: configuration)
+        let decoded = try await downloader.load(server.url("/b64"))
+        XCTAssertEqual(Array(decoded.data), png)
+        XCTAssertEqual(server.headers(of: "/b64")?["X-Test"].first, "1")
+        do {
+            _ = try await downloader.load(server.url("/refused"))
+            XCTFail("refused by the request modifier")
+        } catch {
+            XCTAssertEqual(server.requests(to: "/refused"), 0)
+        }
+    }
+
+    func testLocalLoaders() async throws {
+        let manager = ImageLoadersManager()
+        let data = try await manager.load(URL(string: "data:image/png;base64," + Data(png).base64EncodedString())!).data
+        XCTAssertEqual(Array(data), png)
+        let text = try await manager.load(URL(string: "data:,hello%20world")!).data
+        XCTAssertEqual(String(decoding: text, as: UTF8.self), "hello world")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imagekit-\(UUID().uuidString).png")
+        try Data(png).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try await manager.load(file)
+        XCTAssertEqual(Array(fromFile.data), png)
+        do {
+            _ = try await manager.load(URL(fileURLWithPath: "/nonexistent/imagekit.png"))
+            XCTFail("missing file")
+        } catch {
+            XCTAssertEqual(error.code, .invalidURL)
+        }
+        server.route("/via-manager.png", .init(body: png))
+        let remote = try await manager.load(server.url("/via-manager.png"))
+        XCTAssertEqual(remote.data.count, png.count)
+    }
+}
