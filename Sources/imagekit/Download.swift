@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import ImageKit
+
+struct Download: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download URLs with ImageKit's curl downloader.",
+        discussion: "Shows a progress line on a terminal (files done, bytes, rate); --json prints one line per URL with url, status, bytes, httpVersion, timings and error. Exits 1 when any URL failed."
+    )
+
+    @Argument(help: "URLs to download.") var urls: [String]
+    @Option(help: "Save the bodies into this directory.") var out: String?
+    @Option(help: "Transfers at once.") var concurrency: Int = 6
+    @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable).") var headers: [String] = []
+    @Flag(help: "Accept any TLS certificate.") var insecure = false
+    @Option(help: "Stall timeout in seconds.") var timeout: Double = 15
+    @Flag(help: "Print one JSON object per URL.") var json = false
+
+    func validate() throws {
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
+        for header in headers where !header.contains(":") { throw ValidationError("--header takes 'Name: value', got '\(header)'") }
+    }
+
+    func run() throws {
+        var configuration = ImageDownloaderConfiguration(maxConcurrentDownloads: concurrency, timeout: timeout,
+                                                         allowsInvalidSSLCertificates: insecure)
+        for header in headers {
+            let parts = header.split(separator: ":", maxSplits: 1)
+            configuration.headers[parts[0].trimmingCharacters(in: .whitespaces)] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+        let downloader = ImageDownloader(configuration: configuration)
+        let progress = ProgressLine(total: urls.count, enabled: !json && isatty(STDERR_FILENO) != 0)
+        let group = DispatchGroup()
+        let failures = Counter()
+        for (index, text) in urls.enumerated() {
+            guard let url = URL(string: text), url.scheme != nil else {
+                failures.add()
+                report(url: text, response: nil, error: ImageError(.invalidURL, "not a URL: \(text)"))
+                continue
+            }
+            group.enter()
+            downloader.download(ImageLoadRequest(url: url), progress: { update in
+                progress.bytes(for: index, update.receivedBytes)
+            }) { result in
+                switch result {
+                case .success(let response):
+                    if let out {
+                        let name = Self.fileName(for: url, index: index)
+                        do { try response.data.write(to: URL(fileURLWithPath: out).appendingPathComponent(name)) } catch {
+                            failures.add()
+                            report(url: text, response: response, error: ImageError(.ioError, "cannot write \(name): \(error)"))
+                            break
+                        }
+                    }
+                    report(url: text, response: response, error: nil)
+                case .failure(let error):
+                    failures.add()
+                    report(url: text, response: nil, error: error)
+                }
+                progress.finished()
+                group.leave()
+            }
+        }
+        group.wait()
+        progress.close()
+        if failures.value > 0 { throw ExitCode(1) }
+    }
+
+    static func fileName(for url: URL, index: Int) -> String {
+        let last = url.lastPathComponent
+        let safe = last.isEmpty || last == "/" ? "download" : last
+        return "\(index)-\(safe)"
+    }
+
+    private func report(url: String, response: ImageLoadResponse?, error: ImageError?) {
+        if json {
+            var object: [String: Any] = ["url": url, "status": response?.statusCode ?? error?.httpStatusCode ?? 0, "bytes": response?.data.count ?? 0,
+                                         "httpVersion": response?.metrics.httpVersion ?? ""]
+            if let metrics = response?.metrics {
+                object["timings"] = ["nameLookup": metrics.nameLookup, "connect": metrics.connect, "tls": metrics.tlsHandshake,
+                                     "firstByte": metrics.timeToFirstByte, "total": metrics.total]
+            } else {
+                object["timings"] = [String: Double]()
+            }
+            object["error"] = error.map { ["code": $0.code.rawValue, "message": $0.message] as [String: Any] } ?? NSNull()
+            printJSON(object)
+        } else if let error {
+            FileHandle.standardError.write(Data("\(url): \(error)\n".utf8))
+        } else if let response, isatty(STDERR_FILENO) == 0 {
+            print("\(url): HTTP \(response.statusCode), \(response.data.count) bytes, \(String(format: "%.3f", response.metrics.total)) s")
+        }
+    }
+}
+
+/// A thread-safe count.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0  // guarded by lock
+    func add() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
+
+/// "[done/total] bytes rate" redrawn on stderr when it is a terminal.
+final class ProgressLine: @unchecked Sendable {
+    // Guarded by lock.
+    private let lock = NSLock()
+    private let total: Int
+    private let enabled: Bool
+    private var done = 0
+    private var received: [Int: Int64] = [:]
+    private let started = Date()
+    private var lastDraw = Date.distantPast
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func bytes(for index: Int, _ count: Int64) {
+        lock.lock(); received[index] = count; lock.unlock()
+        draw(force: false)
+    }
+
+    func finished() {
+        lock.lock(); done += 1; lock.unlock()
+        draw(force: true)
+    }
+
+    func close() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    private func draw(force: Bool) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        guard force || now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        lastDraw = now
+        let bytes = received.values.reduce(0, +)
+        let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
+        let line = String(format: "\r[%d/%d] %.1f MB  %.1f MB/s   ", done, total, Double(bytes) / 1e6, rate / 1e6)
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}
