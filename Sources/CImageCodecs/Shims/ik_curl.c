@@ -38,3 +38,15 @@ int ik_curl_easy_getinfo_string(void *easy, int info, const char **value) {
 int ik_curl_multi_setopt_long(void *multi, int option, long value) {
     return (int)curl_multi_setopt((CURLM *)multi, (CURLMoption)option, value);
 }
+
+int ik_curl_easy_set_write_function(void *easy, ik_curl_data_fn function) {
+    return (int)curl_easy_setopt((CURL *)easy, CURLOPT_WRITEFUNCTION, function);
+}
+
+int ik_curl_easy_set_header_function(void *easy, ik_curl_data_fn function) {
+    return (int)curl_easy_setopt((CURL *)easy, CURLOPT_HEADERFUNCTION, function);
+}
+
+int ik_curl_easy_set_xferinfo_function(void *easy, ik_curl_xferinfo_fn function) {
+    return (int)curl_easy_setopt((CURL *)easy, CURLOPT_XFERINFOFUNCTION, function);
+}

@@ -101,6 +101,13 @@ int ik_curl_easy_getinfo_offset(void *_Nonnull easy, int info, int64_t *_Nonnull
 int ik_curl_easy_getinfo_string(void *_Nonnull easy, int info, const char *_Nullable *_Nonnull value);
 int ik_curl_multi_setopt_long(void *_Nonnull multi, int option, long value);
 
+/// Callback setters, typed so Swift never casts a function to a data pointer.
+typedef size_t (*ik_curl_data_fn)(char *_Nullable data, size_t size, size_t count, void *_Nullable context);
+typedef int (*ik_curl_xferinfo_fn)(void *_Nullable context, int64_t total, int64_t now, int64_t upload_total, int64_t upload_now);
+int ik_curl_easy_set_write_function(void *_Nonnull easy, ik_curl_data_fn _Nonnull function);
+int ik_curl_easy_set_header_function(void *_Nonnull easy, ik_curl_data_fn _Nonnull function);
+int ik_curl_easy_set_xferinfo_function(void *_Nonnull easy, ik_curl_xferinfo_fn _Nonnull function);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,11 +97,11 @@ final class CurlTransfer: @unchecked Sendable {
         }
         set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
         set(CURLOPT_WRITEDATA, pointer: context)
-        set(CURLOPT_WRITEFUNCTION, pointer: unsafeBitCast(CurlTransfer.write, to: UnsafeRawPointer.self))
+        _ = ik_curl_easy_set_write_function(raw, CurlTransfer.write)
         set(CURLOPT_HEADERDATA, pointer: context)
-        set(CURLOPT_HEADERFUNCTION, pointer: unsafeBitCast(CurlTransfer.header, to: UnsafeRawPointer.self))
+        _ = ik_curl_easy_set_header_function(raw, CurlTransfer.header)
         set(CURLOPT_XFERINFODATA, pointer: context)
-        set(CURLOPT_XFERINFOFUNCTION, pointer: unsafeBitCast(CurlTransfer.progress, to: UnsafeRawPointer.self))
+        _ = ik_curl_easy_set_xferinfo_function(raw, CurlTransfer.progress)
         set(CURLOPT_NOPROGRESS, 0)
         set(CURLOPT_PIPEWAIT, 1) // prefer multiplexing on an HTTP/2 connection being set up
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))

@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ImageKit
+import NIOCore
+import NIOSSL
+
+// netbench --http URL_PREFIX --https URL_PREFIX --count N [--json]
+// Downloads N files (0.bin … N-1.bin) from each prefix at concurrency 6 and 32 with ImageKit,
+// the curl command line, URLSession and AsyncHTTPClient, and prints images/s, MB/s, CPU s.
+
+struct Options {
+    var http = ""
+    var https = ""
+    var count = 1000
+    var json = false
+}
+
+var options = Options()
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--http": options.http = arguments.next() ?? ""
+    case "--https": options.https = arguments.next() ?? ""
+    case "--count": options.count = Int(arguments.next() ?? "") ?? 1000
+    case "--json": options.json = true
+    default: FileHandle.standardError.write(Data("netbench: unknown argument \(argument)\n".utf8)); exit(2)
+    }
+}
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+/// CPU seconds of this process (and, for child processes, `RUSAGE_CHILDREN`).
+func cpuSeconds(_ who: Int32 = RUSAGE_SELF) -> Double {
+    var usage = rusage()
+    getrusage(who, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+struct Measurement {
+    var tool: String
+    var proto: String
+    var concurrency: Int
+    var seconds: Double
+    var bytes: Int
+    var cpu: Double
+    var failures: Int
+}
+
+/// Runs `count` downloads with at most `concurrency` in flight; `fetch` returns the byte count.
+func runBounded(count: Int, concurrency: Int, fetch: @escaping @Sendable (Int) async -> Int?) async -> (Int, Int) {
+    await withTaskGroup(of: Int?.self) { group in
+        var next = 0
+        var bytes = 0
+        var failures = 0
+        for _ in 0..<min(concurrency, count) {
+            let index = next
+            next += 1
+            group.addTask { await fetch(index) }
+        }
+        while let result = await group.next() {
+            if let result { bytes += result } else { failures += 1 }
+            if next < count {
+                let index = next
+                next += 1
+                group.addTask { await fetch(index) }
+            }
+        }
+        return (bytes, failures)
+    }
+}
+
+func measure(_ tool: String, _ proto: String, _ concurrency: Int, _ body: () async -> (Int, Int)) async -> Measurement {
+    let cpu = cpuSeconds()
+    let start = now()
+    let (bytes, failures) = await body()
+    return Measurement(tool: tool, proto: proto, concurrency: concurrency, seconds: now() - start, bytes: bytes,
+                       cpu: cpuSeconds() - cpu, failures: failures)
+}
+
+func imageKit(prefix: String, concurrency: Int) async -> (Int, Int) {
+    let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(
+        maxConcurrentDownloads: concurrency, allowsInvalidSSLCertificates: true, maxConnectionsPerHost: concurrency))
+    // The downloader queues internally: hand it everything at once.
+    return await runBounded(count: options.count, concurrency: options.count) { index in
+        try? await downloader.load(URL(string: "\(prefix)/\(index).bin")!).data.count
+    }
+}
+
+func curlCLI(prefix: String, concurrency: Int, http2: Bool) -> (Int, Int, Double) {
+    let list = FileManager.default.temporaryDirectory.appendingPathComponent("netbench-\(UUID().uuidString).txt")
+    let lines = (0..<options.count).map { "url = \"\(prefix)/\($0).bin\"\noutput = \"/dev/null\"" }.joined(separator: "\n")
+    try? lines.write(to: list, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(at: list) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = ["--silent", "--insecure", "--parallel", "--parallel-max", String(concurrency), http2 ? "--http2" : "--http1.1",
+                         "--write-out", "%{size_download}\n", "--config", list.path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    let cpu = cpuSeconds(RUSAGE_CHILDREN)
+    try? process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let sizes = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
+    return (sizes.reduce(0, +), options.count - sizes.filter { $0 > 0 }.count, cpuSeconds(RUSAGE_CHILDREN) - cpu)
+}
+
+final class InsecureDelegate: NSObject, URLSessionDelegate {}
+
+func urlSession(prefix: String, concurrency: Int) async -> (Int, Int) {
+    // FoundationNetworking reads this variable to turn certificate verification off.
+    setenv("URLSessionCertificateAuthorityInfoFile", "INSECURE_SSL_NO_VERIFY", 1)
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.httpMaximumConnectionsPerHost = concurrency
+    let session = URLSession(configuration: configuration)
+    defer { session.finishTasksAndInvalidate() }
+    return await runBounded(count: options.count, concurrency: concurrency) { index in
+        guard let (data, response) = try? await session.data(from: URL(string: "\(prefix)/\(index).bin")!),
+              (response as? HTTPURLResponse)?.statusCode == 200 else { return nil }
+        return data.count
+    }
+}
+
+func asyncHTTPClient(prefix: String, concurrency: Int) async -> (Int, Int) {
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.certificateVerification = .none
+    var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+    configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    let result = await runBounded(count: options.count, concurrency: concurrency) { index in
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: "\(prefix)/\(index).bin"), timeout: .seconds(30))
+            guard response.status == .ok else { return nil }
+            return try await response.body.collect(upTo: 1 << 24).readableBytes
+        } catch {
+            return nil
+        }
+    }
+    try? await client.shutdown()
+    return result
+}
+
+var results: [Measurement] = []
+for (proto, prefix) in [("http/1.1", options.http), ("https+h2", options.https)] where !prefix.isEmpty {
+    for concurrency in [6, 32] {
+        // Warm-up: connections, TLS session, page cache.
+        _ = await imageKit(prefix: prefix, concurrency: concurrency)
+        results.append(await measure("imagekit", proto, concurrency) { await imageKit(prefix: prefix, concurrency: concurrency) })
+        let start = now()
+        let (bytes, failures, cpu) = curlCLI(prefix: prefix, concurrency: concurrency, http2: proto != "http/1.1")
+        results.append(Measurement(tool: "curl-cli", proto: proto, concurrency: concurrency, seconds: now() - start, bytes: bytes, cpu: cpu, failures: failures))
+        results.append(await measure("urlsession", proto, concurrency) { await urlSession(prefix: prefix, concurrency: concurrency) })
+        results.append(await measure("async-http-client", proto, concurrency) { await asyncHTTPClient(prefix: prefix, concurrency: concurrency) })
+    }
+}
+
+if options.json {
+    for m in results {
+        let object: [String: Any] = ["tool": m.tool, "protocol": m.proto, "concurrency": m.concurrency,
+                                     "images_per_s": Double(options.count) / m.seconds, "mb_per_s": Double(m.bytes) / 1e6 / m.seconds,
+                                     "cpu_s": m.cpu, "failures": m.failures]
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+    }
+} else {
+    print("Downloads of \(options.count) files (10–200 KB) from nginx on loopback")
+    print("tool                protocol  conc  images/s     MB/s   CPU s  vs curl  failures")
+    for m in results {
+        let curl = results.first { $0.tool == "curl-cli" && $0.proto == m.proto && $0.concurrency == m.concurrency }
+        let ratio = curl.map { $0.seconds / m.seconds } ?? .nan
+        print(String(format: "%-18@  %-8@  %4d  %8.0f  %7.1f  %6.2f  %6.2fx  %d", m.tool as NSString, m.proto as NSString, m.concurrency,
+                     Double(options.count) / m.seconds, Double(m.bytes) / 1e6 / m.seconds, m.cpu, ratio, m.failures))
+    }
+}
