@@ -8,7 +8,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan bench clean
+.PHONY: all deps build release test test-asan test-tsan bench bench-net clean
 
 all: build
 
@@ -49,6 +49,12 @@ test-tsan: deps
 bench: deps
 	$(SWIFT) build -c release --product bench
 	$(SWIFT) run -c release --skip-build bench $(BENCH_ARGS)
+
+# nginx on loopback serving 1000 files of 10–200 KB over HTTP/1.1 and HTTPS + HTTP/2, downloaded
+# by ImageKit, the curl command line, URLSession and AsyncHTTPClient (Benchmarks/NetBench, a
+# separate package). JSON=1 prints JSON lines.
+bench-net: deps
+	bash Benchmarks/NetBench/run.sh $(if $(JSON),--json,)
 
 clean:
 	rm -rf .build .build-test .build-asan .build-tsan

@@ -7,7 +7,9 @@ let package = Package(
     name: "NetBench",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: "../.."),
+        // run.sh links the repository here, so the identity is "ImageKit" whatever the
+        // checkout's directory is called.
+        .package(path: ".deps/ImageKit"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
     ],
     targets: [

@@ -40,5 +40,6 @@ CONF
 /usr/sbin/nginx -p "$work" -c "$work/nginx.conf"
 sleep 0.5
 cd "$here"
+mkdir -p .deps && ln -sfn ../../.. .deps/ImageKit
 swift build -c release --product netbench >&2
-swift run -c release --skip-build netbench --http "http://127.0.0.1:$port_http" --https "https://127.0.0.1:$port_https" --count 1000 "$@"
+swift run -c release --skip-build netbench --http "http://127.0.0.1:$port_http" --https "https://127.0.0.1:$port_https" --count ${NETBENCH_COUNT:-1000} "$@"

@@ -103,7 +103,9 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_XFERINFODATA, pointer: context)
         _ = ik_curl_easy_set_xferinfo_function(raw, CurlTransfer.progress)
         set(CURLOPT_NOPROGRESS, 0)
-        set(CURLOPT_PIPEWAIT, 1) // prefer multiplexing on an HTTP/2 connection being set up
+        // Only https can multiplex (HTTP/2 over TLS): there, wait for a connection being set up
+        // rather than opening another. On plain http this would serialise transfers.
+        if options.url.scheme?.lowercased() == "https" { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
     }
 
