@@ -43,7 +43,7 @@ struct AnimationCanvas: ~Copyable {
     /// canvas (no full-size copy).
     func frame(size: PixelSize) throws(ImageError) -> Bitmap {
         guard size.width != width || size.height != height else { return try snapshot(isOpaque: false) }
-        var resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: false)
+        let resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: false)
         for y in 0..<height { resampler.push(row: pixels.row(y)) }
         return resampler.finish()
     }

@@ -6,7 +6,7 @@
 /// Lanczos-3 filter. All filtering happens in premultiplied alpha, so transparent pixels'
 /// colours do not bleed into visible edges. Only a ring of filtered rows is kept, so memory is
 /// about the output's, never the source's — which lets a PNG decoder shrink while it reads.
-struct Resampler: ~Copyable {
+final class Resampler {
     let sourceWidth: Int
     let sourceHeight: Int
     let targetWidth: Int
@@ -18,8 +18,7 @@ struct Resampler: ~Copyable {
     private let horizontal: Coefficients
     private let vertical: Coefficients
 
-    /// Owns the scratch rows (a class, so the resampler itself needs no deinit and can hand its
-    /// output over in `finish`).
+    /// Owns the scratch rows.
     private final class Scratch {
         let band: UnsafeMutablePointer<SIMD4<Float>>
         let ring: UnsafeMutablePointer<SIMD4<Float>>
@@ -55,7 +54,7 @@ struct Resampler: ~Copyable {
     private let ringRows: Int
     private var reducedRowsDone = 0
     private var outputRowsDone = 0
-    private var output: PixelBuffer
+    private var output: PixelBuffer?
 
     /// Filter taps: for output index `i`, `count[i]` weights starting at source `start[i]`.
     struct Coefficients {
@@ -134,11 +133,11 @@ struct Resampler: ~Copyable {
         self.vertical = vertical
         self.ringRows = ringRows
         self.scratch = scratch
-        self.output = output
+        self.output = .some(consume output)
     }
 
     /// Adds the next source row (`sourceWidth` RGBA8 pixels, straight alpha).
-    mutating func push(row: UnsafePointer<UInt8>) {
+    func push(row: UnsafePointer<UInt8>) {
         guard sourceRowsSeen < sourceHeight else { return }
         let scale: Float = 1 / 255
         var x = 0
@@ -168,7 +167,7 @@ struct Resampler: ~Copyable {
 
     /// Divides the band into one reduced row, filters it horizontally into the ring, and emits
     /// every output row whose vertical window is now complete.
-    private mutating func emitReducedRow() {
+    private func emitReducedRow() {
         let slot = ring + (reducedRowsDone % ringRows) * targetWidth
         let rows = Float(bandRows)
         let lastColumnWidth = sourceWidth - (reducedWidth - 1) * boxX
@@ -198,8 +197,8 @@ struct Resampler: ~Copyable {
         }
     }
 
-    private mutating func emitOutputRow(first: Int, taps: Int) {
-        let destination = output.row(outputRowsDone)
+    private func emitOutputRow(first: Int, taps: Int) {
+        let destination = output!.row(outputRowsDone)
         vertical.weights.withUnsafeBufferPointer { weights in
             let w = weights.baseAddress! + outputRowsDone * vertical.stride
             for x in 0..<targetWidth {
@@ -228,10 +227,10 @@ struct Resampler: ~Copyable {
         outputRowsDone += 1
     }
 
-    /// The finished bitmap, once every source row has been pushed.
-    consuming func finish() -> Bitmap {
+    /// The finished bitmap, once every source row has been pushed (call once).
+    func finish() -> Bitmap {
         precondition(outputRowsDone == targetHeight, "Resampler finished after \(sourceRowsSeen) of \(sourceHeight) rows")
-        return output.freeze(isOpaque: isOpaque)
+        return output.take()!.freeze(isOpaque: isOpaque)
     }
 }
 
@@ -248,7 +247,7 @@ extension Bitmap {
 
     func resized(to size: PixelSize, extent: (width: Double, height: Double)?) throws(ImageError) -> Bitmap {
         if size.width == width && size.height == height && extent == nil { return self }
-        var resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: isOpaque, extent: extent)
+        let resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: isOpaque, extent: extent)
         for y in 0..<height {
             resampler.push(row: (baseAddress + y * bytesPerRow).assumingMemoryBound(to: UInt8.self))
         }

@@ -132,13 +132,13 @@ public struct PNGCoder: ImageCoding {
                 }
             }, { context, row, _ in
                 let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
-                sink.resampler!.push(row: row)
+                sink.resampler?.push(row: row)
             }, Unmanaged.passUnretained(sink).toOpaque(), &info, &message, message.count)
         }
         let text = string(fromCBuffer: message)
         switch status {
         case IK_OK:
-            guard let bitmap = sink.resampler.take()?.finish() else { throw ImageError(.internalError, "PNG: no rows") }
+            guard let bitmap = sink.resampler?.finish() else { throw ImageError(.internalError, "PNG: no rows") }
             return bitmap
         case IK_ERR_REFUSED: throw sink.error ?? ImageError(.internalError, "PNG: refused")
         case IK_ERR_TRUNCATED: throw ImageError(.truncatedData, "PNG: \(text)")

@@ -117,7 +117,7 @@ public struct WebPCoder: ImageCoding {
             let bitmap: Bitmap
             if target != canvasSize {
                 // Resample straight from libwebp's canvas: no full-size copy per frame.
-                var resampler = try Resampler(source: canvasSize, target: target, isOpaque: false)
+                let resampler = try Resampler(source: canvasSize, target: target, isOpaque: false)
                 for y in 0..<height { resampler.push(row: canvas + y * width * 4) }
                 bitmap = resampler.finish()
             } else {
