@@ -142,6 +142,10 @@ final class CurlTransfer: @unchecked Sendable {
             let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
             transfer.responseHeaders[name] = value
+            // Size the body once instead of growing it chunk by chunk (page faults, copies).
+            if name == "content-length", let length = Int(value), length > 0, length <= transfer.options.maxBodySize ?? Int.max {
+                transfer.body.withLock { $0.reserveCapacity(length) }
+            }
         }
         return length
     }
