@@ -106,10 +106,14 @@ final class Resampler {
     /// - Parameter extent: how many source pixels' worth of picture the rows hold, when that is
     ///   fractional: a DCT-scaled JPEG of 5250 px at 1/8 has 657 pixels holding 656.25 px of
     ///   picture. Using the true extent keeps the output from shifting by a fraction of a pixel.
-    init(source: PixelSize, target: PixelSize, isOpaque: Bool, extent: (width: Double, height: Double)? = nil) throws(ImageError) {
+    /// - Parameter reducingGap: box-reduce while the source is more than this many times the
+    ///   target (Pillow's `reducing_gap`, 2). A source that is already a box average (a
+    ///   DCT-scaled JPEG) can take 1: the Lanczos step then has a third of the taps.
+    init(source: PixelSize, target: PixelSize, isOpaque: Bool, extent: (width: Double, height: Double)? = nil,
+         reducingGap: Double = 2) throws(ImageError) {
         precondition(target.width > 0 && target.height > 0 && source.width > 0 && source.height > 0)
-        let boxX = max(1, source.width / (target.width * 2))
-        let boxY = max(1, source.height / (target.height * 2))
+        let boxX = max(1, Int(Double(source.width) / (Double(target.width) * reducingGap)))
+        let boxY = max(1, Int(Double(source.height) / (Double(target.height) * reducingGap)))
         let reducedWidth = (source.width + boxX - 1) / boxX
         let reducedHeight = (source.height + boxY - 1) / boxY
         let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
@@ -245,9 +249,10 @@ extension Bitmap {
         try resized(to: size, extent: nil)
     }
 
-    func resized(to size: PixelSize, extent: (width: Double, height: Double)?) throws(ImageError) -> Bitmap {
+    func resized(to size: PixelSize, extent: (width: Double, height: Double)?, reducingGap: Double = 2) throws(ImageError) -> Bitmap {
         if size.width == width && size.height == height && extent == nil { return self }
-        let resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: isOpaque, extent: extent)
+        let resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: isOpaque,
+                                      extent: extent, reducingGap: reducingGap)
         for y in 0..<height {
             resampler.push(row: (baseAddress + y * bytesPerRow).assumingMemoryBound(to: UInt8.self))
         }
