@@ -271,6 +271,7 @@ public final class ImageDownloader: ImageLoading {
         let subscribers = state.withLock { state -> [Subscriber] in
             if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
             state.running -= 1
+            operation.transfer = nil
             defer { operation.subscribers = [:] }
             return Array(operation.subscribers.values)
         }

@@ -44,6 +44,15 @@ final class CurlEngine: @unchecked Sendable {
         curl_multi_cleanup(multi)
     }
 
+    /// Reports the end of a transfer once, then drops its callbacks: they capture the
+    /// downloader's operation, which holds the transfer (a cycle that would keep every body).
+    private func complete(_ transfer: CurlTransfer, _ code: CURLcode) {
+        let onComplete = transfer.onComplete
+        transfer.onComplete = nil
+        transfer.onProgress = nil
+        onComplete?(transfer, code)
+    }
+
     private func run() {
         var running = true
         while running {
@@ -56,7 +65,7 @@ final class CurlEngine: @unchecked Sendable {
                 case .cancel(let transfer):
                     if active.removeValue(forKey: transfer.easy) != nil {
                         curl_multi_remove_handle(multi, transfer.easy)
-                        transfer.onComplete?(transfer, CURLE_ABORTED_BY_CALLBACK)
+                        complete(transfer, CURLE_ABORTED_BY_CALLBACK)
                     }
                 case .stop:
                     running = false
@@ -71,14 +80,14 @@ final class CurlEngine: @unchecked Sendable {
                 let code = message.pointee.data.result
                 if let transfer = active.removeValue(forKey: easy) {
                     curl_multi_remove_handle(multi, easy)
-                    transfer.onComplete?(transfer, code)
+                    complete(transfer, code)
                 }
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi, easy)
-            transfer.onComplete?(transfer, CURLE_ABORTED_BY_CALLBACK)
+            complete(transfer, CURLE_ABORTED_BY_CALLBACK)
         }
         active.removeAll()
         stopped.signal()
