@@ -81,18 +81,29 @@ static void ik_png_configure_reader(png_structp png, ik_png_reader *reader, int 
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
 }
 
-ik_status ik_png_decode_rows(const void *data, size_t size, ik_png_header_fn header, ik_png_row_fn row,
-                             void *context, ik_png_info *info, char *message, size_t message_size) {
+/// Creates the read and info structs for reading `data` (no libpng call here can longjmp: the
+/// caller sets its own jump buffer before the first one that can). Returns 0 when out of memory.
+static int ik_png_create_reader(ik_png_reader *reader, const void *data, size_t size, ik_png_info *info,
+                                char *message, size_t message_size, png_structp *png, png_infop *png_info) {
     if (message_size > 0) message[0] = 0;
     memset(info, 0, sizeof(*info));
-    ik_png_reader reader = {data, size, 0, 0, message, message_size};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, ik_png_error, ik_png_warning);
-    if (!png) return IK_ERR_INTERNAL;
-    png_infop png_info = png_create_info_struct(png);
-    if (!png_info) {
-        png_destroy_read_struct(&png, NULL, NULL);
-        return IK_ERR_INTERNAL;
+    *reader = (ik_png_reader){data, size, 0, 0, message, message_size};
+    *png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, ik_png_error, ik_png_warning);
+    if (!*png) return 0;
+    *png_info = png_create_info_struct(*png);
+    if (!*png_info) {
+        png_destroy_read_struct(png, NULL, NULL);
+        return 0;
     }
+    return 1;
+}
+
+ik_status ik_png_decode_rows(const void *data, size_t size, ik_png_header_fn header, ik_png_row_fn row,
+                             void *context, ik_png_info *info, char *message, size_t message_size) {
+    ik_png_reader reader;
+    png_structp png = NULL;
+    png_infop png_info = NULL;
+    if (!ik_png_create_reader(&reader, data, size, info, message, message_size, &png, &png_info)) return IK_ERR_INTERNAL;
     unsigned char *volatile buffer = NULL;
     volatile ik_status refused = IK_OK;
     if (setjmp(png_jmpbuf(png))) {
@@ -136,17 +147,10 @@ ik_status ik_png_decode_rows(const void *data, size_t size, ik_png_header_fn hea
 
 ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_png_alloc_fn alloc,
                              void *context, ik_png_info *info, char *message, size_t message_size) {
-    if (message_size > 0) message[0] = 0;
-    memset(info, 0, sizeof(*info));
-    ik_png_reader reader = {data, size, 0, 0, message, message_size};
-
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, ik_png_error, ik_png_warning);
-    if (!png) return IK_ERR_INTERNAL;
-    png_infop png_info = png_create_info_struct(png);
-    if (!png_info) {
-        png_destroy_read_struct(&png, NULL, NULL);
-        return IK_ERR_INTERNAL;
-    }
+    ik_png_reader reader;
+    png_structp png = NULL;
+    png_infop png_info = NULL;
+    if (!ik_png_create_reader(&reader, data, size, info, message, message_size, &png, &png_info)) return IK_ERR_INTERNAL;
     // Volatile: read after a longjmp back into this frame.
     png_bytep *volatile rows = NULL;
     volatile ik_status refused = IK_OK;
