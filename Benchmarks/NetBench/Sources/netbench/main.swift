@@ -7,15 +7,20 @@ import ImageKit
 import NIOCore
 import NIOSSL
 
-// netbench --http URL_PREFIX --https URL_PREFIX --count N [--json]
+// netbench --http URL_PREFIX --https URL_PREFIX --count N [--runs R] [--tools a,b] [--concurrency 6,32] [--json]
 // Downloads N files (0.bin … N-1.bin) from each prefix at concurrency 6 and 32 with ImageKit,
-// the curl command line, URLSession and AsyncHTTPClient, and prints images/s, MB/s, CPU s.
+// the curl command line, URLSession and AsyncHTTPClient, R times each, the tools taking turns
+// within every round so machine noise hits them alike, and prints the medians of images/s,
+// MB/s and CPU seconds.
 
 struct Options {
     var http = ""
     var https = ""
     var count = 1000
     var json = false
+    var runs = 5
+    var tools: Set<String> = ["imagekit", "curl-cli", "urlsession", "async-http-client"]
+    var concurrencies = [6, 32]
 }
 
 // FoundationNetworking reads this when its first session is created: no certificate checks.
@@ -30,6 +35,9 @@ func parseOptions() -> Options {
         case "--https": options.https = arguments.next() ?? ""
         case "--count": options.count = Int(arguments.next() ?? "") ?? 1000
         case "--json": options.json = true
+        case "--runs": options.runs = max(1, Int(arguments.next() ?? "") ?? 5)
+        case "--tools": options.tools = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
+        case "--concurrency": options.concurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
         default: FileHandle.standardError.write(Data("netbench: unknown argument \(argument)\n".utf8)); exit(2)
         }
     }
@@ -108,7 +116,7 @@ func curlCLI(prefix: String, concurrency: Int, http2: Bool) -> (Int, Int, Double
     defer { try? FileManager.default.removeItem(at: list) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["--silent", "--insecure", "--parallel", "--parallel-max", String(concurrency), http2 ? "--http2" : "--http1.1",
+    process.arguments = ["--silent", "--no-progress-meter", "--insecure", "--parallel", "--parallel-max", String(concurrency), http2 ? "--http2" : "--http1.1",
                          "--write-out", "%{size_download}\n", "--config", list.path]
     let pipe = Pipe()
     process.standardOutput = pipe
@@ -155,35 +163,66 @@ func asyncHTTPClient(prefix: String, concurrency: Int) async -> (Int, Int) {
     return result
 }
 
-var results: [Measurement] = []
-for (proto, prefix) in [("http/1.1", options.http), ("https+h2", options.https)] where !prefix.isEmpty {
-    for concurrency in [6, 32] {
-        // Warm-up: connections, TLS session, page cache.
-        _ = await imageKit(prefix: prefix, concurrency: concurrency)
-        results.append(await measure("imagekit", proto, concurrency) { await imageKit(prefix: prefix, concurrency: concurrency) })
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func runOnce(_ tool: String, _ proto: String, _ prefix: String, _ concurrency: Int) async -> Measurement {
+    switch tool {
+    case "imagekit":
+        return await measure(tool, proto, concurrency) { await imageKit(prefix: prefix, concurrency: concurrency) }
+    case "curl-cli":
         let start = now()
         let (bytes, failures, cpu) = curlCLI(prefix: prefix, concurrency: concurrency, http2: proto != "http/1.1")
-        results.append(Measurement(tool: "curl-cli", proto: proto, concurrency: concurrency, seconds: now() - start, bytes: bytes, cpu: cpu, failures: failures))
-        results.append(await measure("urlsession", proto, concurrency) { await urlSession(prefix: prefix, concurrency: concurrency) })
-        results.append(await measure("async-http-client", proto, concurrency) { await asyncHTTPClient(prefix: prefix, concurrency: concurrency) })
+        return Measurement(tool: tool, proto: proto, concurrency: concurrency, seconds: now() - start, bytes: bytes, cpu: cpu, failures: failures)
+    case "urlsession":
+        return await measure(tool, proto, concurrency) { await urlSession(prefix: prefix, concurrency: concurrency) }
+    default:
+        return await measure(tool, proto, concurrency) { await asyncHTTPClient(prefix: prefix, concurrency: concurrency) }
     }
 }
+
+let toolOrder = ["imagekit", "curl-cli", "urlsession", "async-http-client"].filter { options.tools.contains($0) }
+var results: [Measurement] = []
+for (proto, prefix) in [("http/1.1", options.http), ("https+h2", options.https)] where !prefix.isEmpty {
+    for concurrency in options.concurrencies {
+        // Warm-up: page cache, nginx, lazily loaded libraries.
+        for tool in toolOrder where tool != "urlsession" || proto == "http/1.1" { _ = await runOnce(tool, proto, prefix, concurrency) }
+        var rounds: [String: [Measurement]] = [:]
+        for _ in 0..<options.runs {
+            for tool in toolOrder {
+                // FoundationNetworking cannot skip certificate checks here: one failing round
+                // says so without spending minutes on timeouts.
+                if tool == "urlsession", proto != "http/1.1", let first = rounds[tool]?.first, first.failures > 0 { continue }
+                rounds[tool, default: []].append(await runOnce(tool, proto, prefix, concurrency))
+            }
+        }
+        for tool in toolOrder {
+            guard let runs = rounds[tool], let first = runs.first else { continue }
+            results.append(Measurement(tool: tool, proto: proto, concurrency: concurrency, seconds: median(runs.map(\.seconds)),
+                                       bytes: first.bytes, cpu: median(runs.map(\.cpu)), failures: runs.map(\.failures).max() ?? 0))
+        }
+    }
+}
+
+func padded(_ text: String, _ width: Int) -> String { text.count >= width ? text : text + String(repeating: " ", count: width - text.count) }
 
 if options.json {
     for m in results {
         let object: [String: Any] = ["tool": m.tool, "protocol": m.proto, "concurrency": m.concurrency,
                                      "images_per_s": Double(options.count) / m.seconds, "mb_per_s": Double(m.bytes) / 1e6 / m.seconds,
-                                     "cpu_s": m.cpu, "failures": m.failures]
+                                     "cpu_s": m.cpu, "failures": m.failures, "runs": options.runs]
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
     }
 } else {
-    print("Downloads of \(options.count) files (10–200 KB) from nginx on loopback")
-    print("tool                protocol  conc  images/s     MB/s   CPU s  vs curl  failures")
+    print("Downloads of \(options.count) files (10–200 KB) from nginx on loopback, medians of \(options.runs) rounds")
+    print("tool               protocol  conc  images/s     MB/s   CPU s  vs curl  failures")
     for m in results {
         let curl = results.first { $0.tool == "curl-cli" && $0.proto == m.proto && $0.concurrency == m.concurrency }
         let ratio = curl.map { $0.seconds / m.seconds } ?? .nan
-        print(String(format: "%-18@  %-8@  %4d  %8.0f  %7.1f  %6.2f  %6.2fx  %d", m.tool as NSString, m.proto as NSString, m.concurrency,
-                     Double(options.count) / m.seconds, Double(m.bytes) / 1e6 / m.seconds, m.cpu, ratio, m.failures))
+        print(padded(m.tool, 17) + "  " + padded(m.proto, 8) + String(format: "  %4d  %8.0f  %7.1f  %6.3f  %6.2fx  %d", m.concurrency,
+              Double(options.count) / m.seconds, Double(m.bytes) / 1e6 / m.seconds, m.cpu, ratio, m.failures))
     }
 }
