@@ -212,6 +212,94 @@ final class DownloaderTests: XCTestCase {
         }
     }
 
+    /// Handles and body buffers are recycled: every body must still be exactly its own bytes,
+    /// while earlier bodies are alive and after they are gone, and nothing a request set may
+    /// leak into the next one on the same handle.
+    func testRecycledHandlesAndBuffersKeepTransfersApart() async throws {
+        var generator = SystemRandomNumberGenerator()
+        let bodies: [[UInt8]] = (0..<60).map { index in
+            let size = [1, 100, 16_383, 16_384, 70_000, 130_000, 300_000][index % 7] + index
+            return (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        }
+        for (index, body) in bodies.enumerated() {
+            server.route("/r\(index)", .init(body: body, chunked: index % 3 == 0))
+        }
+        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 4))
+        let urls = bodies.indices.map { server.url("/r\($0)") }
+        for round in 0..<2 {
+            let received = await withTaskGroup(of: (Int, Data?).self) { group in
+                for index in urls.indices {
+                    let url = urls[index]
+                    group.addTask { (index, try? await downloader.load(url).data) }
+                }
+                return await group.reduce(into: [Int: Data]()) { $0[$1.0] = $1.1 }
+            }
+            // All bodies of the round are alive together here: none may share memory.
+            for (index, body) in bodies.enumerated() {
+                XCTAssertEqual(received[index].map(Array.init), body, "round \(round), body \(index)")
+            }
+        }
+        server.route("/with-header", .init(body: png))
+        server.route("/without-header", .init(body: png))
+        let single = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 1))
+        _ = try await single.load(ImageLoadRequest(url: server.url("/with-header"), headers: ["X-Only-Once": "1"]))
+        _ = try await single.load(server.url("/without-header"))
+        XCTAssertEqual(server.headers(of: "/with-header")?["X-Only-Once"].first, "1")
+        XCTAssertEqual(server.headers(of: "/without-header")?["X-Only-Once"].isEmpty, true)
+    }
+
+    func testGzipBasicAuthAndCookiesAcrossTransfers() async throws {
+        server.route("/gzip", .init(headers: [("Content-Encoding", "gzip")], body: Self.gzipStored(png)))
+        server.route("/private") { head in
+            let expected = "Basic " + Data("user:secret".utf8).base64EncodedString()
+            return head.headers["Authorization"].first == expected
+                ? .init(body: DownloaderTests.png)
+                : .init(status: .unauthorized, headers: [("WWW-Authenticate", "Basic realm=\"test\"")])
+        }
+        server.route("/set-cookie", .init(headers: [("Set-Cookie", "session=abc123; Path=/")], body: png))
+        server.route("/echo-cookie") { head in .init(body: Array("cookie:\(head.headers["Cookie"].joined(separator: ";"))".utf8)) }
+
+        let plain = ImageDownloader()
+        let unzipped = try await plain.load(server.url("/gzip"))
+        XCTAssertEqual(Array(unzipped.data), png, "gzip content encoding is decoded")
+        XCTAssertTrue(server.headers(of: "/gzip")?["Accept-Encoding"].first?.contains("gzip") == true)
+        do {
+            _ = try await plain.load(server.url("/private"))
+            XCTFail("no credentials: 401")
+        } catch {
+            XCTAssertEqual(error.httpStatusCode, 401)
+        }
+        _ = try await plain.load(server.url("/set-cookie"))
+        let withoutJar = try await plain.load(server.url("/echo-cookie")).data
+        XCTAssertEqual(String(decoding: withoutJar, as: UTF8.self), "cookie:", "cookies are off by default")
+
+        let configured = ImageDownloader(configuration: ImageDownloaderConfiguration(credentials: (user: "user", password: "secret"),
+                                                                                     handlesCookies: true))
+        let authorized = try await configured.load(server.url("/private")).data
+        XCTAssertEqual(Array(authorized), png)
+        _ = try await configured.load(server.url("/set-cookie"))
+        // A later transfer (another handle or a reset one) sends the cookie from the jar.
+        let withJar = try await configured.load(server.url("/echo-cookie")).data
+        XCTAssertEqual(String(decoding: withJar, as: UTF8.self), "cookie:session=abc123")
+    }
+
+    /// `bytes` as a gzip member with one stored (uncompressed) deflate block: valid gzip
+    /// without a compressor in the test.
+    static func gzipStored(_ bytes: [UInt8]) -> [UInt8] {
+        precondition(bytes.count < 65_536)
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        crc ^= 0xFFFF_FFFF
+        func littleEndian32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        let length = UInt16(bytes.count)
+        return [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF] // header: deflate, no flags, unknown OS
+            + [1, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)] // final stored block
+            + bytes + littleEndian32(crc) + littleEndian32(UInt32(bytes.count))
+    }
+
     func testLocalLoaders() async throws {
         let manager = ImageLoadersManager()
         let data = try await manager.load(URL(string: "data:image/png;base64," + Data(png).base64EncodedString())!).data

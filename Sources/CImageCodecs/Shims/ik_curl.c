@@ -50,3 +50,7 @@ int ik_curl_easy_set_header_function(void *easy, ik_curl_data_fn function) {
 int ik_curl_easy_set_xferinfo_function(void *easy, ik_curl_xferinfo_fn function) {
     return (int)curl_easy_setopt((CURL *)easy, CURLOPT_XFERINFOFUNCTION, function);
 }
+
+int ik_curl_share_setopt_long(void *share, int option, long value) {
+    return (int)curl_share_setopt((CURLSH *)share, (CURLSHoption)option, value);
+}

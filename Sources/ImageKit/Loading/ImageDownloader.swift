@@ -1,4 +1,5 @@
 import CCurl
+import DequeModule
 import Foundation
 
 /// Settings of an ``ImageDownloader`` (defaults from SDWebImage where it has one).
@@ -85,11 +86,12 @@ public struct ImageDownloaderConfiguration: Sendable {
 public final class ImageDownloader: ImageLoading {
     public let configuration: ImageDownloaderConfiguration
     private let engine: CurlEngine
+    private let bodyPool = BodyBufferPool()
     private let state = Locked(State())
 
     private struct State {
         var operations: [String: Operation] = [:]
-        var waiting: [Operation] = []
+        var waiting = WaitingQueue()
         var running = 0
         var suspended = false
         var sequence = 0
@@ -100,19 +102,65 @@ public final class ImageDownloader: ImageLoading {
         // Invariant: mutable fields are touched only under the downloader's state lock.
         let key: String
         let request: ImageLoadRequest
-        let sequence: Int
         var subscribers: [Int: Subscriber] = [:]
         var transfer: CurlTransfer?
-        init(key: String, request: ImageLoadRequest, sequence: Int) {
+        /// Queued and not yet started or abandoned.
+        var isWaiting = false
+        init(key: String, request: ImageLoadRequest) {
             self.key = key
             self.request = request
-            self.sequence = sequence
         }
+    }
+
+    /// Transfers not started yet: one deque per priority, so choosing the next one costs O(1)
+    /// however long the queue is. A transfer abandoned while waiting is only marked and skipped
+    /// when it reaches the front.
+    private struct WaitingQueue {
+        private var lanes = [Deque<Operation>](repeating: [], count: ImageLoadPriority.allCases.count)
+        private(set) var count = 0
+
+        mutating func append(_ operation: Operation) {
+            operation.isWaiting = true
+            lanes[operation.request.priority.rawValue].append(operation)
+            count += 1
+        }
+
+        mutating func remove(_ operation: Operation) {
+            guard operation.isWaiting else { return }
+            operation.isWaiting = false
+            count -= 1
+        }
+
+        /// Highest priority first; within one, oldest (FIFO) or newest (LIFO) first.
+        mutating func next(lifo: Bool) -> Operation? {
+            for lane in lanes.indices.reversed() {
+                while let operation = lifo ? lanes[lane].popLast() : lanes[lane].popFirst() {
+                    guard operation.isWaiting else { continue }
+                    operation.isWaiting = false
+                    count -= 1
+                    return operation
+                }
+            }
+            return nil
+        }
+
+        var all: [Operation] { lanes.joined().filter(\.isWaiting) }
     }
 
     private struct Subscriber {
         var progress: (@Sendable (ImageLoadProgress) -> Void)?
         var completion: @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+        /// Only resumes a continuation, which is cheap and safe on any thread: called at once
+        /// instead of through the callback queue (one thread hop fewer per download).
+        var resumesContinuation = false
+    }
+
+    /// Hands `result` to each subscriber: continuations directly, callbacks on the callback queue.
+    private func deliver(_ result: Result<ImageLoadResponse, ImageError>, to subscribers: [Subscriber]) {
+        for subscriber in subscribers where subscriber.resumesContinuation { subscriber.completion(result) }
+        let queued = subscribers.filter { !$0.resumesContinuation }
+        guard !queued.isEmpty else { return }
+        configuration.callbackQueue.async { for subscriber in queued { subscriber.completion(result) } }
     }
 
     /// One caller's handle.
@@ -128,16 +176,16 @@ public final class ImageDownloader: ImageLoading {
     public init(configuration: ImageDownloaderConfiguration = ImageDownloaderConfiguration()) {
         self.configuration = configuration
         engine = CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
-                            maxTotalConnections: configuration.maxTotalConnections)
+                            maxTotalConnections: configuration.maxTotalConnections,
+                            maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
+                            sharesCookies: configuration.handlesCookies)
     }
 
     deinit {
         engine.shutdown()
         // Callers of transfers that never started are told too.
-        let waiting = state.withLock { state in state.waiting.flatMap { Array($0.subscribers.values) } }
-        for subscriber in waiting {
-            configuration.callbackQueue.async { subscriber.completion(.failure(ImageError(.cancelled, "the downloader was shut down"))) }
-        }
+        let waiting = state.withLock { state in state.waiting.all.flatMap { Array($0.subscribers.values) } }
+        deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
     }
 
     public func canLoad(_ url: URL) -> Bool {
@@ -173,12 +221,43 @@ public final class ImageDownloader: ImageLoading {
     @discardableResult
     public func download(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
                          completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> Token {
+        enqueue(request, subscriber: Subscriber(progress: progress, completion: completion))
+    }
+
+    /// Async form of ``download(_:progress:completion:)``; cancelling the task cancels this
+    /// caller's interest. The task is resumed straight from the transfer's completion, without
+    /// a hop through ``ImageDownloaderConfiguration/callbackQueue``.
+    ///
+    /// ```swift
+    /// let response = try await downloader.load(ImageLoadRequest(url: url, priority: .high))
+    /// ```
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
+        let token = Locked<Token?>(nil)
+        let result: Result<ImageLoadResponse, ImageError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let subscriber = Subscriber(progress: progress, completion: { continuation.resume(returning: $0) }, resumesContinuation: true)
+                let started = enqueue(request, subscriber: subscriber)
+                token.withLock { $0 = started }
+                if Task.isCancelled { started.cancel() }
+            }
+        } onCancel: {
+            token.withLock { $0 }?.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Loads `url` with default request settings.
+    public func load(_ url: URL) async throws(ImageError) -> ImageLoadResponse {
+        try await load(ImageLoadRequest(url: url))
+    }
+
+    private func enqueue(_ request: ImageLoadRequest, subscriber: Subscriber) -> Token {
         guard canLoad(request.url), request.url.host != nil else {
-            configuration.callbackQueue.async { completion(.failure(ImageError(.invalidURL, "cannot download \(request.url)"))) }
+            deliver(.failure(ImageError(.invalidURL, "cannot download \(request.url)")), to: [subscriber])
             return Token(downloader: nil, key: "", id: 0)
         }
         guard let request = configuration.requestModifier.map({ $0(request) }) ?? request else {
-            configuration.callbackQueue.async { completion(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)"))) }
+            deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
             return Token(downloader: nil, key: "", id: 0)
         }
         // Conditional requests do not share a transfer with plain ones.
@@ -190,11 +269,11 @@ public final class ImageDownloader: ImageLoading {
             if let existing = state.operations[key] {
                 operation = existing
             } else {
-                operation = Operation(key: key, request: request, sequence: id)
+                operation = Operation(key: key, request: request)
                 state.operations[key] = operation
                 state.waiting.append(operation)
             }
-            operation.subscribers[id] = Subscriber(progress: progress, completion: completion)
+            operation.subscribers[id] = subscriber
             return id
         }
         pump()
@@ -205,14 +284,9 @@ public final class ImageDownloader: ImageLoading {
     private func pump() {
         let starting: [Operation] = state.withLock { state in
             var started: [Operation] = []
-            while !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads), !state.waiting.isEmpty {
-                let lifo = configuration.executionOrder == .lifo
-                let index = state.waiting.indices.max { a, b in
-                    let x = state.waiting[a], y = state.waiting[b]
-                    if x.request.priority != y.request.priority { return x.request.priority < y.request.priority }
-                    return lifo ? x.sequence < y.sequence : x.sequence > y.sequence
-                }!
-                let operation = state.waiting.remove(at: index)
+            let lifo = configuration.executionOrder == .lifo
+            while !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads),
+                  let operation = state.waiting.next(lifo: lifo) {
                 state.running += 1
                 started.append(operation)
             }
@@ -234,10 +308,7 @@ public final class ImageDownloader: ImageLoading {
             stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
             maxBodySize: configuration.maxBodySize, allowsInvalidCertificates: configuration.allowsInvalidSSLCertificates,
             handlesCookies: configuration.handlesCookies, credentials: configuration.credentials)
-        guard let transfer = CurlTransfer(options: options) else {
-            finish(operation, .failure(ImageError(.internalError, "curl_easy_init failed")))
-            return
-        }
+        let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         let key = operation.key
         transfer.onProgress = { [weak self] progress in self?.deliverProgress(key: key, progress) }
         transfer.onComplete = { [weak self] transfer, code in
@@ -263,7 +334,7 @@ public final class ImageDownloader: ImageLoading {
 
     private func snapshot(key: String) -> Data? {
         let transfer = state.withLock { $0.operations[key]?.transfer }
-        return transfer?.body.withLock { $0 }
+        return transfer?.bodySnapshot()
     }
 
     /// Ends a transfer: every remaining caller gets `result`, and the next waiting one starts.
@@ -275,9 +346,7 @@ public final class ImageDownloader: ImageLoading {
             defer { operation.subscribers = [:] }
             return Array(operation.subscribers.values)
         }
-        if !subscribers.isEmpty {
-            configuration.callbackQueue.async { for subscriber in subscribers { subscriber.completion(result) } }
-        }
+        deliver(result, to: subscribers)
         pump()
     }
 
@@ -289,14 +358,14 @@ public final class ImageDownloader: ImageLoading {
             guard operation.subscribers.isEmpty else { return (subscriber, nil, false) }
             // The last caller left: drop a waiting transfer, abort a running one.
             state.operations[key] = nil
-            if let index = state.waiting.firstIndex(where: { $0 === operation }) {
-                state.waiting.remove(at: index)
+            if operation.isWaiting {
+                state.waiting.remove(operation)
                 return (subscriber, nil, false)
             }
             return (subscriber, operation.transfer, true)
         }
         guard let subscriber = outcome.0 else { return }
-        configuration.callbackQueue.async { subscriber.completion(.failure(ImageError(.cancelled, "the download was cancelled"))) }
+        deliver(.failure(ImageError(.cancelled, "the download was cancelled")), to: [subscriber])
         if let transfer = outcome.1 { engine.send(.cancel(transfer)) }
     }
 
@@ -328,7 +397,7 @@ public final class ImageDownloader: ImageLoading {
                 return .failure(ImageError(.invalidContentType, "\(url): Content-Type '\(type)' is not acceptable"))
             }
         }
-        var data = transfer.body.withLock { $0 }
+        var data = transfer.takeBody()
         guard !data.isEmpty else { return .failure(ImageError(.invalidResponse, "\(url): the body is empty")) }
         if let decryptor = configuration.decryptor {
             guard let decrypted = decryptor(data, headers) else {

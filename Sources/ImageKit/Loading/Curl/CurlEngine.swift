@@ -4,12 +4,21 @@ import Foundation
 
 /// One `CURLM` driven by one dedicated thread: the only thread that touches curl handles.
 /// Other threads send commands and wake it with `curl_multi_wakeup`.
+///
+/// Easy handles are reused: a finished one is reset and kept for the next transfer, so its
+/// receive buffer and state are allocated once, not per download. A share handle gives every
+/// transfer the same TLS session cache (resumed handshakes on new connections) and, when
+/// cookies are on, one cookie jar.
 final class CurlEngine: @unchecked Sendable {
-    // Invariant for @unchecked Sendable: `multi` and `active` are used only on the engine
-    // thread (after init); `commands` is locked; `curl_multi_wakeup` is thread-safe.
+    // Invariant for @unchecked Sendable: `multi`, `share`, `active` and `idleHandles` are used
+    // only on the engine thread (after init); `commands` is locked; `curl_multi_wakeup` is
+    // thread-safe.
     private let multi: UnsafeMutableRawPointer
+    private let share: UnsafeMutableRawPointer?
     private let commands = Locked<[Command]>([])
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private let maxIdleHandles: Int
     private let stopped = DispatchSemaphore(value: 0)
 
     enum Command {
@@ -20,9 +29,15 @@ final class CurlEngine: @unchecked Sendable {
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    init(maxHostConnections: Int, maxTotalConnections: Int) {
+    init(maxHostConnections: Int, maxTotalConnections: Int, maxIdleHandles: Int, sharesCookies: Bool) {
         _ = Self.globalInit
         multi = curl_multi_init()
+        self.maxIdleHandles = maxIdleHandles
+        share = curl_share_init()
+        if let share {
+            _ = ik_curl_share_setopt_long(share, Int32(CURLSHOPT_SHARE.rawValue), Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            if sharesCookies { _ = ik_curl_share_setopt_long(share, Int32(CURLSHOPT_SHARE.rawValue), Int(CURL_LOCK_DATA_COOKIE.rawValue)) }
+        }
         let raw = multi
         _ = ik_curl_multi_setopt_long(raw, Int32(CURLMOPT_PIPELINING.rawValue), Int(CURLPIPE_MULTIPLEX))
         _ = ik_curl_multi_setopt_long(raw, Int32(CURLMOPT_MAX_HOST_CONNECTIONS.rawValue), maxHostConnections)
@@ -42,15 +57,27 @@ final class CurlEngine: @unchecked Sendable {
         send(.stop)
         stopped.wait()
         curl_multi_cleanup(multi)
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
+        if let share { curl_share_cleanup(share) }
     }
 
-    /// Reports the end of a transfer once, then drops its callbacks: they capture the
-    /// downloader's operation, which holds the transfer (a cycle that would keep every body).
+    /// Reports the end of a transfer once (its results are read from the handle inside the
+    /// callback), then drops its callbacks: they capture the downloader's operation, which
+    /// holds the transfer (a cycle that would keep every body). The handle is reset and kept.
     private func complete(_ transfer: CurlTransfer, _ code: CURLcode) {
         let onComplete = transfer.onComplete
         transfer.onComplete = nil
         transfer.onProgress = nil
         onComplete?(transfer, code)
+        if let easy = transfer.detach() {
+            if idleHandles.count < maxIdleHandles {
+                curl_easy_reset(easy)
+                idleHandles.append(easy)
+            } else {
+                curl_easy_cleanup(easy)
+            }
+        }
     }
 
     private func run() {
@@ -59,13 +86,23 @@ final class CurlEngine: @unchecked Sendable {
             for command in commands.withLock({ commands in defer { commands.removeAll() }; return commands }) {
                 switch command {
                 case .add(let transfer):
-                    transfer.configure()
-                    active[transfer.easy] = transfer
-                    curl_multi_add_handle(multi, transfer.easy)
-                case .cancel(let transfer):
-                    if active.removeValue(forKey: transfer.easy) != nil {
-                        curl_multi_remove_handle(multi, transfer.easy)
+                    if transfer.cancelRequested {
                         complete(transfer, CURLE_ABORTED_BY_CALLBACK)
+                        continue
+                    }
+                    guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+                        complete(transfer, CURLE_OUT_OF_MEMORY)
+                        continue
+                    }
+                    transfer.configure(easy, share: share)
+                    active[easy] = transfer
+                    curl_multi_add_handle(multi, easy)
+                case .cancel(let transfer):
+                    if let easy = transfer.easy, active.removeValue(forKey: easy) != nil {
+                        curl_multi_remove_handle(multi, easy)
+                        complete(transfer, CURLE_ABORTED_BY_CALLBACK)
+                    } else {
+                        transfer.cancelRequested = true // overtook its own .add
                     }
                 case .stop:
                     running = false
