@@ -22,8 +22,9 @@ struct Download: ParsableCommand {
     }
 
     func run() throws {
+        // As many connections per host as transfers: the usual case is many URLs on one host.
         var configuration = ImageDownloaderConfiguration(maxConcurrentDownloads: concurrency, timeout: timeout,
-                                                         allowsInvalidSSLCertificates: insecure)
+                                                         allowsInvalidSSLCertificates: insecure, maxConnectionsPerHost: concurrency)
         for header in headers {
             let parts = header.split(separator: ":", maxSplits: 1)
             configuration.headers[parts[0].trimmingCharacters(in: .whitespaces)] = parts[1].trimmingCharacters(in: .whitespaces)

@@ -167,6 +167,32 @@ final class DownloaderTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 15)
     }
 
+    /// Progress is reported only when asked for, and a caller that asks joins a transfer that
+    /// started without it.
+    func testProgressForACallerJoiningARunningTransfer() throws {
+        server.route("/trickle", .init(body: [UInt8](repeating: 5, count: 30_000), chunkSize: 1000, delay: .milliseconds(10)))
+        let downloader = ImageDownloader()
+        let done = expectation(description: "both complete")
+        done.expectedFulfillmentCount = 2
+        let url = server.url("/trickle")
+        downloader.download(ImageLoadRequest(url: url)) { _ in done.fulfill() }
+        let sawBytes = expectation(description: "first byte counts")
+        while downloader.activeCount == 0 { usleep(1000) }
+        usleep(50_000) // the transfer is running, without progress
+        let seen = Locked<[Int64]>([])
+        downloader.download(ImageLoadRequest(url: url), progress: { progress in
+            let count = seen.withLock { $0.append(progress.receivedBytes); return $0.count }
+            if count == 1 { sawBytes.fulfill() }
+        }) { result in
+            XCTAssertEqual(try? result.get().data.count, 30_000)
+            done.fulfill()
+        }
+        wait(for: [sawBytes, done], timeout: 30)
+        let counts = seen.withLock { $0 }
+        XCTAssertEqual(counts, counts.sorted())
+        XCTAssertEqual(server.requests(to: "/trickle"), 1)
+    }
+
     func testPriorityAndLIFOWithOneSlot() throws {
         server.route("/gate", .init(body: png, chunkSize: 32, delay: .milliseconds(30)))
         for name in ["a", "b", "c", "d"] { server.route("/\(name)", .init(body: png)) }

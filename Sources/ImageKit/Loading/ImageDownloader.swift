@@ -106,6 +106,9 @@ public final class ImageDownloader: ImageLoading {
         var transfer: CurlTransfer?
         /// Queued and not yet started or abandoned.
         var isWaiting = false
+        /// Whether the transfer reports progress (only when some caller asked for it: curl
+        /// calls the progress function for every handle on every pass otherwise).
+        var reportsProgress = false
         init(key: String, request: ImageLoadRequest) {
             self.key = key
             self.request = request
@@ -262,7 +265,7 @@ public final class ImageDownloader: ImageLoading {
         }
         // Conditional requests do not share a transfer with plain ones.
         let key = request.url.absoluteString + (request.cachedValidators == nil ? "" : "\u{0}conditional")
-        let id = state.withLock { state -> Int in
+        let (id, needsProgress) = state.withLock { state -> (Int, CurlTransfer?) in
             state.sequence += 1
             let id = state.sequence
             let operation: Operation
@@ -274,8 +277,11 @@ public final class ImageDownloader: ImageLoading {
                 state.waiting.append(operation)
             }
             operation.subscribers[id] = subscriber
-            return id
+            guard subscriber.progress != nil, !operation.reportsProgress else { return (id, nil) }
+            operation.reportsProgress = true
+            return (id, operation.transfer) // running without progress: turn it on
         }
+        if let needsProgress { engine.send(.reportProgress(needsProgress)) }
         pump()
         return Token(downloader: self, key: key, id: id)
     }
@@ -309,14 +315,15 @@ public final class ImageDownloader: ImageLoading {
             maxBodySize: configuration.maxBodySize, allowsInvalidCertificates: configuration.allowsInvalidSSLCertificates,
             handlesCookies: configuration.handlesCookies, credentials: configuration.credentials)
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
-        let key = operation.key
-        transfer.onProgress = { [weak self] progress in self?.deliverProgress(key: key, progress) }
+        transfer.onProgress = { [weak self] progress in self?.deliverProgress(of: operation, progress) }
         transfer.onComplete = { [weak self] transfer, code in
             guard let self else { return }
             finish(operation, self.result(of: transfer, code: code, request: request))
         }
         let cancelledMeanwhile = state.withLock { _ -> Bool in
             operation.transfer = transfer
+            operation.reportsProgress = operation.subscribers.values.contains { $0.progress != nil }
+            transfer.reportsProgress = operation.reportsProgress
             return operation.subscribers.isEmpty
         }
         if cancelledMeanwhile {
@@ -326,8 +333,8 @@ public final class ImageDownloader: ImageLoading {
         engine.send(.add(transfer))
     }
 
-    private func deliverProgress(key: String, _ progress: ImageLoadProgress) {
-        let callbacks = state.withLock { state in state.operations[key]?.subscribers.values.compactMap(\.progress) ?? [] }
+    private func deliverProgress(of operation: Operation, _ progress: ImageLoadProgress) {
+        let callbacks = state.withLock { _ in operation.subscribers.values.compactMap(\.progress) }
         guard !callbacks.isEmpty else { return }
         configuration.callbackQueue.async { for callback in callbacks { callback(progress) } }
     }

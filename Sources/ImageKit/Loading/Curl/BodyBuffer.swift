@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// Recycles the memory that response bodies are received into.
@@ -8,14 +9,12 @@ import Foundation
 /// `make bench-net`, were a third of the downloader's CPU time on loopback. Idle memory is
 /// bounded (``maxIdleBytes``); buffers are never shared between two live bodies.
 final class BodyBufferPool: Sendable {
-    private struct Idle {
-        let pointer: UnsafeMutableRawPointer
-        let capacity: Int
-    }
-
     // Unsafe pointers are not Sendable; the pool owns every idle buffer exclusively.
     private struct Buffers: @unchecked Sendable {
-        var idle: [Idle] = []
+        /// Idle buffers by size class, oldest first.
+        var idle: [[UnsafeMutableRawPointer]] = Array(repeating: [], count: BodyBufferPool.classCount)
+        /// Size class of each idle buffer in the order they came back, for eviction.
+        var returnOrder = Deque<Int>()
         var bytes = 0
     }
 
@@ -27,52 +26,78 @@ final class BodyBufferPool: Sendable {
 
     init(maxIdleBytes: Int = 16 << 20, maxPooledCapacity: Int = 4 << 20) {
         self.maxIdleBytes = maxIdleBytes
-        self.maxPooledCapacity = maxPooledCapacity
+        self.maxPooledCapacity = min(maxPooledCapacity, Self.capacity(ofClass: Self.classCount - 1))
     }
 
     deinit {
-        buffers.withLock { buffers in for buffer in buffers.idle { free(buffer.pointer) } }
+        buffers.withLock { buffers in for list in buffers.idle { for pointer in list { free(pointer) } } }
     }
 
-    /// A buffer of at least `size` bytes: the smallest idle one that is not more than twice
-    /// the size (so a small body never pins a big buffer), else a new one.
+    // Size classes: four per doubling from 16 KiB (16, 20, 24, 28, 32, 40 … KiB), so a buffer
+    // wastes at most a quarter of its size and any body of a class fits any buffer of it.
+    private static let minimumShift = 14
+    static let classCount = 4 * (30 - minimumShift)
+
+    static func capacity(ofClass sizeClass: Int) -> Int {
+        let doubling = sizeClass / 4, step = sizeClass % 4
+        return (1 << (minimumShift + doubling)) + step * (1 << (minimumShift + doubling - 2))
+    }
+
+    /// The smallest class whose capacity holds `size`.
+    static func sizeClass(for size: Int) -> Int {
+        guard size > 1 << minimumShift else { return 0 }
+        let doubling = (Int.bitWidth - (size - 1).leadingZeroBitCount - 1) - minimumShift // floor(log2(size - 1))
+        let quarter = 1 << (minimumShift + doubling - 2)
+        let step = (size - (1 << (minimumShift + doubling)) + quarter - 1) / quarter
+        return step == 4 ? 4 * (doubling + 1) : 4 * doubling + step
+    }
+
+    /// A buffer of at least `size` bytes: an idle one of its size class or the next one up,
+    /// else a new one. Nil when out of memory.
     func take(atLeast size: Int) -> (pointer: UnsafeMutableRawPointer, capacity: Int)? {
-        let reused = buffers.withLock { buffers -> Idle? in
-            var best: Int?
-            for index in buffers.idle.indices {
-                let capacity = buffers.idle[index].capacity
-                guard capacity >= size, capacity <= max(2 * size, 64 << 10) else { continue }
-                if best == nil || capacity < buffers.idle[best!].capacity { best = index }
-            }
-            guard let best else { return nil }
-            let buffer = buffers.idle.remove(at: best)
-            buffers.bytes -= buffer.capacity
-            return buffer
+        let sizeClass = Self.sizeClass(for: max(size, 1))
+        guard sizeClass < Self.classCount else {
+            return malloc(size).map { ($0, size) } // beyond every class: never pooled
         }
-        if let reused { return (reused.pointer, reused.capacity) }
-        let capacity = (max(size, 1) + 0x3FFF) & ~0x3FFF // whole 16 KiB steps
-        guard let pointer = malloc(capacity) else { return nil }
-        return (pointer, capacity)
+        let reused = buffers.withLock { buffers -> (UnsafeMutableRawPointer, Int)? in
+            for candidate in sizeClass..<min(sizeClass + 2, Self.classCount) {
+                if let pointer = buffers.idle[candidate].popLast() {
+                    buffers.bytes -= Self.capacity(ofClass: candidate)
+                    return (pointer, candidate)
+                }
+            }
+            return nil
+        }
+        if let (pointer, reusedClass) = reused { return (pointer, Self.capacity(ofClass: reusedClass)) }
+        let capacity = Self.capacity(ofClass: sizeClass)
+        return malloc(capacity).map { ($0, capacity) }
     }
 
-    /// Takes a buffer back (from any thread). The oldest idle buffers go when over budget.
+    /// Takes a buffer back (from any thread). The longest-idle buffers go when over budget.
     func recycle(_ pointer: UnsafeMutableRawPointer, capacity: Int) {
-        guard capacity <= maxPooledCapacity else {
+        let sizeClass = Self.sizeClass(for: capacity)
+        guard capacity <= maxPooledCapacity, sizeClass < Self.classCount, Self.capacity(ofClass: sizeClass) == capacity else {
             free(pointer)
             return
         }
-        let evicted = buffers.withLock { buffers -> [Idle] in
-            buffers.idle.append(Idle(pointer: pointer, capacity: capacity))
+        let evicted = buffers.withLock { buffers -> [UnsafeMutableRawPointer] in
+            buffers.idle[sizeClass].append(pointer)
+            buffers.returnOrder.append(sizeClass)
             buffers.bytes += capacity
-            var evicted: [Idle] = []
-            while buffers.bytes > maxIdleBytes, !buffers.idle.isEmpty {
-                let oldest = buffers.idle.removeFirst()
-                buffers.bytes -= oldest.capacity
-                evicted.append(oldest)
+            var evicted: [UnsafeMutableRawPointer] = []
+            while buffers.bytes > maxIdleBytes, let oldestClass = buffers.returnOrder.popFirst() {
+                // The class's longest-idle buffer; a class already emptied by `take` is skipped.
+                guard !buffers.idle[oldestClass].isEmpty else { continue }
+                evicted.append(buffers.idle[oldestClass].removeFirst())
+                buffers.bytes -= Self.capacity(ofClass: oldestClass)
+            }
+            if buffers.returnOrder.count > 4 * Self.classCount + buffers.idle.reduce(0) { $0 + $1.count } {
+                // Entries of buffers that were taken again: rebuild so the log stays small.
+                buffers.returnOrder = Deque(buffers.idle.indices.flatMap { index in repeatElement(index, count: buffers.idle[index].count) })
             }
             return evicted
         }
-        for buffer in evicted { free(buffer.pointer) }
+        for pointer in evicted { free(pointer) }
     }
 
     /// Bytes held idle now (for tests).

@@ -24,6 +24,8 @@ final class CurlEngine: @unchecked Sendable {
     enum Command {
         case add(CurlTransfer)
         case cancel(CurlTransfer)
+        /// A caller that wants progress joined a transfer started without it.
+        case reportProgress(CurlTransfer)
         case stop
     }
 
@@ -104,6 +106,9 @@ final class CurlEngine: @unchecked Sendable {
                     } else {
                         transfer.cancelRequested = true // overtook its own .add
                     }
+                case .reportProgress(let transfer):
+                    transfer.reportsProgress = true
+                    if transfer.easy != nil { transfer.applyProgressOption() }
                 case .stop:
                     running = false
                 }
