@@ -87,6 +87,9 @@ public final class ImageDownloader: ImageLoading {
     public let configuration: ImageDownloaderConfiguration
     private let engine: CurlEngine
     private let bodyPool = BodyBufferPool()
+    /// The default headers with the configuration's: what a request without its own sends.
+    private let baseHeaders: [String: String]
+    private let baseHeaderList: CurlHeaderList
     private let state = Locked(State())
 
     private struct State {
@@ -178,6 +181,8 @@ public final class ImageDownloader: ImageLoading {
 
     public init(configuration: ImageDownloaderConfiguration = ImageDownloaderConfiguration()) {
         self.configuration = configuration
+        baseHeaders = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
+        baseHeaderList = CurlHeaderList(baseHeaders)
         engine = CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
                             maxTotalConnections: configuration.maxTotalConnections,
                             maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
@@ -303,14 +308,17 @@ public final class ImageDownloader: ImageLoading {
 
     private func start(_ operation: Operation) {
         let request = operation.request
-        var headers = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
-        headers.merge(request.headers) { $1 }
-        if let validators = request.cachedValidators {
-            if let etag = validators.etag { headers["If-None-Match"] = etag }
-            if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
+        var headerList = baseHeaderList
+        if !request.headers.isEmpty || request.cachedValidators != nil {
+            var headers = baseHeaders.merging(request.headers) { $1 }
+            if let validators = request.cachedValidators {
+                if let etag = validators.etag { headers["If-None-Match"] = etag }
+                if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
+            }
+            headerList = CurlHeaderList(headers)
         }
         let options = CurlTransferOptions(
-            url: request.url, headers: headers, connectTimeout: configuration.connectTimeout ?? configuration.timeout,
+            url: request.url, headers: headerList, connectTimeout: configuration.connectTimeout ?? configuration.timeout,
             stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
             maxBodySize: configuration.maxBodySize, allowsInvalidCertificates: configuration.allowsInvalidSSLCertificates,
             handlesCookies: configuration.handlesCookies, credentials: configuration.credentials)

@@ -9,7 +9,7 @@ import NIOSSL
 
 // netbench --http URL_PREFIX --https URL_PREFIX --count N [--runs R] [--tools a,b] [--concurrency 6,32] [--json]
 // Downloads N files (0.bin … N-1.bin) from each prefix at concurrency 6 and 32 with ImageKit,
-// the curl command line, URLSession and AsyncHTTPClient, R times each, the tools taking turns
+// the curl command line, URLSession and AsyncHTTPClient, R times each (9), the tools taking turns
 // within every round so machine noise hits them alike, and prints the medians of images/s,
 // MB/s and CPU seconds.
 
@@ -18,7 +18,7 @@ struct Options {
     var https = ""
     var count = 1000
     var json = false
-    var runs = 5
+    var runs = 9
     var tools: Set<String> = ["imagekit", "curl-cli", "urlsession", "async-http-client"]
     var concurrencies = [6, 32]
 }
@@ -35,7 +35,7 @@ func parseOptions() -> Options {
         case "--https": options.https = arguments.next() ?? ""
         case "--count": options.count = Int(arguments.next() ?? "") ?? 1000
         case "--json": options.json = true
-        case "--runs": options.runs = max(1, Int(arguments.next() ?? "") ?? 5)
+        case "--runs": options.runs = max(1, Int(arguments.next() ?? "") ?? 9)
         case "--tools": options.tools = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
         case "--concurrency": options.concurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
         default: FileHandle.standardError.write(Data("netbench: unknown argument \(argument)\n".utf8)); exit(2)

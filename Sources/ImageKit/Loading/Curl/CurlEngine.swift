@@ -20,6 +20,8 @@ final class CurlEngine: @unchecked Sendable {
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private let maxIdleHandles: Int
     private let stopped = DispatchSemaphore(value: 0)
+    /// Set once in init, before the thread starts.
+    private var thread: Thread?
 
     enum Command {
         case add(CurlTransfer)
@@ -46,12 +48,16 @@ final class CurlEngine: @unchecked Sendable {
         _ = ik_curl_multi_setopt_long(raw, Int32(CURLMOPT_MAX_TOTAL_CONNECTIONS.rawValue), maxTotalConnections)
         let thread = Thread { [self] in run() }
         thread.name = "ImageKit.curl"
+        self.thread = thread
         thread.start()
     }
 
     func send(_ command: Command) {
         commands.withLock { $0.append(command) }
-        curl_multi_wakeup(multi)
+        // From the engine thread itself (a completion starting the next transfer) the loop
+        // sees the command before it polls again: no wakeup, which would cost two syscalls
+        // and an extra multi pass over every handle per transfer.
+        if Thread.current !== thread { curl_multi_wakeup(multi) }
     }
 
     /// Stops the thread: every transfer still running completes with `cancelled`. Waits for it.
@@ -125,6 +131,7 @@ final class CurlEngine: @unchecked Sendable {
                     complete(transfer, code)
                 }
             }
+            if commands.withLock({ !$0.isEmpty }) { continue }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         for (easy, transfer) in active {

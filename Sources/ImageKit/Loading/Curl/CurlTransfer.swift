@@ -6,7 +6,7 @@ import Foundation
 /// request).
 struct CurlTransferOptions: Sendable {
     var url: URL
-    var headers: [String: String]
+    var headers: CurlHeaderList
     var connectTimeout: TimeInterval
     /// Abort when fewer than 1 byte/s arrive for this long (an idle timeout, like URLRequest's).
     var stallTimeout: TimeInterval
@@ -18,16 +18,32 @@ struct CurlTransferOptions: Sendable {
     var credentials: (user: String, password: String)?
 }
 
+/// Request headers as the `curl_slist` curl reads, built once and shared by every transfer that
+/// sends the same set (normally all of a downloader's). Immutable; freed with the last user.
+final class CurlHeaderList: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: the list is never changed after init.
+    let list: UnsafeMutablePointer<curl_slist>?
+
+    init(_ headers: [String: String]) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            list = curl_slist_append(list, "\(name): \(value)")
+        }
+        self.list = list
+    }
+
+    deinit { curl_slist_free_all(list) }
+}
+
 /// One transfer and what it receives. Created on any thread; the engine lends it an easy
 /// handle from `configure` until `detach`, and only the engine thread touches that handle. The
 /// received bytes are behind a lock so consumers can take a snapshot while the transfer runs.
 final class CurlTransfer: @unchecked Sendable {
-    // Invariant for @unchecked Sendable: `easy`, `headerList`, `headers`, `errorBuffer` and the
+    // Invariant for @unchecked Sendable: `easy`, `headers`, `errorBuffer` and the
     // progress fields are touched only by the engine thread once the transfer is added;
     // `body` is guarded by its lock.
     let options: CurlTransferOptions
     private(set) var easy: UnsafeMutableRawPointer?
-    private var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private let body: Locked<BodyBuffer>
     var responseHeaders: [String: String] = [:]
@@ -48,7 +64,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit {
         body.withLock { $0.release() }
-        curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
 
@@ -108,10 +123,7 @@ final class CurlTransfer: @unchecked Sendable {
             set(CURLOPT_USERNAME, string: credentials.user)
             set(CURLOPT_PASSWORD, string: credentials.password)
         }
-        for (name, value) in options.headers.sorted(by: { $0.key < $1.key }) {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
-        }
-        set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+        set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(options.headers.list))
         set(CURLOPT_WRITEDATA, pointer: context)
         _ = ik_curl_easy_set_write_function(raw, CurlTransfer.write)
         set(CURLOPT_HEADERDATA, pointer: context)
