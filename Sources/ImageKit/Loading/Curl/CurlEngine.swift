@@ -20,8 +20,8 @@ final class CurlEngine: @unchecked Sendable {
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private let maxIdleHandles: Int
     private let stopped = DispatchSemaphore(value: 0)
-    /// Set once in init, before the thread starts.
-    private var thread: Thread?
+    /// Set once in init, before the thread starts. Weak: the thread's block holds the engine.
+    private weak var thread: Thread?
 
     enum Command {
         case add(CurlTransfer)

@@ -72,6 +72,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Gives the handle back to the engine (which resets it before any reuse).
     func detach() -> UnsafeMutableRawPointer? {
         defer { easy = nil }
+        // curl 7.88's curl_easy_reset forgets, without freeing, the list of cookie files that
+        // COOKIEFILE "" started; NULL frees it (the shared jar keeps its cookies).
+        if easy != nil, options.handlesCookies { set(CURLOPT_COOKIEFILE, pointer: nil) }
         return easy
     }
 
@@ -117,7 +120,8 @@ final class CurlTransfer: @unchecked Sendable {
             set(CURLOPT_SSL_VERIFYPEER, 0)
             set(CURLOPT_SSL_VERIFYHOST, 0)
         }
-        if options.handlesCookies { set(CURLOPT_COOKIEFILE, string: "") } // enables the in-memory cookie engine
+        // Turns the cookie engine on; with the share, its jar is the downloader's one.
+        if options.handlesCookies { set(CURLOPT_COOKIEFILE, string: "") }
         if let credentials = options.credentials {
             set(CURLOPT_HTTPAUTH, 1) // CURLAUTH_BASIC (a macro Swift cannot import)
             set(CURLOPT_USERNAME, string: credentials.user)
