@@ -326,6 +326,23 @@ final class DownloaderTests: XCTestCase {
             + bytes + littleEndian32(crc) + littleEndian32(UInt32(bytes.count))
     }
 
+    func testTransfersSpreadOverNetworkThreads() async throws {
+        XCTAssertEqual(ImageDownloader.engine(for: "a.example", multiplexes: false, loads: [3, 1, 2]), 1, "plain HTTP: least busy")
+        let pinned = ImageDownloader.engine(for: "a.example", multiplexes: true, loads: [0, 0, 0])
+        XCTAssertEqual(ImageDownloader.engine(for: "A.example", multiplexes: true, loads: [5, 9, 1]), pinned, "HTTPS: by host only")
+        // Every thread count works end to end, with coalescing and exact bytes.
+        server.route("/n.png", .init(body: png))
+        for threads in [1, 2, 4] {
+            let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 8, networkThreads: threads))
+            let urls = (0..<24).map { server.url("/n.png?\($0)") }
+            let sizes = await withTaskGroup(of: Int.self) { group in
+                for url in urls { group.addTask { (try? await downloader.load(url).data.count) ?? -1 } }
+                return await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            XCTAssertEqual(sizes, Array(repeating: png.count, count: 24), "\(threads) threads")
+        }
+    }
+
     func testLocalLoaders() async throws {
         let manager = ImageLoadersManager()
         let data = try await manager.load(URL(string: "data:image/png;base64," + Data(png).base64EncodedString())!).data

@@ -51,6 +51,52 @@ int ik_curl_easy_set_xferinfo_function(void *easy, ik_curl_xferinfo_fn function)
     return (int)curl_easy_setopt((CURL *)easy, CURLOPT_XFERINFOFUNCTION, function);
 }
 
-int ik_curl_share_setopt_long(void *share, int option, long value) {
-    return (int)curl_share_setopt((CURLSH *)share, (CURLSHoption)option, value);
+
+// A share handle used by several engine threads: curl serialises access through these
+// callbacks, one mutex per kind of shared data.
+#include <pthread.h>
+#include <stdlib.h>
+
+struct ik_curl_share {
+    CURLSH *share;
+    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+};
+
+static void ik_share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *user) {
+    (void)handle; (void)access;
+    pthread_mutex_lock(&((struct ik_curl_share *)user)->locks[data]);
+}
+
+static void ik_share_unlock(CURL *handle, curl_lock_data data, void *user) {
+    (void)handle;
+    pthread_mutex_unlock(&((struct ik_curl_share *)user)->locks[data]);
+}
+
+ik_curl_share *ik_curl_share_create(int share_cookies) {
+    ik_curl_share *shared = calloc(1, sizeof(ik_curl_share));
+    if (!shared) return NULL;
+    shared->share = curl_share_init();
+    if (!shared->share) {
+        free(shared);
+        return NULL;
+    }
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&shared->locks[i], NULL);
+    curl_share_setopt(shared->share, CURLSHOPT_USERDATA, shared);
+    curl_share_setopt(shared->share, CURLSHOPT_LOCKFUNC, ik_share_lock);
+    curl_share_setopt(shared->share, CURLSHOPT_UNLOCKFUNC, ik_share_unlock);
+    curl_share_setopt(shared->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(shared->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    if (share_cookies) curl_share_setopt(shared->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+    return shared;
+}
+
+void *ik_curl_share_handle(ik_curl_share *shared) {
+    return shared->share;
+}
+
+void ik_curl_share_destroy(ik_curl_share *shared) {
+    if (!shared) return;
+    curl_share_cleanup(shared->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&shared->locks[i]);
+    free(shared);
 }

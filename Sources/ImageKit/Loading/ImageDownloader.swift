@@ -30,8 +30,15 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var handlesCookies: Bool
     /// Accept any TLS certificate (off by default; for tests and self-signed servers).
     public var allowsInvalidSSLCertificates: Bool
+    /// Connections to one host at once (6), and in all (0: no limit).
     public var maxConnectionsPerHost: Int
     public var maxTotalConnections: Int
+    /// Threads that run transfers, each with its own curl multi handle (default: 2 when the
+    /// machine has two cores or more, else 1). Plain-HTTP transfers go to the least busy
+    /// thread; HTTPS transfers to one host always share a thread, so HTTP/2 multiplexes them
+    /// on one connection. More than one lets receiving (a copy per byte, TLS decryption)
+    /// use a second core when many transfers run at once.
+    public var networkThreads: Int
     /// Changes or refuses (nil) a request before it is sent (SDWebImage's request modifier).
     public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
     /// Inspects a response's status and headers; returning false refuses it.
@@ -46,7 +53,9 @@ public struct ImageDownloaderConfiguration: Sendable {
                 acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,
                 maxBodySize: Int? = 256 << 20, maxRedirects: Int = 10, credentials: (user: String, password: String)? = nil,
                 handlesCookies: Bool = false, allowsInvalidSSLCertificates: Bool = false, maxConnectionsPerHost: Int = 6,
-                maxTotalConnections: Int = 0, callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")) {
+                maxTotalConnections: Int = 0, networkThreads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
+                callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")) {
+        self.networkThreads = networkThreads
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.timeout = timeout
         self.connectTimeout = connectTimeout
@@ -85,7 +94,8 @@ public struct ImageDownloaderConfiguration: Sendable {
 /// ```
 public final class ImageDownloader: ImageLoading {
     public let configuration: ImageDownloaderConfiguration
-    private let engine: CurlEngine
+    private let engines: [CurlEngine]
+    private let share: CurlShare
     private let bodyPool = BodyBufferPool()
     /// The default headers with the configuration's: what a request without its own sends.
     private let baseHeaders: [String: String]
@@ -96,6 +106,8 @@ public final class ImageDownloader: ImageLoading {
         var operations: [String: Operation] = [:]
         var waiting = WaitingQueue()
         var running = 0
+        /// Transfers on each engine.
+        var engineLoads: [Int] = []
         var suspended = false
         var sequence = 0
     }
@@ -107,6 +119,7 @@ public final class ImageDownloader: ImageLoading {
         let request: ImageLoadRequest
         var subscribers: [Int: Subscriber] = [:]
         var transfer: CurlTransfer?
+        var engine: Int?
         /// Queued and not yet started or abandoned.
         var isWaiting = false
         /// Whether the transfer reports progress (only when some caller asked for it: curl
@@ -183,14 +196,22 @@ public final class ImageDownloader: ImageLoading {
         self.configuration = configuration
         baseHeaders = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
         baseHeaderList = CurlHeaderList(baseHeaders)
-        engine = CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
-                            maxTotalConnections: configuration.maxTotalConnections,
-                            maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
-                            sharesCookies: configuration.handlesCookies)
+        CurlEngine.initializeCurl()
+        share = CurlShare(cookies: configuration.handlesCookies)
+        let count = max(1, configuration.networkThreads)
+        func split(_ limit: Int) -> Int { limit <= 0 ? 0 : max(1, (limit + count - 1) / count) }
+        let shareHandle = share.handle
+        engines = (0..<count).map { _ in
+            CurlEngine(maxHostConnections: split(configuration.maxConnectionsPerHost),
+                       maxTotalConnections: split(configuration.maxTotalConnections),
+                       maxIdleHandles: min(split(max(configuration.maxConcurrentDownloads, 1)), 64),
+                       share: shareHandle)
+        }
+        state.withLock { $0.engineLoads = Array(repeating: 0, count: count) }
     }
 
     deinit {
-        engine.shutdown()
+        for engine in engines { engine.shutdown() } // before `share` goes
         // Callers of transfers that never started are told too.
         let waiting = state.withLock { state in state.waiting.all.flatMap { Array($0.subscribers.values) } }
         deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
@@ -270,7 +291,7 @@ public final class ImageDownloader: ImageLoading {
         }
         // Conditional requests do not share a transfer with plain ones.
         let key = request.url.absoluteString + (request.cachedValidators == nil ? "" : "\u{0}conditional")
-        let (id, needsProgress) = state.withLock { state -> (Int, CurlTransfer?) in
+        let (id, needsProgress) = state.withLock { state -> (Int, (CurlTransfer, Int)?) in
             state.sequence += 1
             let id = state.sequence
             let operation: Operation
@@ -284,9 +305,10 @@ public final class ImageDownloader: ImageLoading {
             operation.subscribers[id] = subscriber
             guard subscriber.progress != nil, !operation.reportsProgress else { return (id, nil) }
             operation.reportsProgress = true
-            return (id, operation.transfer) // running without progress: turn it on
+            guard let transfer = operation.transfer, let engine = operation.engine else { return (id, nil) }
+            return (id, (transfer, engine)) // running without progress: turn it on
         }
-        if let needsProgress { engine.send(.reportProgress(needsProgress)) }
+        if let (transfer, engine) = needsProgress { engines[engine].send(.reportProgress(transfer)) }
         pump()
         return Token(downloader: self, key: key, id: id)
     }
@@ -328,17 +350,34 @@ public final class ImageDownloader: ImageLoading {
             guard let self else { return }
             finish(operation, self.result(of: transfer, code: code, request: request))
         }
-        let cancelledMeanwhile = state.withLock { _ -> Bool in
+        let host = request.url.host ?? ""
+        let multiplexes = request.url.scheme?.lowercased() == "https"
+        let (cancelledMeanwhile, engine) = state.withLock { state -> (Bool, Int) in
+            let engine = Self.engine(for: host, multiplexes: multiplexes, loads: state.engineLoads)
+            state.engineLoads[engine] += 1
+            operation.engine = engine
             operation.transfer = transfer
             operation.reportsProgress = operation.subscribers.values.contains { $0.progress != nil }
             transfer.reportsProgress = operation.reportsProgress
-            return operation.subscribers.isEmpty
+            return (operation.subscribers.isEmpty, engine)
         }
         if cancelledMeanwhile {
             finish(operation, .failure(ImageError(.cancelled, "cancelled before it started")))
             return
         }
-        engine.send(.add(transfer))
+        engines[engine].send(.add(transfer))
+    }
+
+    /// HTTPS to one host stays on one engine (HTTP/2 multiplexes on one connection per multi
+    /// handle); anything else goes to the least busy one.
+    static func engine(for host: String, multiplexes: Bool, loads: [Int]) -> Int {
+        guard loads.count > 1 else { return 0 }
+        if multiplexes {
+            var hash: UInt32 = 2_166_136_261 // FNV-1a: the same host always lands on the same engine
+            for byte in host.lowercased().utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+            return Int(hash % UInt32(loads.count))
+        }
+        return loads.indices.min { loads[$0] < loads[$1] }!
     }
 
     private func deliverProgress(of operation: Operation, _ progress: ImageLoadProgress) {
@@ -357,6 +396,8 @@ public final class ImageDownloader: ImageLoading {
         let subscribers = state.withLock { state -> [Subscriber] in
             if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
             state.running -= 1
+            if let engine = operation.engine { state.engineLoads[engine] -= 1 }
+            operation.engine = nil
             operation.transfer = nil
             defer { operation.subscribers = [:] }
             return Array(operation.subscribers.values)
@@ -366,22 +407,23 @@ public final class ImageDownloader: ImageLoading {
     }
 
     private func cancel(key: String, id: Int) {
-        let outcome = state.withLock { state -> (Subscriber?, CurlTransfer?, Bool) in
+        let outcome = state.withLock { state -> (Subscriber?, (CurlTransfer, Int)?) in
             guard let operation = state.operations[key], let subscriber = operation.subscribers.removeValue(forKey: id) else {
-                return (nil, nil, false)
+                return (nil, nil)
             }
-            guard operation.subscribers.isEmpty else { return (subscriber, nil, false) }
+            guard operation.subscribers.isEmpty else { return (subscriber, nil) }
             // The last caller left: drop a waiting transfer, abort a running one.
             state.operations[key] = nil
             if operation.isWaiting {
                 state.waiting.remove(operation)
-                return (subscriber, nil, false)
+                return (subscriber, nil)
             }
-            return (subscriber, operation.transfer, true)
+            guard let transfer = operation.transfer, let engine = operation.engine else { return (subscriber, nil) }
+            return (subscriber, (transfer, engine))
         }
         guard let subscriber = outcome.0 else { return }
         deliver(.failure(ImageError(.cancelled, "the download was cancelled")), to: [subscriber])
-        if let transfer = outcome.1 { engine.send(.cancel(transfer)) }
+        if let (transfer, engine) = outcome.1 { engines[engine].send(.cancel(transfer)) }
     }
 
     // MARK: Results

@@ -90,8 +90,7 @@ void ik_free(void *_Nullable pointer);
 
 // MARK: - curl
 
-/// Typed wrappers over the variadic `curl_easy_setopt` / `curl_easy_getinfo` / `curl_multi_setopt` /
-/// `curl_share_setopt`.
+/// Typed wrappers over the variadic `curl_easy_setopt` / `curl_easy_getinfo` / `curl_multi_setopt`.
 /// Handles are passed as untyped pointers; the return value is the CURLcode / CURLMcode.
 int ik_curl_easy_setopt_long(void *_Nonnull easy, int option, long value);
 int ik_curl_easy_setopt_pointer(void *_Nonnull easy, int option, const void *_Nullable value);
@@ -101,7 +100,14 @@ int ik_curl_easy_getinfo_double(void *_Nonnull easy, int info, double *_Nonnull 
 int ik_curl_easy_getinfo_offset(void *_Nonnull easy, int info, int64_t *_Nonnull value);
 int ik_curl_easy_getinfo_string(void *_Nonnull easy, int info, const char *_Nullable *_Nonnull value);
 int ik_curl_multi_setopt_long(void *_Nonnull multi, int option, long value);
-int ik_curl_share_setopt_long(void *_Nonnull share, int option, long value);
+
+/// A curl share handle (TLS sessions, DNS and optionally cookies) that several threads' multi
+/// handles may use at once: locking callbacks with one mutex per kind of data. Destroy it after
+/// every easy handle that used it is cleaned up.
+typedef struct ik_curl_share ik_curl_share;
+ik_curl_share *_Nullable ik_curl_share_create(int share_cookies);
+void *_Nonnull ik_curl_share_handle(ik_curl_share *_Nonnull shared);
+void ik_curl_share_destroy(ik_curl_share *_Nullable shared);
 
 /// Callback setters, typed so Swift never casts a function to a data pointer.
 typedef size_t (*ik_curl_data_fn)(char *_Nullable data, size_t size, size_t count, void *_Nullable context);

@@ -6,9 +6,9 @@ import Foundation
 /// Other threads send commands and wake it with `curl_multi_wakeup`.
 ///
 /// Easy handles are reused: a finished one is reset and kept for the next transfer, so its
-/// receive buffer and state are allocated once, not per download. A share handle gives every
-/// transfer the same TLS session cache (resumed handshakes on new connections) and, when
-/// cookies are on, one cookie jar.
+/// state is allocated once, not per download. The downloader's share handle (possibly used by
+/// several engines) gives every transfer the same TLS session cache (resumed handshakes on new
+/// connections), DNS cache and, when cookies are on, one cookie jar.
 final class CurlEngine: @unchecked Sendable {
     // Invariant for @unchecked Sendable: `multi`, `share`, `active` and `idleHandles` are used
     // only on the engine thread (after init); `commands` is locked; `curl_multi_wakeup` is
@@ -33,15 +33,14 @@ final class CurlEngine: @unchecked Sendable {
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    init(maxHostConnections: Int, maxTotalConnections: Int, maxIdleHandles: Int, sharesCookies: Bool) {
+    static func initializeCurl() { _ = globalInit }
+
+    /// `share` (from `ik_curl_share_create`, thread-safe) must outlive ``shutdown()``.
+    init(maxHostConnections: Int, maxTotalConnections: Int, maxIdleHandles: Int, share: UnsafeMutableRawPointer?) {
         _ = Self.globalInit
         multi = curl_multi_init()
         self.maxIdleHandles = maxIdleHandles
-        share = curl_share_init()
-        if let share {
-            _ = ik_curl_share_setopt_long(share, Int32(CURLSHOPT_SHARE.rawValue), Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
-            if sharesCookies { _ = ik_curl_share_setopt_long(share, Int32(CURLSHOPT_SHARE.rawValue), Int(CURL_LOCK_DATA_COOKIE.rawValue)) }
-        }
+        self.share = share
         let raw = multi
         _ = ik_curl_multi_setopt_long(raw, Int32(CURLMOPT_PIPELINING.rawValue), Int(CURLPIPE_MULTIPLEX))
         _ = ik_curl_multi_setopt_long(raw, Int32(CURLMOPT_MAX_HOST_CONNECTIONS.rawValue), maxHostConnections)
@@ -67,7 +66,6 @@ final class CurlEngine: @unchecked Sendable {
         curl_multi_cleanup(multi)
         for easy in idleHandles { curl_easy_cleanup(easy) }
         idleHandles.removeAll()
-        if let share { curl_share_cleanup(share) }
     }
 
     /// Reports the end of a transfer once (its results are read from the handle inside the
@@ -141,4 +139,19 @@ final class CurlEngine: @unchecked Sendable {
         active.removeAll()
         stopped.signal()
     }
+}
+
+/// The thread-safe share handle of one downloader's engines; destroyed after them.
+final class CurlShare: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: immutable; curl locks the shared data itself.
+    private let shared: OpaquePointer?
+    let handle: UnsafeMutableRawPointer?
+
+    init(cookies: Bool) {
+        CurlEngine.initializeCurl()
+        shared = ik_curl_share_create(cookies ? 1 : 0)
+        handle = shared.map { ik_curl_share_handle($0) }
+    }
+
+    deinit { ik_curl_share_destroy(shared) }
 }
