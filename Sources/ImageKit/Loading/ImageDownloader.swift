@@ -30,7 +30,9 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var handlesCookies: Bool
     /// Accept any TLS certificate (off by default; for tests and self-signed servers).
     public var allowsInvalidSSLCertificates: Bool
-    /// Connections to one host at once (6), and in all (0: no limit).
+    /// Connections to one host at once (6), and in all (0: no limit), per network thread
+    /// (``networkThreads``). Connections in use never exceed ``maxConcurrentDownloads``; plain
+    /// HTTP spread over several threads may keep up to `networkThreads` times this many open.
     public var maxConnectionsPerHost: Int
     public var maxTotalConnections: Int
     /// Threads that run transfers, each with its own curl multi handle (default: 2 when the
@@ -199,12 +201,14 @@ public final class ImageDownloader: ImageLoading {
         CurlEngine.initializeCurl()
         share = CurlShare(cookies: configuration.handlesCookies)
         let count = max(1, configuration.networkThreads)
-        func split(_ limit: Int) -> Int { limit <= 0 ? 0 : max(1, (limit + count - 1) / count) }
         let shareHandle = share.handle
+        // Not divided between engines: HTTPS to one host runs on one engine and needs the
+        // whole per-host limit there, and a reset handle is small (curl frees its buffers
+        // after each transfer).
         engines = (0..<count).map { _ in
-            CurlEngine(maxHostConnections: split(configuration.maxConnectionsPerHost),
-                       maxTotalConnections: split(configuration.maxTotalConnections),
-                       maxIdleHandles: min(split(max(configuration.maxConcurrentDownloads, 1)), 64),
+            CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
+                       maxTotalConnections: configuration.maxTotalConnections,
+                       maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
                        share: shareHandle)
         }
         state.withLock { $0.engineLoads = Array(repeating: 0, count: count) }
