@@ -133,6 +133,11 @@ long ik_getxattr(const char *_Nonnull path, const char *_Nonnull name, void *_No
 /// Sets only the access time of `path` (the modification time is left alone); 0 or errno.
 int ik_set_access_time(const char *_Nonnull path, int64_t seconds, long nanoseconds);
 
+// MARK: - threads
+
+/// Names the calling thread (at most 15 bytes are kept), as debuggers and `top -H` show it.
+void ik_thread_set_name(const char *_Nonnull name);
+
 #ifdef __cplusplus
 }
 #endif

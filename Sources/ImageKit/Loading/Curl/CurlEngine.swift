@@ -87,6 +87,7 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func run() {
+        ik_thread_set_name("ImageKit.curl") // Foundation's Thread.name does not reach the OS
         var running = true
         while running {
             for command in commands.withLock({ commands in defer { commands.removeAll() }; return commands }) {
