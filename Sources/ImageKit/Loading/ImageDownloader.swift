@@ -265,18 +265,9 @@ public final class ImageDownloader: ImageLoading {
     /// let response = try await downloader.load(ImageLoadRequest(url: url, priority: .high))
     /// ```
     public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
-        let token = Locked<Token?>(nil)
-        let result: Result<ImageLoadResponse, ImageError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let subscriber = Subscriber(progress: progress, completion: { continuation.resume(returning: $0) }, resumesContinuation: true)
-                let started = enqueue(request, subscriber: subscriber)
-                token.withLock { $0 = started }
-                if Task.isCancelled { started.cancel() }
-            }
-        } onCancel: {
-            token.withLock { $0 }?.cancel()
-        }
-        return try result.get()
+        try await awaitingLoad { completion in
+            enqueue(request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
+        }.get()
     }
 
     /// Loads `url` with default request settings.

@@ -114,21 +114,28 @@ extension ImageLoading {
     /// Async form; cancelling the task cancels this caller's interest.
     public func load(_ request: ImageLoadRequest,
                      progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
-        let box = Locked<(any ImageLoadCancellable)?>(nil)
-        let result: Result<ImageLoadResponse, ImageError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let token = load(request, progress: progress) { continuation.resume(returning: $0) }
-                box.withLock { $0 = token }
-                if Task.isCancelled { token.cancel() }
-            }
-        } onCancel: {
-            box.withLock { $0 }?.cancel()
-        }
-        return try result.get()
+        try await awaitingLoad { completion in load(request, progress: progress, completion: completion) }.get()
     }
 
     /// Loads `url` with default request settings.
     public func load(_ url: URL) async throws(ImageError) -> ImageLoadResponse {
         try await load(ImageLoadRequest(url: url))
+    }
+}
+
+/// Runs a callback-style load as an async call: `start` begins it with the completion to call
+/// exactly once; cancelling the task cancels the returned handle.
+func awaitingLoad(
+    _ start: (@escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable
+) async -> Result<ImageLoadResponse, ImageError> {
+    let handle = Locked<(any ImageLoadCancellable)?>(nil)
+    return await withTaskCancellationHandler {
+        await withCheckedContinuation { continuation in
+            let started = start { continuation.resume(returning: $0) }
+            handle.withLock { $0 = started }
+            if Task.isCancelled { started.cancel() }
+        }
+    } onCancel: {
+        handle.withLock { $0 }?.cancel()
     }
 }
