@@ -133,6 +133,17 @@ long ik_getxattr(const char *_Nonnull path, const char *_Nonnull name, void *_No
 /// Sets only the access time of `path` (the modification time is left alone); 0 or errno.
 int ik_set_access_time(const char *_Nonnull path, int64_t seconds, long nanoseconds);
 
+// MARK: - JPEG at 1/8 scale
+
+enum { IK_JPEG_DC_OK = 0, IK_JPEG_DC_UNSUPPORTED = 1, IK_JPEG_DC_ERROR = 2 };
+
+/// Decodes a baseline Huffman JPEG (8-bit, grayscale or YCbCr, one interleaved scan) at 1/8
+/// scale from its DC coefficients into RGBA; `out_width`/`out_height` must be ceil(size / 8).
+/// Returns IK_JPEG_DC_OK, or another code when the file is not handled or not clean — the
+/// caller then decodes with TurboJPEG, which reports errors and partial data as usual.
+int ik_jpeg_decode_dc(const uint8_t *_Nonnull data, size_t size, uint8_t *_Nonnull rgba, size_t stride,
+                      int out_width, int out_height);
+
 // MARK: - threads
 
 /// Names the calling thread (at most 15 bytes are kept), as debuggers and `top -H` show it.
