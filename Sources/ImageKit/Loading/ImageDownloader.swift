@@ -198,7 +198,6 @@ public final class ImageDownloader: ImageLoading {
         self.configuration = configuration
         baseHeaders = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
         baseHeaderList = CurlHeaderList(baseHeaders)
-        CurlEngine.initializeCurl()
         share = CurlShare(cookies: configuration.handlesCookies)
         let count = max(1, configuration.networkThreads)
         let shareHandle = share.handle
