@@ -36,11 +36,20 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     /// The transformer applied to the image, if any (a pipeline's keys joined by `-`).
     public var transformerKey: String?
     public var thumbnail: Thumbnail?
+    /// Any other decode setting that changes the pixels (a scale-down limit, kept EXIF
+    /// orientation), rendered like a transformer key; nil for a plain decode.
+    public var decodeVariant: String?
 
-    public init(_ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil) {
+    public init(_ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil, decodeVariant: String? = nil) {
         self.source = source
         self.transformerKey = transformerKey
         self.thumbnail = thumbnail
+        self.decodeVariant = decodeVariant
+    }
+
+    /// The key of `url`'s original image: its absolute string.
+    public init(_ url: URL) {
+        self.init(url.absoluteString)
     }
 
     public init(stringLiteral value: String) {
@@ -71,16 +80,24 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         return copy
     }
 
-    /// The same source with no transformer or thumbnail: the original image's key.
+    /// This key for a decode with another setting that changes the pixels.
+    public func decoded(as variant: String) -> CacheKey {
+        var copy = self
+        copy.decodeVariant = decodeVariant.map { $0 + "-" + variant } ?? variant
+        return copy
+    }
+
+    /// The same source with no transformer, thumbnail or decode variant: the original image's key.
     public var original: CacheKey { CacheKey(source) }
 
-    public var isOriginal: Bool { transformerKey == nil && thumbnail == nil }
+    public var isOriginal: Bool { transformerKey == nil && thumbnail == nil && decodeVariant == nil }
 
     /// SDWebImage's string form: thumbnail key, then transformer key, each inserted with `-`
     /// before the path extension (only the URL's path changes; query and fragment stay).
     public var rendered: String {
         var key = source
         if let thumbnail { key = Self.inserting(thumbnail.key, into: key) }
+        if let decodeVariant { key = Self.inserting(decodeVariant, into: key) }
         if let transformerKey { key = Self.inserting(transformerKey, into: key) }
         return key
     }
@@ -98,6 +115,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         var suffix = Self.variantMarker
         if let transformerKey { suffix += "t\(transformerKey.utf8.count):\(transformerKey);" }
         if let thumbnail { suffix += "n\(thumbnail.width)x\(thumbnail.height)p\(thumbnail.preservesAspectRatio ? 1 : 0);" }
+        if let decodeVariant { suffix += "d\(decodeVariant.utf8.count):\(decodeVariant);" }
         return source + suffix
     }
 

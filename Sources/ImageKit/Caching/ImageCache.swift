@@ -109,6 +109,17 @@ public final class ImageCache: ImageCaching {
         }
     }
 
+    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+        switch prepareQuery(key, cacheType: cacheType, options: options) {
+        case .answered(let result):
+            return .success(result)
+        case .disk(let memoryImage, let synchronous):
+            guard synchronous else { return nil }
+            return Result { () throws(ImageError) in try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding) }
+        }
+    }
+
     private enum QueryPlan {
         case answered(ImageCacheQueryResult)
         case disk(memoryImage: DecodedImage?, synchronous: Bool)
@@ -140,6 +151,9 @@ public final class ImageCache: ImageCaching {
             return ImageCacheQueryResult(image: memoryImage, data: entry?.0, cacheType: .memory, metadata: entry?.1)
         }
         guard let (data, metadata) = entry else { return .miss }
+        if options.contains(.avoidDecodeImage) {
+            return ImageCacheQueryResult(image: nil, data: data, cacheType: .disk, metadata: metadata)
+        }
         var decodingOptions = decoding
         if options.contains(.decodeFirstFrameOnly) { decodingOptions.firstFrameOnly = true }
         guard let image = try? coders.decode(data, options: decodingOptions) else {
@@ -171,6 +185,13 @@ public final class ImageCache: ImageCaching {
             return Token(ticket: nil)
         }
         return Token(ticket: io.submit(work, completion: completion))
+    }
+
+    public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
+        guard !data.isEmpty else { return }
+        try await io.run { [diskCache] () throws(ImageError) in
+            try diskCache.store(data, forKey: key.identity, expiryDate: nil, http: http)
+        }
     }
 
     /// CQS-02: the memory write happens now, on the caller's thread; the disk write is returned
@@ -218,6 +239,10 @@ public final class ImageCache: ImageCaching {
         guard cacheType.includesDisk else { return .none }
         let onDisk = (try? await io.run { [diskCache] in diskCache.contains(key.identity) }) ?? false
         return onDisk ? .disk : .none
+    }
+
+    public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool {
+        (try? await io.run { [diskCache] in diskCache.refresh(forKey: key.identity, expiryDate: nil, http: http) }) ?? false
     }
 
     /// The expiry and size sweep of the disk part, on the IO queue.

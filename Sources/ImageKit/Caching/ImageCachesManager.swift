@@ -83,7 +83,7 @@ public final class ImageCachesManager: ImageCaching {
         if policy != .concurrent {
             for cache in caches {
                 let result = try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)
-                if result.image != nil { return result }
+                if Self.isHit(result, options) { return result }
             }
             return .miss
         }
@@ -103,9 +103,36 @@ public final class ImageCachesManager: ImageCaching {
             for await result in group { collected.append(result) }
             return collected.sorted { $0.0 < $1.0 }
         }
-        for (_, result) in results { if case .success(let hit) = result, hit.image != nil { return hit } }
+        for (_, result) in results { if case .success(let hit) = result, Self.isHit(hit, options) { return hit } }
         if Task.isCancelled { throw ImageError(.cancelled, "the cache query was cancelled") }
         return .miss
+    }
+
+    /// An image, or the bytes when the query asked for bytes only.
+    private static func isHit(_ result: ImageCacheQueryResult, _ options: ImageCacheQueryOptions) -> Bool {
+        result.image != nil || (options.contains(.avoidDecodeImage) && result.data != nil)
+    }
+
+    /// Member caches answer in rank order: the first hit wins; nil as soon as one member needs
+    /// to wait (the whole query then runs asynchronously).
+    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+        for cache in targets(queryPolicy) {
+            guard let answer = cache.querySynchronously(key, cacheType: cacheType, options: options, decoding: decoding) else {
+                return nil
+            }
+            if case .success(let hit) = answer, !Self.isHit(hit, options) { continue }
+            return answer
+        }
+        return .success(.miss)
+    }
+
+    public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool {
+        let refreshed = Locked(false)
+        await each(storePolicy) { cache in
+            if await cache.refreshMetadata(forKey: key, http: http) { refreshed.withLock { $0 = true } }
+        }
+        return refreshed.withLock { $0 }
     }
 
     /// `Result(catching:)` for async bodies with typed throws.
@@ -141,6 +168,11 @@ public final class ImageCachesManager: ImageCaching {
             return failures
         }
         if let first = failures.first { throw first }
+    }
+
+    public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
+        // Members one after the other whatever the policy: a bytes-only write is rare.
+        for cache in targets(storePolicy) { try await cache.storeData(data, forKey: key, http: http) }
     }
 
     public func remove(_ key: CacheKey, cacheType: ImageCacheType) async {

@@ -28,6 +28,9 @@ public struct ImageCacheQueryOptions: OptionSet, Sendable, Hashable {
     public static let decodeFirstFrameOnly = ImageCacheQueryOptions(rawValue: 1 << 3)
     /// Do not put an image decoded from disk into the memory cache.
     public static let skipMemoryPromotion = ImageCacheQueryOptions(rawValue: 1 << 4)
+    /// On a memory miss, return the disk bytes without decoding them (``ImageCacheQueryResult/image``
+    /// stays nil); the caller decodes them its own way (a thumbnail of the original, say).
+    public static let avoidDecodeImage = ImageCacheQueryOptions(rawValue: 1 << 5)
 }
 
 /// The answer to a cache query.
@@ -59,10 +62,35 @@ public protocol ImageCaching: Sendable {
     /// gets the image re-encoded (CQS-03). Previews and partial images are never stored.
     func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
                http: HTTPCacheHeaders?) async throws(ImageError)
+    /// Writes encoded bytes to the disk layer with no decoded image (the original bytes of a
+    /// download delivered as a thumbnail or a transformed variant). ``store(_:data:forKey:cacheType:http:)``
+    /// stores nothing without an image (CQS-02); this is its bytes-only counterpart. Default:
+    /// stores nothing (a cache without a disk layer).
+    func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError)
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async
     func clear(_ cacheType: ImageCacheType) async
     /// Where `key` is cached: `.memory`, `.disk` or `.none`.
     func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType
+    /// The answer to ``query(_:cacheType:options:decoding:)`` when it is available without
+    /// waiting — a memory answer, or a disk answer the options ask for synchronously — and nil
+    /// when the query needs the IO queue. The manager's memory-hit path (MGR-24) uses it to
+    /// answer before `loadImage` returns. The default answers nil: always query asynchronously.
+    func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                            decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>?
+    /// Replaces the HTTP headers (and so the expiry) kept with `key`'s disk entry after a
+    /// revalidation answered 304. Returns false when there is no such entry. Default: false.
+    func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool
+}
+
+extension ImageCaching {
+    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+        nil
+    }
+
+    public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool { false }
+
+    public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {}
 }
 
 extension ImageCaching {
@@ -73,5 +101,32 @@ extension ImageCaching {
 
     public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all) async throws(ImageError) {
         try await store(image, data: data, forKey: key, cacheType: cacheType, http: nil)
+    }
+
+    /// Looks up the original image of `url` (key: its absolute string).
+    public func query(_ url: URL, cacheType: ImageCacheType = .all,
+                      options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
+        try await query(CacheKey(url), cacheType: cacheType, options: options, decoding: .default)
+    }
+
+    /// Looks up the original image stored under the key string `key` (usually a URL string).
+    public func query(_ key: String, cacheType: ImageCacheType = .all,
+                      options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
+        try await query(CacheKey(key), cacheType: cacheType, options: options, decoding: .default)
+    }
+
+    /// Stores `image` (and its bytes) as the original image of `url`.
+    public func store(_ image: DecodedImage?, data: Data?, forKey url: URL, cacheType: ImageCacheType = .all) async throws(ImageError) {
+        try await store(image, data: data, forKey: CacheKey(url), cacheType: cacheType, http: nil)
+    }
+
+    /// Stores `image` (and its bytes) under the key string `key` (usually a URL string).
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: String, cacheType: ImageCacheType = .all) async throws(ImageError) {
+        try await store(image, data: data, forKey: CacheKey(key), cacheType: cacheType, http: nil)
+    }
+
+    /// Removes the entry stored under the key string `key`.
+    public func remove(_ key: String, cacheType: ImageCacheType = .all) async {
+        await remove(CacheKey(key), cacheType: cacheType)
     }
 }

@@ -37,6 +37,9 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let ioError = Code(rawValue: "ioError")
         /// The URL is missing, malformed, or has a scheme no loader handles (SDWebImage 1000).
         public static let invalidURL = Code(rawValue: "invalidURL")
+        /// The URL failed permanently before and is on the manager's failed-URL list; load it
+        /// with `.retryFailed` to try again (SDWebImage 1003).
+        public static let blacklisted = Code(rawValue: "blacklisted")
         /// The server answered with a status code outside the acceptable range (2001);
         /// ``ImageError/httpStatusCode`` holds it.
         public static let invalidStatusCode = Code(rawValue: "invalidStatusCode")

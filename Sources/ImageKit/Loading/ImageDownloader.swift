@@ -284,7 +284,13 @@ public final class ImageDownloader: ImageLoading {
             return Token(downloader: nil, key: "", id: 0)
         }
         // Conditional requests do not share a transfer with plain ones.
-        let key = request.url.absoluteString + (request.cachedValidators == nil ? "" : "\u{0}conditional")
+        var key = request.url.absoluteString
+        if request.cachedValidators != nil { key += "\u{0}conditional" }
+        // Transfers with other TLS or cookie settings than the configuration's run on their own.
+        if let insecure = request.allowsInvalidSSLCertificates, insecure != configuration.allowsInvalidSSLCertificates {
+            key += "\u{0}tls=\(insecure)"
+        }
+        if let cookies = request.handlesCookies, cookies != configuration.handlesCookies { key += "\u{0}cookies=\(cookies)" }
         let (id, needsProgress) = state.withLock { state -> (Int, (CurlTransfer, Int)?) in
             state.sequence += 1
             let id = state.sequence
@@ -336,8 +342,9 @@ public final class ImageDownloader: ImageLoading {
         let options = CurlTransferOptions(
             url: request.url, headers: headerList, connectTimeout: configuration.connectTimeout ?? configuration.timeout,
             stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
-            maxBodySize: configuration.maxBodySize, allowsInvalidCertificates: configuration.allowsInvalidSSLCertificates,
-            handlesCookies: configuration.handlesCookies, credentials: configuration.credentials)
+            maxBodySize: configuration.maxBodySize,
+            allowsInvalidCertificates: request.allowsInvalidSSLCertificates ?? configuration.allowsInvalidSSLCertificates,
+            handlesCookies: request.handlesCookies ?? configuration.handlesCookies, credentials: configuration.credentials)
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         transfer.onProgress = { [weak self] progress in self?.deliverProgress(of: operation, progress) }
         transfer.onComplete = { [weak self] transfer, code in

@@ -18,13 +18,20 @@ public struct ImageLoadRequest: Sendable, Hashable {
     /// Validators from a cached copy: the request becomes conditional, and an unchanged
     /// resource comes back as ``ImageLoadResponse/isNotModified`` without a body.
     public var cachedValidators: HTTPCacheHeaders?
+    /// Accept any TLS certificate for this request (nil: the loader's setting).
+    public var allowsInvalidSSLCertificates: Bool?
+    /// Turn the cookie engine on for this request (nil: the loader's setting).
+    public var handlesCookies: Bool?
 
     public init(url: URL, priority: ImageLoadPriority = .normal, headers: [String: String] = [:],
-                cachedValidators: HTTPCacheHeaders? = nil) {
+                cachedValidators: HTTPCacheHeaders? = nil, allowsInvalidSSLCertificates: Bool? = nil,
+                handlesCookies: Bool? = nil) {
         self.url = url
         self.priority = priority
         self.headers = headers
         self.cachedValidators = cachedValidators
+        self.allowsInvalidSSLCertificates = allowsInvalidSSLCertificates
+        self.handlesCookies = handlesCookies
     }
 }
 
@@ -97,6 +104,13 @@ public protocol ImageLoadCancellable: Sendable {
     /// Detaches this caller: its completion reports ``ImageError/Code/cancelled`` (once). The
     /// transfer itself stops when no caller is left.
     func cancel()
+    /// The bytes received so far, for progressive decoding; nil when the loader cannot tell
+    /// (the default) or nothing has arrived.
+    func receivedData() -> Data?
+}
+
+extension ImageLoadCancellable {
+    public func receivedData() -> Data? { nil }
 }
 
 /// Something that fetches image bytes for URLs (SDWebImage's `SDImageLoader`).

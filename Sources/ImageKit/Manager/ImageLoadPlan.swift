@@ -1,0 +1,114 @@
+import Foundation
+
+/// Everything one load needs, resolved once: the context merged with the manager's defaults
+/// and processed (MGR-08), the final cache key, the decode options, and the key under which
+/// identical loads are joined.
+struct ImageLoadPlan: Sendable {
+    let url: URL
+    let urlString: String
+    let options: ImageLoadOptions
+    let context: ImageLoadContext
+    let cache: any ImageCaching
+    let loader: any ImageLoading
+    let coders: ImageCodersManager
+    let transformer: (any ImageTransforming)?
+    let serializer: ImageCacheSerializer?
+    /// The key the delivered image is cached under.
+    let key: CacheKey
+    let decoding: ImageDecodingOptions
+    let cacheQueryOptions: ImageCacheQueryOptions
+    /// Loads with the same job key share one job.
+    let jobKey: String
+
+    /// The options a job's outcome depends on; the others (priority, progressive, retry …)
+    /// belong to each caller.
+    static let jobOptions: ImageLoadOptions = [
+        .refreshCached, .handleCookies, .allowInvalidSSLCertificates, .transformAnimatedImage, .scaleDownLargeImages,
+        .queryMemoryData, .fromCacheOnly, .fromLoaderOnly, .avoidDecodeImage, .decodeFirstFrameOnly, .waitStoreCache,
+        .revalidateStaleEntries,
+    ]
+
+    var queriesCache: Bool { !options.contains(.fromLoaderOnly) && context.queryCacheType != .none }
+
+    /// A variant's miss may be served from the original's cached bytes (MGR-10).
+    var queriesOriginal: Bool {
+        !key.isOriginal && !options.contains(.fromLoaderOnly) && context.originalQueryCacheType != .none
+    }
+
+    var priority: ImageLoadPriority {
+        options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
+    }
+
+    /// A cache answer that ends the query: an image, or bytes when bytes are all that is wanted.
+    func isHit(_ hit: ImageCacheQueryResult) -> Bool {
+        hit.image != nil || (options.contains(.avoidDecodeImage) && hit.data != nil)
+    }
+
+    func result(from hit: ImageCacheQueryResult) -> ImageLoadResult {
+        ImageLoadResult(image: hit.image, data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+    }
+
+    /// No image and no error (a `.fromCacheOnly` miss, a vetoed download: ERR-05).
+    func emptyResult() -> ImageLoadResult {
+        ImageLoadResult(image: nil, data: nil, cacheType: .none, url: url, cacheKey: key)
+    }
+}
+
+extension ImageManager {
+    /// Fills the context with the manager's defaults, runs the options processor, and derives
+    /// the key and decode options.
+    func resolve(_ url: URL, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadPlan {
+        var options = options
+        var context = context
+        if context.transformer == nil { context.transformer = transformer }
+        if context.cacheKeyFilter == nil { context.cacheKeyFilter = cacheKeyFilter }
+        if context.cacheSerializer == nil { context.cacheSerializer = cacheSerializer }
+        if let optionsProcessor { (options, context) = optionsProcessor.process(url, options, context) }
+
+        var decoding = context.decodingOptions ?? .default
+        decoding.firstFrameOnly = decoding.firstFrameOnly || options.contains(.decodeFirstFrameOnly)
+        var key = CacheKey(url: url, filter: context.cacheKeyFilter)
+        if let thumbnail = context.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
+            decoding.thumbnailPixelSize = thumbnail
+            decoding.preservesAspectRatio = context.preservesAspectRatio
+            key = key.thumbnail(width: Double(thumbnail.width), height: Double(thumbnail.height),
+                                preservesAspectRatio: context.preservesAspectRatio)
+        }
+        if options.contains(.scaleDownLargeImages) {
+            let limit = context.scaleDownLimitBytes ?? DecodedImage.defaultScaleDownLimitBytes
+            decoding.scaleDownLimitBytes = limit
+            key = key.decoded(as: "ScaleDown(\(limit))")
+        }
+        if !decoding.appliesOrientation { key = key.decoded(as: "KeepOrientation") }
+        if let transformer = context.transformer { key = key.transformed(by: transformer.transformerKey) }
+
+        var queryOptions: ImageCacheQueryOptions = []
+        // A revalidation needs the disk entry's validators even when memory has the image.
+        if options.contains(.queryMemoryData) || options.contains(.refreshCached) { queryOptions.insert(.queryMemoryData) }
+        if options.contains(.queryMemoryDataSync) { queryOptions.insert(.queryMemoryDataSync) }
+        if options.contains(.queryDiskDataSync) { queryOptions.insert(.queryDiskDataSync) }
+        if options.contains(.decodeFirstFrameOnly) { queryOptions.insert(.decodeFirstFrameOnly) }
+        if options.contains(.avoidDecodeImage) { queryOptions.insert(.avoidDecodeImage) }
+        if !context.storeCacheType.includesMemory { queryOptions.insert(.skipMemoryPromotion) }
+
+        let cache = context.imageCache ?? self.cache
+        let loader = context.imageLoader ?? self.loader
+        let coders = context.coders ?? self.coders
+        // Components given per load join only loads given the same instance.
+        func identity(_ component: Any?) -> String {
+            guard let component else { return "m" }
+            return String(UInt(bitPattern: ObjectIdentifier(component as AnyObject).hashValue))
+        }
+        var jobKey = key.identity
+        jobKey += "|\(options.intersection(ImageLoadPlan.jobOptions).rawValue)"
+        jobKey += "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
+        jobKey += "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
+        jobKey += "|\(identity(context.imageCache)),\(identity(context.imageLoader)),\(identity(context.coders))"
+        if !context.requestHeaders.isEmpty {
+            jobKey += "|" + context.requestHeaders.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
+        }
+        return ImageLoadPlan(url: url, urlString: url.absoluteString, options: options, context: context, cache: cache,
+                             loader: loader, coders: coders, transformer: context.transformer, serializer: context.cacheSerializer,
+                             key: key, decoding: decoding, cacheQueryOptions: queryOptions, jobKey: jobKey)
+    }
+}

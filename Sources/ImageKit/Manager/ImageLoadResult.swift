@@ -1,0 +1,57 @@
+import Foundation
+
+/// What a load delivers (SDWebImage's completion arguments, MGR-22, as one value).
+public struct ImageLoadResult: Sendable {
+    /// The decoded (and transformed) image. nil only when no image is the right answer: a
+    /// ``ImageLoadOptions/fromCacheOnly`` miss, a download the manager's `shouldDownload`
+    /// vetoed, a transformer that declined, or ``ImageLoadOptions/avoidDecodeImage`` (then
+    /// ``data`` holds the bytes) — never for a failure, which is an ``ImageError``.
+    public var image: DecodedImage?
+    /// The original encoded bytes: from the network or the disk; from memory hits only with
+    /// ``ImageLoadOptions/queryMemoryData``.
+    public var data: Data?
+    /// Where the image came from: `.memory`, `.disk`, or `.none` for the loader.
+    public var cacheType: ImageCacheType
+    /// The URL that was loaded.
+    public var url: URL
+    /// The key the image is cached under (with transformer, thumbnail and decode suffixes).
+    public var cacheKey: CacheKey
+    /// The HTTP status of a network load; nil from a cache.
+    public var statusCode: Int?
+    /// Transfer timings of a network load; nil from a cache.
+    public var metrics: TransferMetrics?
+    /// The format of the image (or, without one, of ``data``).
+    public var format: ImageFormat
+    /// A store that failed (a full or read-only disk). The image is delivered all the same;
+    /// reported here only with ``ImageLoadOptions/waitStoreCache`` (always to the manager's
+    /// ``ImageManagerConfiguration/storeErrorHandler``).
+    public var storeError: ImageError?
+
+    public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
+                statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {
+        self.image = image
+        self.data = data
+        self.cacheType = cacheType
+        self.url = url
+        self.cacheKey = cacheKey
+        self.statusCode = statusCode
+        self.metrics = metrics
+        self.format = format ?? image?.format ?? data.map { ImageSignature($0).format } ?? .unknown
+        self.storeError = storeError
+    }
+}
+
+/// One step of a load seen through ``ImageManager/imageEvents(for:options:context:)``.
+public enum ImageLoadEvent: Sendable {
+    /// Bytes received so far (network loads only).
+    case progress(ImageLoadProgress)
+    /// A partial image while the bytes arrive (``ImageLoadOptions/progressiveLoad``): at most
+    /// one per 0.1 s, only when something new can be shown, never cached.
+    case preview(DecodedImage)
+    /// A finished image. With ``ImageLoadOptions/refreshCached`` the cached image comes first,
+    /// and a second `.result` follows when the server has new bytes.
+    case result(ImageLoadResult)
+    /// The server answered a revalidation with 304: the cached image delivered before is
+    /// current (its entry's metadata was refreshed). Nothing else follows.
+    case notModified(TransferMetrics)
+}

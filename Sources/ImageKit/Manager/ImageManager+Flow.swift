@@ -1,0 +1,221 @@
+import Foundation
+
+/// The load flow of one job (DESIGN §5, steps 6–10): disk, original-cache fallback, loader,
+/// decode, transform, store. Every `await` is a point where the job may have been stopped by
+/// its last caller; then nothing more is delivered or stored.
+extension ImageManager {
+    /// Minimum time between two previews of one load.
+    static let previewInterval = 0.1
+
+    func run(_ job: ImageLoadJob) async {
+        let plan = job.plan
+        // 6. The caches: memory again (a load that finished meanwhile), then disk.
+        var cached: ImageCacheQueryResult?
+        if plan.queriesCache {
+            do {
+                let hit = try await plan.cache.query(plan.key, cacheType: plan.context.queryCacheType,
+                                                     options: plan.cacheQueryOptions, decoding: plan.decoding)
+                if plan.isHit(hit) { cached = hit }
+            } catch {
+                // An unreadable cache is a miss; the image is loaded afresh.
+            }
+            if Task.isCancelled { return }
+        }
+
+        var revalidates = false
+        if let cached {
+            let stale = plan.options.contains(.revalidateStaleEntries) && !(cached.metadata?.isFresh(at: Date()) ?? true)
+            revalidates = (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
+                && plan.loader.canLoad(plan.url) && (configuration.shouldDownload?(plan.url) ?? true)
+            let result = plan.result(from: cached)
+            guard revalidates else {
+                succeed(job, result)
+                return
+            }
+            // MGR-12: the cached image first, then the revalidation.
+            job.deliverIntermediate(result)
+        } else if plan.queriesOriginal, let result = await variantFromOriginal(job) {
+            succeed(job, result)
+            return
+        }
+        if Task.isCancelled { return }
+
+        // MGR-11: the download decision.
+        guard !plan.options.contains(.fromCacheOnly), configuration.shouldDownload?(plan.url) ?? true else {
+            job.finish(cached == nil ? .success(plan.emptyResult()) : nil)
+            return
+        }
+
+        var request = ImageLoadRequest(url: plan.url, priority: plan.priority, headers: plan.context.requestHeaders)
+        if revalidates, let http = cached?.metadata?.http, http.etag != nil || http.lastModified != nil {
+            request.cachedValidators = http
+        }
+        if plan.options.contains(.allowInvalidSSLCertificates) { request.allowsInvalidSSLCertificates = true }
+        if plan.options.contains(.handleCookies) { request.handlesCookies = true }
+
+        let response: ImageLoadResponse
+        switch await load(request, for: job, progressive: !revalidates) {
+        case .success(let loaded):
+            response = loaded
+        case .failure(let error):
+            if Task.isCancelled { return }
+            fail(job, error)
+            return
+        }
+        if Task.isCancelled { return }
+
+        if response.isNotModified {
+            let http = response.cacheHeaders
+            _ = await plan.cache.refreshMetadata(forKey: plan.key, http: http)
+            if !plan.key.isOriginal { _ = await plan.cache.refreshMetadata(forKey: plan.key.original, http: http) }
+            job.send(.notModified(response.metrics))
+            job.finish(nil)
+            return
+        }
+
+        // 9. Decode and transform, off the caller and the network threads.
+        job.beginFinalizing()
+        let produced: Produced
+        do {
+            produced = try await decodeQueue.run { () throws(ImageError) -> Produced in
+                try Self.produce(from: response.data, plan: plan, image: nil)
+            }
+        } catch {
+            if Task.isCancelled { return }
+            fail(job, error)
+            return
+        }
+        if Task.isCancelled { return }
+
+        // 10. Store, then deliver.
+        let storeError = await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
+        if Task.isCancelled { return }
+        var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
+                                     cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
+        result.storeError = storeError
+        succeed(job, result)
+    }
+
+    /// What a decode (and transform) made of some bytes.
+    struct Produced: Sendable {
+        /// The decode, before any transformer (nil with `.avoidDecodeImage`).
+        var decoded: DecodedImage?
+        /// What the caller gets: the transformed image, or the decode.
+        var delivered: DecodedImage?
+        var wasTransformed: Bool
+    }
+
+    /// Decodes `data` with the plan's options (unless `image` is given), then transforms
+    /// (TRK-04: finished images only; animated ones only with `.transformAnimatedImage`).
+    static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?) throws(ImageError) -> Produced {
+        if plan.options.contains(.avoidDecodeImage) && image == nil {
+            return Produced(decoded: nil, delivered: nil, wasTransformed: false)
+        }
+        let decoded: DecodedImage
+        if let image {
+            decoded = image
+        } else if let data {
+            decoded = try plan.coders.decode(data, options: plan.decoding)
+        } else {
+            throw ImageError(.emptyData, "there are no bytes to decode")
+        }
+        guard let transformer = plan.transformer, !decoded.isAnimated || plan.options.contains(.transformAnimatedImage),
+              !decoded.isPartial else {
+            return Produced(decoded: decoded, delivered: decoded, wasTransformed: false)
+        }
+        let transformed = try transformer.transform(decoded)
+        return Produced(decoded: decoded, delivered: transformed, wasTransformed: true)
+    }
+
+    /// MGR-10: a variant (transformer, thumbnail, decode setting) that missed is made from the
+    /// original's cached bytes (or, for a transformer alone, its decoded image in memory). nil
+    /// when the original is not cached or its bytes do not decode: the loader is asked then.
+    private func variantFromOriginal(_ job: ImageLoadJob) async -> ImageLoadResult? {
+        let plan = job.plan
+        let original: ImageCacheQueryResult
+        do {
+            original = try await plan.cache.query(plan.key.original, cacheType: plan.context.originalQueryCacheType,
+                                                  options: [.avoidDecodeImage, .skipMemoryPromotion, .queryMemoryData],
+                                                  decoding: .default)
+        } catch {
+            return nil
+        }
+        // A decoded original serves only when the variant adds nothing but a transformer.
+        let usable = plan.key.thumbnail == nil && plan.key.decodeVariant == nil
+            && !plan.options.contains(.decodeFirstFrameOnly) ? original.image : nil
+        guard usable != nil || original.data != nil, !Task.isCancelled else { return nil }
+        let produced: Produced
+        do {
+            produced = try await decodeQueue.run { () throws(ImageError) -> Produced in
+                try Self.produce(from: original.data, plan: plan, image: usable)
+            }
+        } catch {
+            return nil
+        }
+        if Task.isCancelled { return nil }
+        let storeError = await storeVariant(produced, originalData: original.data, http: original.metadata?.http, plan: plan)
+        var result = ImageLoadResult(image: produced.delivered, data: original.data,
+                                     cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
+        result.storeError = storeError
+        return result
+    }
+
+    // MARK: Loader
+
+    /// Runs the loader for `job`: progress to the callers that asked, previews from the bytes so
+    /// far when a caller wants them (`progressive`), cancellable through the job.
+    private func load(_ request: ImageLoadRequest, for job: ImageLoadJob, progressive: Bool) async -> Result<ImageLoadResponse, ImageError> {
+        let plan = job.plan
+        let progress: (@Sendable (ImageLoadProgress) -> Void)?
+        if job.wantsProgress {
+            progress = { [weak self, weak job] update in
+                guard let self, let job else { return }
+                job.send(.progress(update))
+                if progressive { self.preview(job) }
+            }
+        } else {
+            progress = nil
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResponse, ImageError>, Never>) in
+                let token = plan.loader.load(request, progress: progress) { continuation.resume(returning: $0) }
+                job.setLoaderToken(token)
+                if Task.isCancelled { token.cancel() }
+            }
+        } onCancel: {
+            job.loaderToken?.cancel()
+        }
+    }
+
+    /// Decodes a preview of the bytes received so far on the decode threads, at most one at a
+    /// time and one per ``previewInterval``.
+    private func preview(_ job: ImageLoadJob) {
+        let now = Date().timeIntervalSinceReferenceDate
+        guard let decoder = job.reservePreview(now: now, interval: Self.previewInterval) else { return }
+        guard let data = job.loaderToken?.receivedData(), !data.isEmpty else {
+            job.deliverPreview(nil)
+            return
+        }
+        _ = decodeQueue.submit({ () throws(ImageError) -> DecodedImage? in
+            decoder.update(data, isFinal: false)
+            return decoder.preview()
+        }, completion: { result in
+            job.deliverPreview(try? result.get())
+        })
+    }
+
+    // MARK: Endings
+
+    private func succeed(_ job: ImageLoadJob, _ result: ImageLoadResult) {
+        if job.plan.options.contains(.retryFailed) { failedURLs.remove(job.plan.urlString) }
+        job.finish(.success(result))
+    }
+
+    /// MGR-14: report the failure; put the URL on the failed list when the failure is permanent.
+    private func fail(_ job: ImageLoadJob, _ error: ImageError) {
+        let url = job.plan.url
+        let blocks = configuration.shouldBlockFailedURL?(url, error) ?? (error.code != .cancelled && !error.isTransient)
+        if blocks { failedURLs.insert(job.plan.urlString) }
+        job.finish(.failure(error))
+    }
+}

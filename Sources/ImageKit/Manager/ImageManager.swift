@@ -1,0 +1,388 @@
+import Foundation
+
+/// Settings of an ``ImageManager`` beyond its components.
+public struct ImageManagerConfiguration: Sendable {
+    /// How long a permanently failed URL stays on the failed-URL list; nil (the default): until
+    /// ``ImageManager/removeFailedURL(_:)``, a successful ``ImageLoadOptions/retryFailed``
+    /// load, or the end of the process.
+    public var failedURLTimeToLive: TimeInterval?
+    /// Decodes and transforms running at once (default: the number of cores).
+    public var decodeConcurrency: Int
+    /// Where completion handlers, progress and previews are called unless a load's context
+    /// names another queue. Default: a serial queue the manager owns (`DispatchQueue.main`
+    /// works only where the application runs a main loop, so it is opt-in).
+    public var callbackQueue: DispatchQueue
+    /// Vetoes a download on a cache miss (SDWebImage's delegate `shouldDownloadImageForURL`):
+    /// the load then completes with no image and no error.
+    public var shouldDownload: (@Sendable (URL) -> Bool)?
+    /// Decides whether a failure puts the URL on the failed-URL list. Default (DESIGN §6): only
+    /// permanent failures — HTTP 4xx other than 408 and 429, undecodable data — never timeouts,
+    /// DNS, connection failures, 5xx or cancellation.
+    public var shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)?
+    /// Told about every failed cache store (full or read-only disk …). The image is delivered
+    /// all the same; with ``ImageLoadOptions/waitStoreCache`` the result carries the error too.
+    public var storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)?
+
+    public init(failedURLTimeToLive: TimeInterval? = nil,
+                decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+                callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageManager.callbacks"),
+                shouldDownload: (@Sendable (URL) -> Bool)? = nil,
+                shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)? = nil,
+                storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)? = nil) {
+        self.failedURLTimeToLive = failedURLTimeToLive
+        self.decodeConcurrency = decodeConcurrency
+        self.callbackQueue = callbackQueue
+        self.shouldDownload = shouldDownload
+        self.shouldBlockFailedURL = shouldBlockFailedURL
+        self.storeErrorHandler = storeErrorHandler
+    }
+}
+
+/// Loads images by URL: memory cache, joined loads, disk cache, loader, decode, transform,
+/// store (SDWebImage's `SDWebImageManager`; DESIGN §5).
+///
+/// One call does it all. A memory hit answers before the call returns; identical loads in
+/// flight share one job (one cache query, one transfer, one decode), each caller with its own
+/// progress and exactly one completion; a variant (transformed, thumbnail) that is not cached
+/// is made from the original's bytes on disk when they are there, without a request; what
+/// comes from the loader is decoded on a bounded set of threads, transformed, then stored —
+/// the variant under its own key, the original bytes under the URL's key.
+///
+/// ```swift
+/// let manager = ImageManager.shared
+/// let result = try await manager.loadImage(URL(string: "https://example.com/cat.jpg")!,
+///                                          context: .init(thumbnailPixelSize: PixelSize(256)))
+/// print(result.image?.width ?? 0, result.cacheType)
+///
+/// // Completion-handler form, cancellable:
+/// let task = manager.loadImage(with: url) { result in … }
+/// task.cancel()
+/// ```
+public final class ImageManager: Sendable {
+    /// The cache every load uses unless its context names another.
+    public let cache: any ImageCaching
+    /// The loader every load uses unless its context names another.
+    public let loader: any ImageLoading
+    public let coders: ImageCodersManager
+    public let transformer: (any ImageTransforming)?
+    public let cacheKeyFilter: CacheKeyFilter?
+    public let cacheSerializer: ImageCacheSerializer?
+    public let optionsProcessor: ImageLoadOptionsProcessor?
+    public let configuration: ImageManagerConfiguration
+
+    let failedURLs: FailedURLList
+    let decodeQueue: BlockingQueue
+    private let state = Locked(State())
+
+    private struct State {
+        var jobs: [String: ImageLoadJob] = [:]
+        var running: [Int: ImageLoadTask] = [:]
+        var sequence = 0
+    }
+
+    /// The process-wide manager: ``ImageCache`` in the default namespace (memory plus
+    /// `~/.cache/ImageKit/default`), the curl downloader with file and data-URL loaders.
+    public static let shared = ImageManager()
+
+    /// A manager over the given components. Every parameter has SDWebImage's default.
+    public init(cache: (any ImageCaching)? = nil, loader: (any ImageLoading)? = nil,
+                coders: ImageCodersManager = .shared, transformer: (any ImageTransforming)? = nil,
+                cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
+                optionsProcessor: ImageLoadOptionsProcessor? = nil,
+                configuration: ImageManagerConfiguration = ImageManagerConfiguration()) {
+        self.cache = cache ?? ImageManager.defaultCache()
+        self.loader = loader ?? ImageLoadersManager()
+        self.coders = coders
+        self.transformer = transformer
+        self.cacheKeyFilter = cacheKeyFilter
+        self.cacheSerializer = cacheSerializer
+        self.optionsProcessor = optionsProcessor
+        self.configuration = configuration
+        failedURLs = FailedURLList(timeToLive: configuration.failedURLTimeToLive)
+        decodeQueue = BlockingQueue(name: "ImageKit.ImageManager.decode", width: max(1, configuration.decodeConcurrency))
+        CallbackQueues.mark(configuration.callbackQueue)
+    }
+
+    /// The default namespace's cache; where its directory cannot be made, memory alone.
+    private static func defaultCache() -> any ImageCaching {
+        if let cache = try? ImageCache() { return cache }
+        return ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache())
+    }
+
+    // MARK: Failed URLs
+
+    /// Whether `url` is on the failed-URL list (loads of it fail with `blacklisted` unless
+    /// they pass ``ImageLoadOptions/retryFailed``).
+    public func isFailedURL(_ url: URL) -> Bool { failedURLs.contains(url.absoluteString) }
+
+    public func removeFailedURL(_ url: URL) { failedURLs.remove(url.absoluteString) }
+
+    public func removeAllFailedURLs() { failedURLs.removeAll() }
+
+    // MARK: Keys
+
+    /// The cache key a load of `url` with `options` and `context` uses (TRK-01/03): the key
+    /// filter's output, plus the thumbnail, decode and transformer suffixes.
+    public func cacheKey(for url: URL, options: ImageLoadOptions = [], context: ImageLoadContext = .init()) -> CacheKey {
+        resolve(url, options: options, context: context).key
+    }
+
+    // MARK: Running loads
+
+    /// Whether any load is still to deliver its final result.
+    public var isRunning: Bool { state.withLock { !$0.running.isEmpty } }
+
+    /// Loads that have not delivered their final result yet.
+    public var runningCount: Int { state.withLock { $0.running.count } }
+
+    /// Cancels every running load; each completes once with `cancelled`.
+    public func cancelAll() {
+        let tasks = state.withLock { Array($0.running.values) }
+        for task in tasks { task.cancel() }
+    }
+
+    // MARK: Async
+
+    /// Loads `url` and returns its image (MGR-01).
+    ///
+    /// A memory hit returns without suspending. Cancelling the calling task cancels this caller
+    /// only: a load other callers share goes on for them. With ``ImageLoadOptions/refreshCached``
+    /// the cached image is returned at once and the revalidation goes on in the background,
+    /// updating the caches (``imageEvents(for:options:context:)`` shows both results).
+    ///
+    /// - Throws: ``ImageError``: `invalidURL`, `blacklisted`, `cancelled`, the loader's and the
+    ///   decoder's errors.
+    public func loadImage(_ url: URL?, options: ImageLoadOptions = [],
+                          context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
+        let plan = try gate(url, options: options, context: context).get()
+        if let answer = synchronousAnswer(plan) { return try answer.get() }
+        let taskBox = Locked<ImageLoadTask?>(nil)
+        let result: Result<ImageLoadResult, ImageError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResult, ImageError>, Never>) in
+                let resumed = Locked(false)
+                let resume: @Sendable (Result<ImageLoadResult, ImageError>) -> Void = { result in
+                    guard !resumed.withLock({ let was = $0; $0 = true; return was }) else { return }
+                    continuation.resume(returning: result)
+                }
+                let task = subscribe(plan, wantsProgress: false, wantsPreviews: false, endsAtFirstResult: true) { event in
+                    switch event {
+                    case .intermediate(let result): resume(.success(result))
+                    case .finished(let result?): resume(result)
+                    case .finished(nil), .progress, .preview, .notModified: break
+                    }
+                }
+                taskBox.withLock { $0 = task }
+                if Task.isCancelled { task.cancel() }
+            }
+        } onCancel: {
+            taskBox.withLock { $0 }?.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Loads a URL given as a string (MGR-02): a string that is not a URL fails with `invalidURL`.
+    public func loadImage(_ urlString: String, options: ImageLoadOptions = [],
+                          context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
+        try await loadImage(URL(string: urlString), options: options, context: context)
+    }
+
+    /// The load as a stream of events: progress, previews (``ImageLoadOptions/progressiveLoad``),
+    /// then the result — two results or a `notModified` with ``ImageLoadOptions/refreshCached``.
+    /// The stream ends after the last event, or throws the load's ``ImageError``. Ending the
+    /// iteration early cancels this caller.
+    ///
+    /// ```swift
+    /// for try await event in manager.imageEvents(for: url, options: .progressiveLoad) {
+    ///     if case .preview(let partial) = event { show(partial) }
+    ///     if case .result(let result) = event { show(result.image) }
+    /// }
+    /// ```
+    public func imageEvents(for url: URL?, options: ImageLoadOptions = [],
+                            context: ImageLoadContext = .init()) -> AsyncThrowingStream<ImageLoadEvent, Error> {
+        AsyncThrowingStream { continuation in
+            let plan: ImageLoadPlan
+            switch gate(url, options: options, context: context) {
+            case .failure(let error):
+                continuation.finish(throwing: error)
+                return
+            case .success(let resolved):
+                plan = resolved
+            }
+            if let answer = synchronousAnswer(plan) {
+                switch answer {
+                case .success(let result):
+                    continuation.yield(.result(result))
+                    continuation.finish()
+                case .failure(let error):
+                    continuation.finish(throwing: error)
+                }
+                return
+            }
+            let task = subscribe(plan, wantsProgress: true, wantsPreviews: options.contains(.progressiveLoad)) { event in
+                switch event {
+                case .progress(let progress): continuation.yield(.progress(progress))
+                case .preview(let preview): continuation.yield(.preview(preview))
+                case .intermediate(let result): continuation.yield(.result(result))
+                case .notModified(let metrics): continuation.yield(.notModified(metrics))
+                case .finished(nil): continuation.finish()
+                case .finished(.success(let result)?):
+                    continuation.yield(.result(result))
+                    continuation.finish()
+                case .finished(.failure(let error)?):
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { task.cancel() }
+            }
+        }
+    }
+
+    // MARK: Completion handlers
+
+    /// Loads `url` and calls `completion` on the callback queue (MGR-01, MGR-18).
+    ///
+    /// `completion` is called exactly once — with the result, a failure, or `cancelled` after
+    /// ``ImageLoadTask/cancel()`` — except with ``ImageLoadOptions/refreshCached``, where the
+    /// cached image comes first and new bytes from the server make a second call (a 304 makes
+    /// none, MGR-12). A memory hit started on the callback queue completes before this returns
+    /// (MGR-24); started elsewhere, it completes asynchronously on the callback queue.
+    ///
+    /// - Parameters:
+    ///   - progress: bytes received, on the callback queue.
+    ///   - preview: partial images with ``ImageLoadOptions/progressiveLoad``, on the callback queue.
+    @discardableResult
+    public func loadImage(with url: URL?, options: ImageLoadOptions = [], context: ImageLoadContext = .init(),
+                          progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
+                          preview: (@Sendable (DecodedImage) -> Void)? = nil,
+                          completion: @escaping @Sendable (Result<ImageLoadResult, ImageError>) -> Void) -> ImageLoadTask {
+        let queue = context.callbackQueue ?? configuration.callbackQueue
+        if context.callbackQueue != nil { CallbackQueues.mark(queue) }
+        let plan: ImageLoadPlan
+        switch gate(url, options: options, context: context) {
+        case .failure(let error):
+            return finishedTask(queue: queue) { completion(.failure(error)) }
+        case .success(let resolved):
+            plan = resolved
+        }
+        if let answer = synchronousAnswer(plan) {
+            return finishedTask(queue: queue) { completion(answer) }
+        }
+        return subscribe(plan, wantsProgress: progress != nil, wantsPreviews: preview != nil && options.contains(.progressiveLoad)) { event in
+            switch event {
+            case .progress(let update): if let progress { queue.async { progress(update) } }
+            case .preview(let image): if let preview { queue.async { preview(image) } }
+            case .intermediate(let result): queue.async { completion(.success(result)) }
+            case .finished(let result?): queue.async { completion(result) }
+            case .finished(nil), .notModified: break
+            }
+        }
+    }
+
+    /// A handle for a load answered at once: `deliver` runs inline on the callback queue,
+    /// otherwise asynchronously on it.
+    private func finishedTask(queue: DispatchQueue, _ deliver: @escaping @Sendable () -> Void) -> ImageLoadTask {
+        let task = ImageLoadTask(id: 0, wantsProgress: false, wantsPreviews: false, sink: { _ in }, onEnd: { _, _ in })
+        task.leave()
+        if CallbackQueues.isCurrent(queue) { deliver() } else { queue.async(execute: deliver) }
+        return task
+    }
+
+    // MARK: Gate, synchronous answer, joining
+
+    /// MGR-03: a URL that is missing, empty or has no loader → `invalidURL`; a URL on the
+    /// failed list → `blacklisted` (unless `.retryFailed`). Then the plan of the load.
+    func gate(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<ImageLoadPlan, ImageError> {
+        guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
+        let urlString = url.absoluteString
+        guard !urlString.isEmpty else { return .failure(ImageError(.invalidURL, "the image URL is empty")) }
+        if !options.contains(.retryFailed), failedURLs.contains(urlString) {
+            return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
+        }
+        let plan = resolve(url, options: options, context: context)
+        guard plan.loader.canLoad(url) || plan.options.contains(.fromCacheOnly) else {
+            return .failure(ImageError(.invalidURL, "no loader handles \(urlString)"))
+        }
+        return .success(plan)
+    }
+
+    /// The answer a cache can give without waiting (MGR-24): a memory hit, or a disk hit with
+    /// ``ImageLoadOptions/queryDiskDataSync``. nil: the load goes on asynchronously.
+    func synchronousAnswer(_ plan: ImageLoadPlan) -> Result<ImageLoadResult, ImageError>? {
+        guard plan.queriesCache, !plan.options.contains(.refreshCached),
+              let answer = plan.cache.querySynchronously(plan.key, cacheType: plan.context.queryCacheType,
+                                                         options: plan.cacheQueryOptions, decoding: plan.decoding),
+              case .success(let hit) = answer else { return nil }
+        if plan.isHit(hit) {
+            if plan.options.contains(.revalidateStaleEntries), let metadata = hit.metadata, !metadata.isFresh(at: Date()) {
+                return nil
+            }
+            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
+            return .success(plan.result(from: hit))
+        }
+        // A definite miss of every layer asked for, and the loader may not be used.
+        if plan.options.contains(.fromCacheOnly) && !plan.queriesOriginal {
+            return .success(plan.emptyResult())
+        }
+        return nil
+    }
+
+    /// Registers a caller and attaches it to the job for its image, starting one if none runs.
+    func subscribe(_ plan: ImageLoadPlan, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
+                   sink: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
+        let id = state.withLock { state -> Int in
+            state.sequence += 1
+            return state.sequence
+        }
+        let task = ImageLoadTask(id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
+                                 endsAtFirstResult: endsAtFirstResult, sink: sink) { [weak self] task, cancelled in
+            self?.ended(task, cancelled: cancelled, jobKey: plan.jobKey)
+        }
+        let newJob = state.withLock { state -> ImageLoadJob? in
+            state.running[id] = task
+            if let job = state.jobs[plan.jobKey], job.add(task) { return nil }
+            let job = ImageLoadJob(plan: plan)
+            _ = job.add(task)
+            state.jobs[plan.jobKey] = job
+            return job
+        }
+        if let newJob {
+            let work = Task(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) { [self] in
+                await run(newJob)
+                state.withLock { state in
+                    if state.jobs[plan.jobKey] === newJob { state.jobs[plan.jobKey] = nil }
+                }
+            }
+            newJob.start(work)
+        }
+        return task
+    }
+
+    /// A caller ended: it leaves the running set and its job; the last cancelled caller of a
+    /// job stops the job.
+    private func ended(_ task: ImageLoadTask, cancelled: Bool, jobKey: String) {
+        let job = state.withLock { state -> ImageLoadJob? in
+            state.running[task.id] = nil
+            return state.jobs[jobKey]
+        }
+        guard let job, job.remove(task, cancelled: cancelled) else { return }
+        state.withLock { state in
+            if state.jobs[jobKey] === job { state.jobs[jobKey] = nil }
+        }
+        job.stop()
+    }
+}
+
+/// Marks callback queues so that a delivery can tell whether it already runs on its queue.
+enum CallbackQueues {
+    private static let key = DispatchSpecificKey<UInt>()
+
+    static func mark(_ queue: DispatchQueue) {
+        queue.setSpecific(key: key, value: UInt(bitPattern: ObjectIdentifier(queue).hashValue))
+    }
+
+    static func isCurrent(_ queue: DispatchQueue) -> Bool {
+        guard let current = DispatchQueue.getSpecific(key: key) else { return false }
+        return current == UInt(bitPattern: ObjectIdentifier(queue).hashValue)
+    }
+}
