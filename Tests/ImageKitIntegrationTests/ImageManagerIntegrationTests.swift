@@ -1,0 +1,153 @@
+import Foundation
+@testable import ImageKit
+import NIOHTTP1
+import XCTest
+
+/// The manager over the real curl downloader and a disk cache, against the in-process server.
+final class ImageManagerIntegrationTests: XCTestCase {
+    var server: TestHTTPServer!
+    var directory: URL!
+
+    static let jpeg: [UInt8] = {
+        var buffer = try! PixelBuffer(width: 400, height: 300)
+        for y in 0..<300 {
+            let row = buffer.row(y)
+            for x in 0..<400 {
+                row[x * 4] = UInt8(x & 0xFF); row[x * 4 + 1] = UInt8(y & 0xFF); row[x * 4 + 2] = UInt8((x ^ y) & 0xFF); row[x * 4 + 3] = 255
+            }
+        }
+        let image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg)
+        return Array(try! ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85)))
+    }()
+
+    override func setUpWithError() throws {
+        server = try TestHTTPServer()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("manager-it-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func makeManager() throws -> ImageManager {
+        let cache = try ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false)))
+        return ImageManager(cache: cache, loader: ImageDownloader())
+    }
+
+    func testTwentyCallersShareOneTransferAndOneMayCancel() throws {
+        server.route("/joined.jpg", .init(body: Self.jpeg, chunkSize: 4096, delay: .milliseconds(10)))
+        let manager = try makeManager()
+        let counts = Locked<[Int: Int]>([:])
+        let done = expectation(description: "all complete")
+        done.expectedFulfillmentCount = 20
+        var tasks: [ImageLoadTask] = []
+        for index in 0..<20 {
+            tasks.append(manager.loadImage(with: server.url("/joined.jpg")) { result in
+                counts.withLock { $0[index, default: 0] += 1 }
+                switch result {
+                case .success(let loaded):
+                    XCTAssertNotEqual(index, 7)
+                    XCTAssertEqual(loaded.image?.width, 400)
+                    XCTAssertEqual(loaded.statusCode, 200)
+                case .failure(let error):
+                    XCTAssertEqual(index, 7)
+                    XCTAssertEqual(error.code, .cancelled)
+                }
+                done.fulfill()
+            })
+        }
+        tasks[7].cancel()
+        wait(for: [done], timeout: 20)
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(server.requests(to: "/joined.jpg"), 1)
+        XCTAssertEqual(counts.withLock { $0 }.values.sorted(), Array(repeating: 1, count: 20))
+    }
+
+    func testNotFoundIsBlacklistedAndServerErrorsAreNot() async throws {
+        server.route("/busy.jpg", .init(status: .serviceUnavailable, body: Array("busy".utf8)))
+        let manager = try makeManager()
+        for _ in 0..<2 {
+            do { _ = try await manager.loadImage(server.url("/nope.jpg")) } catch {
+                XCTAssertTrue([.invalidStatusCode, .blacklisted].contains(error.code))
+            }
+            _ = try? await manager.loadImage(server.url("/busy.jpg"))
+        }
+        XCTAssertEqual(server.requests(to: "/nope.jpg"), 1, "404 is permanent: blacklisted")
+        XCTAssertEqual(server.requests(to: "/busy.jpg"), 2, "503 is transient")
+        do { _ = try await manager.loadImage(server.url("/nope.jpg")) } catch { XCTAssertEqual(error.code, .blacklisted) }
+    }
+
+    func testVariantsComeFromTheCachedOriginalWithoutARequest() async throws {
+        server.route("/photo.jpg", .init(headers: [("ETag", "\"p1\"")], body: Self.jpeg))
+        let manager = try makeManager()
+        let full = try await manager.loadImage(server.url("/photo.jpg"), options: .waitStoreCache)
+        XCTAssertEqual(full.image?.width, 400)
+        for side in [64, 128] {
+            var context = ImageLoadContext()
+            context.thumbnailPixelSize = PixelSize(side)
+            let thumb = try await manager.loadImage(server.url("/photo.jpg"), options: .waitStoreCache, context: context)
+            XCTAssertEqual(thumb.image?.width, side)
+            XCTAssertEqual(thumb.cacheType, .disk)
+        }
+        XCTAssertEqual(server.requests(to: "/photo.jpg"), 1)
+    }
+
+    func testRevalidationWith304() async throws {
+        server.route("/etag.jpg") { head in
+            if head.headers["If-None-Match"].first == "\"e1\"" {
+                return .init(status: .notModified, headers: [("ETag", "\"e1\""), ("Cache-Control", "max-age=60")], body: [])
+            }
+            return .init(headers: [("ETag", "\"e1\"")], body: Self.jpeg)
+        }
+        let manager = try makeManager()
+        _ = try await manager.loadImage(server.url("/etag.jpg"), options: .waitStoreCache)
+        var events: [String] = []
+        for try await event in manager.imageEvents(for: server.url("/etag.jpg"), options: .refreshCached) {
+            switch event {
+            case .result(let result): events.append("result-\(result.cacheType)")
+            case .notModified: events.append("304")
+            default: break
+            }
+        }
+        XCTAssertEqual(events, ["result-memory", "304"])
+        XCTAssertEqual(server.requests(to: "/etag.jpg"), 2)
+        XCTAssertEqual(server.headers(of: "/etag.jpg")?["If-None-Match"].first, "\"e1\"")
+        let cache = manager.cache as! ImageCache
+        let metadata = cache.diskCache.metadata(forKey: CacheKey(server.url("/etag.jpg")).identity)
+        XCTAssertEqual(metadata?.http?.cacheControl, "max-age=60", "the 304 refreshed the entry's metadata")
+    }
+
+    func testTruncatedDiskEntryIsRefetched() async throws {
+        server.route("/t.jpg", .init(body: Self.jpeg))
+        let manager = try makeManager()
+        _ = try await manager.loadImage(server.url("/t.jpg"), options: .waitStoreCache)
+        let cache = manager.cache as! ImageCache
+        cache.memoryCache.removeAll()
+        let path = (cache.diskCache as! DiskCache).path(forKey: CacheKey(server.url("/t.jpg")).identity)
+        let truncated = try Data(contentsOf: URL(fileURLWithPath: path)).prefix(1000)
+        try truncated.write(to: URL(fileURLWithPath: path))
+        let result = try await manager.loadImage(server.url("/t.jpg"), options: .waitStoreCache)
+        XCTAssertEqual(result.image?.width, 400)
+        XCTAssertEqual(server.requests(to: "/t.jpg"), 2)
+    }
+
+    func testCancelWhileDownloading() throws {
+        server.route("/slow.jpg", .init(body: Self.jpeg, chunkSize: 1024, delay: .milliseconds(30)))
+        let manager = try makeManager()
+        let count = Locked(0)
+        let done = expectation(description: "cancelled")
+        let task = manager.loadImage(with: server.url("/slow.jpg"), progress: { _ in }) { result in
+            count.withLock { $0 += 1 }
+            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) } else { XCTFail("not cancelled") }
+            done.fulfill()
+        }
+        Thread.sleep(forTimeInterval: 0.15)
+        task.cancel()
+        wait(for: [done], timeout: 5)
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(count.withLock { $0 }, 1)
+        XCTAssertFalse(manager.isFailedURL(server.url("/slow.jpg")))
+        XCTAssertFalse(manager.isRunning)
+    }
+}
