@@ -14,16 +14,16 @@ struct CacheBench {
         var opsPerSecond: Double
     }
 
-    func run() {
+    func run() async {
         let names = ["cache-memory-hit", "cache-memory-store", "cache-disk-hit-read", "cache-disk-hit-decode",
-                     "cache-disk-store", "cache-sweep-100k"]
+                     "cache-disk-store", "manager-memory-hit", "manager-disk-hit", "cache-sweep-100k"]
         guard names.contains(where: options.includes) else { return }
         var rows: [Row] = []
         if options.includes("cache-memory-hit") { rows.append(memoryHit()) }
         if options.includes("cache-memory-store") { rows.append(memoryStore()) }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imagekit-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        if names.dropFirst(2).contains(where: options.includes) { rows += disk(directory) }
+        if names.dropFirst(2).dropLast().contains(where: options.includes) { rows += await disk(directory) }
         if options.includes("cache-sweep-100k") { rows.append(sweep(directory.appendingPathComponent("sweep"))) }
 
         report.table("Caches (latency per operation; p50/p99 of single operations)",
@@ -83,7 +83,39 @@ struct CacheBench {
         return Row(name: "cache-memory-store (LRU at 10k)", p50: p50, p99: p99, opsPerSecond: rate)
     }
 
-    func disk(_ directory: URL) -> [Row] {
+    /// Times `operations` single async calls; returns (p50, p99) in ns and operations per second.
+    func latencies(_ operations: Int, _ body: (Int) async -> Void) async -> (Double, Double, Double) {
+        var samples = [Double](repeating: 0, count: operations)
+        let begin = now()
+        for index in 0..<operations {
+            let start = now()
+            await body(index)
+            samples[index] = max(0, (now() - start) * 1e9 - Self.timerOverhead)
+        }
+        let elapsed = now() - begin
+        samples.sort()
+        return (samples[operations / 2], samples[operations * 99 / 100], Double(operations) / elapsed)
+    }
+
+    /// `ImageManager.loadImage` answered from memory: URL checks, failed-URL list, key, memory
+    /// lookup, all without suspending.
+    func managerMemoryHit(_ directory: URL) async -> Row {
+        let cache = try! ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 0)),
+                                    diskCache: DiskCache(directory: directory, configuration: .init(sweepsAtOpen: false)))
+        let manager = ImageManager(cache: cache, loader: NoLoader())
+        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let urls = (0..<10_000).map { URL(string: "https://images.example.com/photos/\($0).jpg")! }
+        for url in urls { cache.memoryCache.setImage(image, forKey: CacheKey(url).identity) }
+        let order = (0..<200_000).map { ($0 &* 7919) % urls.count }
+        var hits = 0
+        let (p50, p99, rate) = await latencies(order.count) { index in
+            if (try? await manager.loadImage(urls[order[index]]))?.cacheType == .memory { hits += 1 }
+        }
+        precondition(hits == order.count)
+        return Row(name: "manager-memory-hit (10k entries)", p50: p50, p99: p99, opsPerSecond: rate)
+    }
+
+    func disk(_ directory: URL) async -> [Row] {
         guard let cache = try? ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false))) else {
             log("cannot create a cache in \(directory.path)")
             return []
@@ -112,6 +144,20 @@ struct CacheBench {
             }
             rows.append(Row(name: "cache-disk-hit-decode (100 KB JPEG 512x384)", p50: decode.0, p99: decode.1, opsPerSecond: decode.2))
         }
+        if options.includes("manager-memory-hit") { rows.append(await managerMemoryHit(directory.appendingPathComponent("manager"))) }
+        if options.includes("manager-disk-hit") {
+            // The default, asynchronous path: a job, the cache's IO queue, decode, delivery. The
+            // context keeps disk hits out of memory so that every load reads the disk.
+            let manager = ImageManager(cache: cache, loader: NoLoader())
+            var context = ImageLoadContext()
+            context.storeCacheType = .disk
+            let urls = keys.map { URL(string: $0)! }
+            let hit = await latencies(500) { index in
+                let result = try? await manager.loadImage(urls[index], context: context)
+                precondition(result?.cacheType == .disk && result?.image != nil)
+            }
+            rows.append(Row(name: "manager-disk-hit (100 KB JPEG 512x384)", p50: hit.0, p99: hit.1, opsPerSecond: hit.2))
+        }
         return rows
     }
 
@@ -131,5 +177,14 @@ struct CacheBench {
         durations.sort()
         return Row(name: "cache-sweep-100k (no deletions)", p50: durations[1], p99: durations[2],
                    opsPerSecond: 100_000 / (durations[1] / 1e9))
+    }
+}
+
+/// A loader that never loads: manager benchmarks must be answered by the cache.
+private struct NoLoader: ImageLoading {
+    func canLoad(_ url: URL) -> Bool { true }
+    func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+              completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+        fatalError("bench: the manager went to the loader for \(request.url)")
     }
 }

@@ -12,5 +12,5 @@ DecodeBench(options: options, report: report).run()
 ThumbnailBench(options: options, report: report).run()
 if options.corpus == nil {
     EncodeBench(options: options, report: report).run()
-    CacheBench(options: options, report: report).run()
+    await CacheBench(options: options, report: report).run()
 }

@@ -112,10 +112,14 @@ final class ProgressLine: @unchecked Sendable {
     private var received: [Int: Int64] = [:]
     private let started = Date()
     private var lastDraw = Date.distantPast
+    private var drawn = false
+    /// Nothing is drawn before this many seconds have passed (short runs stay quiet).
+    private let showsAfter: TimeInterval
 
-    init(total: Int, enabled: Bool) {
+    init(total: Int, enabled: Bool, showsAfter: TimeInterval = 0) {
         self.total = total
         self.enabled = enabled
+        self.showsAfter = showsAfter
     }
 
     func bytes(for index: Int, _ count: Int64) {
@@ -129,7 +133,7 @@ final class ProgressLine: @unchecked Sendable {
     }
 
     func close() {
-        guard enabled else { return }
+        guard enabled, lock.withLock({ drawn }) else { return }
         FileHandle.standardError.write(Data("\n".utf8))
     }
 
@@ -138,8 +142,9 @@ final class ProgressLine: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let now = Date()
-        guard force || now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        guard now.timeIntervalSince(started) >= showsAfter, force || now.timeIntervalSince(lastDraw) > 0.1 else { return }
         lastDraw = now
+        drawn = true
         let bytes = received.values.reduce(0, +)
         let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
         let line = String(format: "\r[%d/%d] %.1f MB  %.1f MB/s   ", done, total, Double(bytes) / 1e6, rate / 1e6)

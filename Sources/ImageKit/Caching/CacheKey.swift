@@ -110,7 +110,10 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     public var identity: String {
         if isOriginal {
             // A source that itself ends like a variant suffix is escaped so it cannot collide.
-            return source.contains(Self.variantMarker) ? source + Self.variantMarker + "original" : source
+            // Checked for a '#' first: Foundation's substring search costs a microsecond, and most
+            // sources have no fragment (the memory-hit path computes this on every load).
+            guard Self.hasFragmentMark(source), source.contains(Self.variantMarker) else { return source }
+            return source + Self.variantMarker + "original"
         }
         var suffix = Self.variantMarker
         if let transformerKey { suffix += "t\(transformerKey.utf8.count):\(transformerKey);" }
@@ -120,6 +123,14 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     }
 
     static let variantMarker = "#imagekit-variant:"
+
+    private static func hasFragmentMark(_ string: String) -> Bool {
+        var string = string
+        return string.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, Int32(UInt8(ascii: "#")), bytes.count) != nil
+        }
+    }
 
     /// Inserts `-insertion` before the path extension of `key` (TRK-03). For a
     /// `scheme://authority/path?query#fragment` key only the path part changes. The string is

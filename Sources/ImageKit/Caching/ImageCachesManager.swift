@@ -127,6 +127,14 @@ public final class ImageCachesManager: ImageCaching {
         return .success(.miss)
     }
 
+    /// The first member (in query order) that has `key` in memory.
+    public func imageFromMemory(forKey key: CacheKey) -> DecodedImage? {
+        for cache in targets(queryPolicy) {
+            if let image = cache.imageFromMemory(forKey: key) { return image }
+        }
+        return nil
+    }
+
     public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool {
         let refreshed = Locked(false)
         await each(storePolicy) { cache in

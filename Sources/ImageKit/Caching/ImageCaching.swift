@@ -77,6 +77,9 @@ public protocol ImageCaching: Sendable {
     /// answer before `loadImage` returns. The default answers nil: always query asynchronously.
     func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
                             decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>?
+    /// The image in the memory layer under `key`, synchronously, touching nothing else
+    /// (CQS-09); the manager's memory-hit path. Default: nil (no memory layer).
+    func imageFromMemory(forKey key: CacheKey) -> DecodedImage?
     /// Replaces the HTTP headers (and so the expiry) kept with `key`'s disk entry after a
     /// revalidation answered 304. Returns false when there is no such entry. Default: false.
     func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool
@@ -89,6 +92,8 @@ extension ImageCaching {
     }
 
     public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool { false }
+
+    public func imageFromMemory(forKey key: CacheKey) -> DecodedImage? { nil }
 
     public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {}
 }

@@ -1,9 +1,13 @@
 import Foundation
+import Synchronization
 
 /// URLs that failed permanently (SDWebImage's failed-URL "blacklist", MGR-04), keyed by the
 /// URL itself, not by the cache key. Kept in memory only; entries expire after an optional TTL.
 final class FailedURLList: Sendable {
     private let entries = Locked<[String: Double]>([:])
+    /// How many entries there are, read without the lock: the common case is an empty list,
+    /// and every load asks.
+    private let entryCount = Atomic<Int>(0)
     /// Seconds an entry lasts; nil: until removed.
     let timeToLive: TimeInterval?
     private let clock: @Sendable () -> Double
@@ -14,10 +18,12 @@ final class FailedURLList: Sendable {
     }
 
     func contains(_ url: String) -> Bool {
-        entries.withLock { entries in
+        guard entryCount.load(ordering: .relaxed) > 0 else { return false }
+        return entries.withLock { entries in
             guard let added = entries[url] else { return false }
             if let timeToLive, clock() - added >= timeToLive {
                 entries[url] = nil
+                entryCount.store(entries.count, ordering: .relaxed)
                 return false
             }
             return true
@@ -26,15 +32,25 @@ final class FailedURLList: Sendable {
 
     func insert(_ url: String) {
         let now = clock()
-        entries.withLock { $0[url] = now }
+        entries.withLock { entries in
+            entries[url] = now
+            entryCount.store(entries.count, ordering: .relaxed)
+        }
     }
 
     func remove(_ url: String) {
-        entries.withLock { $0[url] = nil }
+        guard entryCount.load(ordering: .relaxed) > 0 else { return }
+        entries.withLock { entries in
+            entries[url] = nil
+            entryCount.store(entries.count, ordering: .relaxed)
+        }
     }
 
     func removeAll() {
-        entries.withLock { $0.removeAll() }
+        entries.withLock { entries in
+            entries.removeAll()
+            entryCount.store(0, ordering: .relaxed)
+        }
     }
 
     var count: Int { entries.withLock { $0.count } }

@@ -2,8 +2,9 @@ import Foundation
 
 /// Everything one load needs, resolved once: the context merged with the manager's defaults
 /// and processed (MGR-08), the final cache key, the decode options, and the key under which
-/// identical loads are joined.
-struct ImageLoadPlan: Sendable {
+/// identical loads are joined. A class: it is passed through every stage, and copying a
+/// struct of this many references cost a fifth of a memory hit.
+final class ImageLoadPlan: Sendable {
     let url: URL
     let urlString: String
     let options: ImageLoadOptions
@@ -17,8 +18,23 @@ struct ImageLoadPlan: Sendable {
     let key: CacheKey
     let decoding: ImageDecodingOptions
     let cacheQueryOptions: ImageCacheQueryOptions
-    /// Loads with the same job key share one job.
-    let jobKey: String
+
+    init(url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext, cache: any ImageCaching,
+         loader: any ImageLoading, coders: ImageCodersManager, transformer: (any ImageTransforming)?,
+         serializer: ImageCacheSerializer?, key: CacheKey, decoding: ImageDecodingOptions, cacheQueryOptions: ImageCacheQueryOptions) {
+        self.url = url
+        self.urlString = urlString
+        self.options = options
+        self.context = context
+        self.cache = cache
+        self.loader = loader
+        self.coders = coders
+        self.transformer = transformer
+        self.serializer = serializer
+        self.key = key
+        self.decoding = decoding
+        self.cacheQueryOptions = cacheQueryOptions
+    }
 
     /// The options a job's outcome depends on; the others (priority, progressive, retry …)
     /// belong to each caller.
@@ -39,6 +55,25 @@ struct ImageLoadPlan: Sendable {
         options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
     }
 
+    /// Loads with the same job key share one job: the same final key, and the same settings
+    /// wherever they change the outcome. Built only for loads that miss memory.
+    func makeJobKey() -> String {
+        // Components given per load join only loads given the same instance.
+        func identity(_ component: Any?) -> String {
+            guard let component else { return "m" }
+            return String(UInt(bitPattern: ObjectIdentifier(component as AnyObject).hashValue))
+        }
+        var jobKey = key.identity
+        jobKey += "|\(options.intersection(Self.jobOptions).rawValue)"
+        jobKey += "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
+        jobKey += "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
+        jobKey += "|\(identity(context.imageCache)),\(identity(context.imageLoader)),\(identity(context.coders))"
+        if !context.requestHeaders.isEmpty {
+            jobKey += "|" + context.requestHeaders.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
+        }
+        return jobKey
+    }
+
     /// A cache answer that ends the query: an image, or bytes when bytes are all that is wanted.
     func isHit(_ hit: ImageCacheQueryResult) -> Bool {
         hit.image != nil || (options.contains(.avoidDecodeImage) && hit.data != nil)
@@ -57,17 +92,18 @@ struct ImageLoadPlan: Sendable {
 extension ImageManager {
     /// Fills the context with the manager's defaults, runs the options processor, and derives
     /// the key and decode options.
-    func resolve(_ url: URL, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadPlan {
+    func resolve(_ url: URL, urlString: String? = nil, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadPlan {
+        let urlString = urlString ?? url.absoluteString
         var options = options
         var context = context
-        if context.transformer == nil { context.transformer = transformer }
-        if context.cacheKeyFilter == nil { context.cacheKeyFilter = cacheKeyFilter }
-        if context.cacheSerializer == nil { context.cacheSerializer = cacheSerializer }
+        if context.transformer == nil, let transformer { context.transformer = transformer }
+        if context.cacheKeyFilter == nil, let cacheKeyFilter { context.cacheKeyFilter = cacheKeyFilter }
+        if context.cacheSerializer == nil, let cacheSerializer { context.cacheSerializer = cacheSerializer }
         if let optionsProcessor { (options, context) = optionsProcessor.process(url, options, context) }
 
         var decoding = context.decodingOptions ?? .default
         decoding.firstFrameOnly = decoding.firstFrameOnly || options.contains(.decodeFirstFrameOnly)
-        var key = CacheKey(url: url, filter: context.cacheKeyFilter)
+        var key = context.cacheKeyFilter.map { CacheKey(url: url, filter: $0) } ?? CacheKey(urlString)
         if let thumbnail = context.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             decoding.thumbnailPixelSize = thumbnail
             decoding.preservesAspectRatio = context.preservesAspectRatio
@@ -94,21 +130,8 @@ extension ImageManager {
         let cache = context.imageCache ?? self.cache
         let loader = context.imageLoader ?? self.loader
         let coders = context.coders ?? self.coders
-        // Components given per load join only loads given the same instance.
-        func identity(_ component: Any?) -> String {
-            guard let component else { return "m" }
-            return String(UInt(bitPattern: ObjectIdentifier(component as AnyObject).hashValue))
-        }
-        var jobKey = key.identity
-        jobKey += "|\(options.intersection(ImageLoadPlan.jobOptions).rawValue)"
-        jobKey += "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
-        jobKey += "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
-        jobKey += "|\(identity(context.imageCache)),\(identity(context.imageLoader)),\(identity(context.coders))"
-        if !context.requestHeaders.isEmpty {
-            jobKey += "|" + context.requestHeaders.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
-        }
-        return ImageLoadPlan(url: url, urlString: url.absoluteString, options: options, context: context, cache: cache,
+        return ImageLoadPlan(url: url, urlString: urlString, options: options, context: context, cache: cache,
                              loader: loader, coders: coders, transformer: context.transformer, serializer: context.cacheSerializer,
-                             key: key, decoding: decoding, cacheQueryOptions: queryOptions, jobKey: jobKey)
+                             key: key, decoding: decoding, cacheQueryOptions: queryOptions)
     }
 }

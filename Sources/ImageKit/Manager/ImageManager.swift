@@ -155,7 +155,8 @@ public final class ImageManager: Sendable {
     public func loadImage(_ url: URL?, options: ImageLoadOptions = [],
                           context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
         let plan = try gate(url, options: options, context: context).get()
-        if let answer = synchronousAnswer(plan) { return try answer.get() }
+        if let answer = synchronousAnswer(plan) { return answer }
+        if let error = loadableError(plan) { throw error }
         let taskBox = Locked<ImageLoadTask?>(nil)
         let result: Result<ImageLoadResult, ImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResult, ImageError>, Never>) in
@@ -209,13 +210,12 @@ public final class ImageManager: Sendable {
                 plan = resolved
             }
             if let answer = synchronousAnswer(plan) {
-                switch answer {
-                case .success(let result):
-                    continuation.yield(.result(result))
-                    continuation.finish()
-                case .failure(let error):
-                    continuation.finish(throwing: error)
-                }
+                continuation.yield(.result(answer))
+                continuation.finish()
+                return
+            }
+            if let error = loadableError(plan) {
+                continuation.finish(throwing: error)
                 return
             }
             let task = subscribe(plan, wantsProgress: true, wantsPreviews: options.contains(.progressiveLoad)) { event in
@@ -266,7 +266,10 @@ public final class ImageManager: Sendable {
             plan = resolved
         }
         if let answer = synchronousAnswer(plan) {
-            return finishedTask(queue: queue) { completion(answer) }
+            return finishedTask(queue: queue) { completion(.success(answer)) }
+        }
+        if let error = loadableError(plan) {
+            return finishedTask(queue: queue) { completion(.failure(error)) }
         }
         return subscribe(plan, wantsProgress: progress != nil, wantsPreviews: preview != nil && options.contains(.progressiveLoad)) { event in
             switch event {
@@ -290,8 +293,8 @@ public final class ImageManager: Sendable {
 
     // MARK: Gate, synchronous answer, joining
 
-    /// MGR-03: a URL that is missing, empty or has no loader → `invalidURL`; a URL on the
-    /// failed list → `blacklisted` (unless `.retryFailed`). Then the plan of the load.
+    /// MGR-03: a URL that is missing or empty → `invalidURL`; a URL on the failed list →
+    /// `blacklisted` (unless `.retryFailed`). Then the plan of the load.
     func gate(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<ImageLoadPlan, ImageError> {
         guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
         let urlString = url.absoluteString
@@ -299,17 +302,28 @@ public final class ImageManager: Sendable {
         if !options.contains(.retryFailed), failedURLs.contains(urlString) {
             return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
         }
-        let plan = resolve(url, options: options, context: context)
-        guard plan.loader.canLoad(url) || plan.options.contains(.fromCacheOnly) else {
-            return .failure(ImageError(.invalidURL, "no loader handles \(urlString)"))
-        }
-        return .success(plan)
+        return .success(resolve(url, urlString: urlString, options: options, context: context))
+    }
+
+    /// The rest of the URL check, after memory answered nothing (a URL whose image is in
+    /// memory was loaded before): a scheme no loader handles → `invalidURL`.
+    func loadableError(_ plan: ImageLoadPlan) -> ImageError? {
+        guard !plan.loader.canLoad(plan.url), !plan.options.contains(.fromCacheOnly) else { return nil }
+        return ImageError(.invalidURL, "no loader handles \(plan.urlString)")
     }
 
     /// The answer a cache can give without waiting (MGR-24): a memory hit, or a disk hit with
     /// ``ImageLoadOptions/queryDiskDataSync``. nil: the load goes on asynchronously.
-    func synchronousAnswer(_ plan: ImageLoadPlan) -> Result<ImageLoadResult, ImageError>? {
-        guard plan.queriesCache, !plan.options.contains(.refreshCached),
+    func synchronousAnswer(_ plan: ImageLoadPlan) -> ImageLoadResult? {
+        guard plan.queriesCache, !plan.options.contains(.refreshCached) else { return nil }
+        // The common case first: a plain memory lookup.
+        if plan.context.queryCacheType.includesMemory,
+           plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
+           let image = plan.cache.imageFromMemory(forKey: plan.key) {
+            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
+            return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
+        }
+        guard
               let answer = plan.cache.querySynchronously(plan.key, cacheType: plan.context.queryCacheType,
                                                          options: plan.cacheQueryOptions, decoding: plan.decoding),
               case .success(let hit) = answer else { return nil }
@@ -318,11 +332,11 @@ public final class ImageManager: Sendable {
                 return nil
             }
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
-            return .success(plan.result(from: hit))
+            return plan.result(from: hit)
         }
         // A definite miss of every layer asked for, and the loader may not be used.
         if plan.options.contains(.fromCacheOnly) && !plan.queriesOriginal {
-            return .success(plan.emptyResult())
+            return plan.emptyResult()
         }
         return nil
     }
@@ -330,27 +344,28 @@ public final class ImageManager: Sendable {
     /// Registers a caller and attaches it to the job for its image, starting one if none runs.
     func subscribe(_ plan: ImageLoadPlan, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
                    sink: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
+        let jobKey = plan.makeJobKey()
         let id = state.withLock { state -> Int in
             state.sequence += 1
             return state.sequence
         }
         let task = ImageLoadTask(id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
                                  endsAtFirstResult: endsAtFirstResult, sink: sink) { [weak self] task, cancelled in
-            self?.ended(task, cancelled: cancelled, jobKey: plan.jobKey)
+            self?.ended(task, cancelled: cancelled, jobKey: jobKey)
         }
         let newJob = state.withLock { state -> ImageLoadJob? in
             state.running[id] = task
-            if let job = state.jobs[plan.jobKey], job.add(task) { return nil }
+            if let job = state.jobs[jobKey], job.add(task) { return nil }
             let job = ImageLoadJob(plan: plan)
             _ = job.add(task)
-            state.jobs[plan.jobKey] = job
+            state.jobs[jobKey] = job
             return job
         }
         if let newJob {
-            let work = Task(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) { [self] in
+            let work = Task.immediate(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) { [self] in
                 await run(newJob)
                 state.withLock { state in
-                    if state.jobs[plan.jobKey] === newJob { state.jobs[plan.jobKey] = nil }
+                    if state.jobs[jobKey] === newJob { state.jobs[jobKey] = nil }
                 }
             }
             newJob.start(work)
