@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-net: nginx on loopback serving 1000 files of 10–200 KB over HTTP/1.1 and
-# HTTPS + HTTP/2 (self-signed certificate), then netbench against it. Stops nginx on exit.
+# HTTPS + HTTP/2 (self-signed certificate), then netbench against it (netbench also writes the
+# pipeline case's photos into the served directory). Stops nginx on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -42,4 +43,10 @@ sleep 0.5
 cd "$here"
 mkdir -p .deps && ln -sfn ../../.. .deps/ImageKit
 swift build -c release --product netbench >&2
-swift run -c release --skip-build netbench --http "http://127.0.0.1:$port_http" --https "https://127.0.0.1:$port_https" --count ${NETBENCH_COUNT:-1000} "$@"
+# The pipeline case's disk caches: tmpfs when there is one. On a file system without a journal
+# (this project's machines: ext4 without one), ext4 checks every candidate inode for a recent
+# deletion on each file creation, which made 80 % of a disk store there; NETBENCH_CACHE_ROOT=/tmp
+# measures on the disk itself.
+cache_root=${NETBENCH_CACHE_ROOT:-$( [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")}
+swift run -c release --skip-build netbench --http "http://127.0.0.1:$port_http" --https "https://127.0.0.1:$port_https" \
+    --count ${NETBENCH_COUNT:-1000} --www "$work/www" --cache-root "$cache_root" "$@"

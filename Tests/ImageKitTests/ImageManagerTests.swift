@@ -134,7 +134,7 @@ final class ImageManagerTests: XCTestCase {
         let queue = DispatchQueue(label: "test.callbacks")
         let manager = makeManager(.init(callbackQueue: queue))
         loader.answer("/m.jpg", .data(Self.jpeg))
-        _ = try await manager.loadImage(url("/m.jpg"))
+        _ = try await manager.loadImage(url("/m.jpg"), options: .waitStoreCache)
         let result = try await manager.loadImage(url("/m.jpg"))
         XCTAssertEqual(result.cacheType, .memory)
         XCTAssertNil(result.data, "a memory hit carries no data by default")

@@ -19,8 +19,12 @@ struct Options {
     var count = 1000
     var json = false
     var runs = 9
-    var tools: Set<String> = ["imagekit", "curl-cli", "urlsession", "async-http-client"]
+    var tools: Set<String> = ["imagekit", "curl-cli", "urlsession", "async-http-client", "pipeline"]
     var concurrencies = [6, 32]
+    /// The directory nginx serves (the pipeline case writes its photos there).
+    var www = ""
+    /// Where the pipeline case keeps its disk caches (default: the temporary directory).
+    var cacheRoot = FileManager.default.temporaryDirectory.path
 }
 
 // FoundationNetworking reads this when its first session is created: no certificate checks.
@@ -37,6 +41,8 @@ func parseOptions() -> Options {
         case "--json": options.json = true
         case "--runs": options.runs = max(1, Int(arguments.next() ?? "") ?? 9)
         case "--tools": options.tools = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
+        case "--www": options.www = arguments.next() ?? ""
+        case "--cache-root": options.cacheRoot = arguments.next() ?? options.cacheRoot
         case "--concurrency": options.concurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
         default: FileHandle.standardError.write(Data("netbench: unknown argument \(argument)\n".utf8)); exit(2)
         }
@@ -206,6 +212,17 @@ for (proto, prefix) in [("http/1.1", options.http), ("https+h2", options.https)]
     }
 }
 
+var pipelineResult: Pipeline.Result?
+if options.tools.contains("pipeline"), !options.www.isEmpty, !options.http.isEmpty {
+    do {
+        pipelineResult = try await Pipeline(prefix: options.http, www: options.www, count: options.count, runs: options.runs,
+                                  cacheRoot: options.cacheRoot).run()
+    } catch {
+        FileHandle.standardError.write(Data("netbench: pipeline case failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 func padded(_ text: String, _ width: Int) -> String { text.count >= width ? text : text + String(repeating: " ", count: width - text.count) }
 
 if options.json {
@@ -224,5 +241,23 @@ if options.json {
         let ratio = curl.map { $0.seconds / m.seconds } ?? .nan
         print(padded(m.tool, 17) + "  " + padded(m.proto, 8) + String(format: "  %4d  %8.0f  %7.1f  %6.3f  %6.2fx  %d", m.concurrency,
               Double(options.count) / m.seconds, Double(m.bytes) / 1e6 / m.seconds, m.cpu, ratio, m.failures))
+    }
+}
+
+if let pipeline = pipelineResult {
+    if options.json {
+        let object: [String: Any] = ["case": "pipeline", "images_per_s": pipeline.imagesPerSecond,
+                                     "download_only_per_s": pipeline.downloadOnly, "decode_only_per_s": pipeline.decodeOnly,
+                                     "ratio": pipeline.ratio]
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+    } else {
+        print("")
+        print("Pipeline: \(options.count) photos (50–300 KB JPEG) loaded cold through ImageManager as 256 px thumbnails over")
+        print("HTTP/1.1 (download, decode, store in \(options.cacheRoot)), medians of \(options.runs) rounds;")
+        print("ratio = pipeline / min(download-only, decode-only)")
+        print(String(format: "pipeline %.0f images/s   download-only %.0f/s   decode-only %.0f/s (%d cores)   ratio %.2f",
+                     pipeline.imagesPerSecond, pipeline.downloadOnly, pipeline.decodeOnly,
+                     ProcessInfo.processInfo.activeProcessorCount, pipeline.ratio))
     }
 }
