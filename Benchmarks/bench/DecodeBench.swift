@@ -70,7 +70,6 @@ struct EncodeBench {
 
     func run() {
         let names = ["encode-jpeg-q80", "encode-png", "encode-webp-q80"].filter(options.includes)
-        guard !names.isEmpty else { return }
         let bitmap = SyntheticImages.photo(width: 1024, height: 768, alpha: true)
         let image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
         let pixels = bitmap.packedRGBA()
@@ -107,5 +106,29 @@ struct EncodeBench {
         }
         report.table("Encode throughput (1024x768 RGBA, megapixels/s)",
                      header: ["case", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+        pngLevels(measurement)
+    }
+
+    /// The zlib level of the disk cache's PNG re-encodes: speed and size per level, on an
+    /// opaque photo and on one with alpha (the re-encode writes PNG only for images with alpha
+    /// or PNG sources).
+    func pngLevels(_ measurement: PairedMeasurement) {
+        let levels = [1, 2, 3, 6]
+        guard levels.contains(where: { options.includes("encode-png-level\($0)") }) else { return }
+        var rows: [[String]] = []
+        for alpha in [false, true] {
+            let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 1024, height: 768, alpha: alpha))], format: .png)
+            for level in levels where options.includes("encode-png-level\(level)") {
+                let encoding = ImageEncodingOptions(compressionLevel: level)
+                let bytes = (try? ImageCodersManager.shared.encode(image, as: .png, options: encoding))?.count ?? 0
+                let rate = measurement.run(work: Double(1024 * 768) / 1e6) {
+                    _ = try? ImageCodersManager.shared.encode(image, as: .png, options: encoding)
+                }
+                let name = "encode-png-level\(level)\(alpha ? "-alpha" : "")"
+                rows.append([name, format(rate, 2), String(bytes)])
+                report.jsonLine(["case": name, "mps": rate, "bytes": bytes, "level": level])
+            }
+        }
+        report.table("PNG zlib levels (1024x768 photo, opaque and with alpha)", header: ["case", "MP/s", "bytes"], rows: rows)
     }
 }

@@ -10,12 +10,16 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var firstFrameOnly: Bool
     /// Write a progressive JPEG (scans of increasing detail) instead of a baseline one.
     public var progressive: Bool
+    /// zlib's effort for PNG, 0 (store) … 9 (smallest); nil: libpng's default, 6.
+    public var compressionLevel: Int?
 
-    public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false) {
+    public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
+                compressionLevel: Int? = nil) {
         self.quality = quality
         self.lossless = lossless
         self.firstFrameOnly = firstFrameOnly
         self.progressive = progressive
+        self.compressionLevel = compressionLevel
     }
 
     public static let `default` = ImageEncodingOptions()

@@ -189,16 +189,16 @@ public struct PNGCoder: ImageCoding {
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
         guard format == .png else { throw ImageError(.encodingFailed, "PNGCoder cannot encode \(format)") }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
-        return try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque())
+        return try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
     }
 
-    static func encode(_ bitmap: Bitmap, keepAlpha: Bool) throws(ImageError) -> Data {
+    static func encode(_ bitmap: Bitmap, keepAlpha: Bool, level: Int = 6) throws(ImageError) -> Data {
         var output: UnsafeMutableRawPointer?
         var size = 0
         var message = [CChar](repeating: 0, count: 256)
         let status = bitmap.withUnsafeBytes { pixels in
             ik_png_encode_rgba(pixels.baseAddress!, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
-                               keepAlpha ? 1 : 0, 6, &output, &size, &message, message.count)
+                               keepAlpha ? 1 : 0, Int32(min(max(level, 0), 9)), &output, &size, &message, message.count)
         }
         guard status == IK_OK, let output else {
             throw ImageError(.encodingFailed, "PNG: \(string(fromCBuffer: message))")
