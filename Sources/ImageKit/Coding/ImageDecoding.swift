@@ -9,10 +9,46 @@ public struct DecodingLimits: Sendable, Hashable {
     public var maxPixelsPerFrame: Int
     /// The most bytes of decoded RGBA8 that all frames of one image may take together.
     public var maxTotalBytes: Int
+    /// The most bytes a decoder's own buffers may take beyond the output — libjpeg's coefficient
+    /// arrays for a progressive JPEG, an animation's full-size canvases, libwebp's whole-image
+    /// buffer for lossless data — unless the output is larger still: the bound is
+    /// `max(maxWorkingBytes, 2 × output bytes)`, so whatever may be decoded at full size may also
+    /// be decoded scaled down, and a small thumbnail of a huge header is refused.
+    public var maxWorkingBytes: Int
+    /// The most pixels a source may have when it is scaled down while streaming (rows shrunk as
+    /// they are decoded, never held whole: baseline JPEG, non-interlaced PNG, lossy WebP). Such
+    /// a decode holds a few rows, so it is bounded by time rather than memory: 1 Gpx
+    /// (32768 × 32768) by default.
+    public var maxStreamedPixels: Int
 
-    public init(maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20) {
+    public init(maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20,
+                maxWorkingBytes: Int = 160 << 20, maxStreamedPixels: Int = 1 << 30) {
         self.maxPixelsPerFrame = maxPixelsPerFrame
         self.maxTotalBytes = maxTotalBytes
+        self.maxWorkingBytes = maxWorkingBytes
+        self.maxStreamedPixels = maxStreamedPixels
+    }
+
+    /// Throws ``ImageError/Code/decompressionBomb`` when a decoder's own buffers of
+    /// `workingBytes` exceed `max(maxWorkingBytes, 2 × outputBytes)`.
+    public func checkWorking(_ workingBytes: Int, outputBytes: Int, _ what: @autoclosure () -> String) throws(ImageError) {
+        let (doubled, overflow) = outputBytes.multipliedReportingOverflow(by: 2)
+        let budget = overflow ? Int.max : max(maxWorkingBytes, doubled)
+        guard workingBytes >= 0, workingBytes <= budget else {
+            throw ImageError(.decompressionBomb, "\(what()) needs \(workingBytes) bytes of working memory, over the limit of \(budget)")
+        }
+    }
+
+    /// Throws ``ImageError/Code/decompressionBomb`` when a streamed source of `width × height`
+    /// has more than ``maxStreamedPixels`` pixels.
+    public func checkStreamed(width: Int, height: Int) throws(ImageError) {
+        guard width > 0, height > 0 else {
+            throw ImageError(.zeroPixels, "the image declares \(width)×\(height) pixels")
+        }
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        guard !overflow, pixels <= maxStreamedPixels else {
+            throw ImageError(.decompressionBomb, "\(width)×\(height) pixels exceed the limit of \(maxStreamedPixels) pixels for a streamed decode")
+        }
     }
 
     public static let `default` = DecodingLimits()

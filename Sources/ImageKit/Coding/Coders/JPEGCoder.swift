@@ -55,8 +55,7 @@ public struct JPEGCoder: ImageCoding {
                                              frames: 1, options: options)
         // Decode straight to the smallest DCT-scaled size that still covers the target.
         let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
-        if !options.scalesDown { try options.limits.check(width: full.width, height: full.height) }
-        try options.limits.check(width: decoded.width, height: decoded.height)
+        try checkMemory(markers, full: full, decoded: decoded, options: options, dataCount: bytes.count)
 
         let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
         var buffer = try PixelBuffer(width: decoded.width, height: decoded.height)
@@ -102,6 +101,31 @@ public struct JPEGCoder: ImageCoding {
                                  orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
+    }
+
+    /// What a decode allocates, from the headers, before anything is decoded: the output; in
+    /// buffered-image mode (progressive, multi-scan) libjpeg's coefficient arrays for the whole
+    /// image, whatever the output size; otherwise a few rows — a scaled sequential decode
+    /// streams, bounded by ``DecodingLimits/maxStreamedPixels``. Data too short to describe every
+    /// block of the declared size is refused as truncated before libjpeg pads it with hours of
+    /// grey (unless partial images are wanted).
+    private static func checkMemory(_ markers: JPEGMarkers, full: PixelSize, decoded: PixelSize, options: ImageDecodingOptions,
+                                    dataCount: Int) throws(ImageError) {
+        let limits = options.limits
+        try limits.check(width: decoded.width, height: decoded.height)
+        let streams = decoded != full && !markers.buffersWholeImage
+        if streams {
+            try limits.checkStreamed(width: full.width, height: full.height)
+        } else if options.scalesDown {
+            try limits.checkPixels(width: full.width, height: full.height)
+        } else {
+            try limits.check(width: full.width, height: full.height)
+        }
+        try limits.checkWorking(markers.coefficientBytes, outputBytes: decoded.width * decoded.height * 4,
+                                "the JPEG's coefficient buffers (\(full.width)×\(full.height), progressive or multi-scan)")
+        if !options.allowsPartialImages, let minimum = markers.minimumScanBytes, dataCount < minimum {
+            throw ImageError(.truncatedData, "\(dataCount) bytes cannot hold the \(full.width)×\(full.height) JPEG's scans (at least \(minimum) bytes)")
+        }
     }
 
     /// The 1/8-scale RGBA of a JPEG from the DC-only decoder (`dcOnly`) or from TurboJPEG, for

@@ -8,6 +8,12 @@ struct JPEGMarkers {
     /// SOF marker number (0xC0 ... 0xCF) of the first frame header, if one was seen.
     var frameMarker: UInt8?
     var precision: Int?
+    /// The frame header's size and each component's sampling factors (h, v).
+    var frameWidth = 0
+    var frameHeight = 0
+    var sampling: [(h: Int, v: Int)] = []
+    /// How many components the first scan carries (fewer than the frame's: a multi-scan file).
+    var firstScanComponents: Int?
 
     /// Walks segments from SOI up to the first SOS, never reading past `bytes`.
     init(_ bytes: UnsafeRawBufferPointer) {
@@ -21,7 +27,11 @@ struct JPEGMarkers {
             let marker = bytes[offset + 1]
             if marker == 0xFF { offset += 1; continue }
             if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { offset += 2; continue }
-            if marker == 0xDA || marker == 0xD9 { return }
+            if marker == 0xDA {
+                if offset + 4 < count { firstScanComponents = Int(bytes[offset + 4]) }
+                return
+            }
+            if marker == 0xD9 { return }
             let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
             guard length >= 2 else { return }
             let payloadStart = offset + 4
@@ -44,12 +54,65 @@ struct JPEGMarkers {
                 if frameMarker == nil {
                     frameMarker = marker
                     if payload.count >= 1 { precision = Int(payload[0]) }
+                    if payload.count >= 6 {
+                        frameHeight = Int(payload[1]) << 8 | Int(payload[2])
+                        frameWidth = Int(payload[3]) << 8 | Int(payload[4])
+                        let components = Int(payload[5])
+                        if payload.count >= 6 + 3 * components {
+                            sampling = (0..<components).map { index in
+                                let factors = payload[6 + 3 * index + 1]
+                                return (max(1, Int(factors >> 4)), max(1, Int(factors & 0x0F)))
+                            }
+                        }
+                    }
                 }
             default:
                 break
             }
             offset += 2 + length
         }
+    }
+
+    /// Progressive DCT (SOF2, SOF6, SOF10, SOF14).
+    var isProgressive: Bool { [0xC2, 0xC6, 0xCA, 0xCE].contains(frameMarker ?? 0) }
+    /// Arithmetic coding (SOF9 … SOF15).
+    var isArithmetic: Bool { (frameMarker ?? 0) >= 0xC9 && (frameMarker ?? 0) <= 0xCF }
+
+    /// Whether libjpeg must hold every DCT coefficient of the image at once (its "buffered
+    /// image" mode): progressive files, and files whose first scan leaves components out.
+    var buffersWholeImage: Bool {
+        isProgressive || (firstScanComponents.map { $0 < sampling.count } ?? false)
+    }
+
+    /// 8×8 blocks of each component, padded to whole MCUs as libjpeg allocates them.
+    var blocksPerComponent: [Int] {
+        guard frameWidth > 0, frameHeight > 0, !sampling.isEmpty else { return [] }
+        let hMax = sampling.map(\.h).max()!, vMax = sampling.map(\.v).max()!
+        let mcuColumns = (frameWidth + 8 * hMax - 1) / (8 * hMax)
+        let mcuRows = (frameHeight + 8 * vMax - 1) / (8 * vMax)
+        return sampling.map { mcuColumns * $0.h * mcuRows * $0.v }
+    }
+
+    /// The bytes of libjpeg's whole-image coefficient arrays (64 coefficients of 2 bytes per
+    /// block) in buffered-image mode; 0 for a file it decodes a row of blocks at a time.
+    var coefficientBytes: Int {
+        guard buffersWholeImage else { return 0 }
+        return blocksPerComponent.reduce(0) { $0 + $1 * 128 }
+    }
+
+    /// The fewest bytes of entropy-coded data that can describe every block: a Huffman code is at
+    /// least 1 bit, and a sequential block needs two (its DC difference and an end-of-block or
+    /// coefficient); a progressive file's first DC scan needs one per block. nil for arithmetic
+    /// coding, which can spend less than a bit on a block.
+    var minimumScanBytes: Int? {
+        guard !isArithmetic, frameWidth > 0, frameHeight > 0, !sampling.isEmpty else { return nil }
+        // The blocks inside each component's own extent (a non-interleaved scan codes no padding).
+        let hMax = sampling.map(\.h).max()!, vMax = sampling.map(\.v).max()!
+        let blocks = sampling.reduce(0) { total, factors in
+            let width = (frameWidth * factors.h + hMax - 1) / hMax, height = (frameHeight * factors.v + vMax - 1) / vMax
+            return total + ((width + 7) / 8) * ((height + 7) / 8)
+        }
+        return (blocks * (isProgressive ? 1 : 2) + 7) / 8
     }
 
     /// A reason ImageKit cannot decode this JPEG variant, if the frame header names one.

@@ -154,6 +154,9 @@ public struct PNGCoder: ImageCoding {
         let target = DecodeTarget.size(for: canvasSize, frames: frameCount, options: options)
         try options.limits.checkPixels(width: canvasSize.width, height: canvasSize.height)
         try options.limits.check(width: target.width, height: target.height, frames: frameCount)
+        // The full-size canvas and a copy of it for dispose-to-previous.
+        try options.limits.checkWorking(2 * canvasSize.pixelCount * 4, outputBytes: target.pixelCount * 4 * frameCount,
+                                        "the APNG's \(canvasSize) canvas")
         var canvas = try AnimationCanvas(width: animation.width, height: animation.height)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)

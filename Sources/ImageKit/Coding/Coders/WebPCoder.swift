@@ -29,6 +29,13 @@ public struct WebPCoder: ImageCoding {
         let orientation = exifOrientation(bytes) ?? .up
         var image: DecodedImage
         if features.has_animation != 0 {
+            // WebPAnimDecoder allocates two full canvases when it is created: checked before it
+            // exists.
+            let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
+            try options.limits.checkPixels(width: canvas.width, height: canvas.height)
+            let target = DecodeTarget.size(for: canvas, frames: 1, options: options)
+            try options.limits.checkWorking(2 * canvas.pixelCount * 4, outputBytes: target.pixelCount * 4,
+                                            "the animated WebP's \(canvas) canvases")
             image = try decodeAnimation(bytes, options: options)
         } else {
             let full = PixelSize(width: Int(features.width), height: Int(features.height))
@@ -45,6 +52,12 @@ public struct WebPCoder: ImageCoding {
             if decodeSize != full || target != full { try options.limits.checkPixels(width: full.width, height: full.height) }
             else { try options.limits.check(width: full.width, height: full.height) }
             try options.limits.check(width: decodeSize.width, height: decodeSize.height)
+            // Scaled lossy data streams (a few macroblock rows); lossless data (VP8L) is decoded
+            // whole into a 4-byte-per-pixel buffer first, whatever the output size.
+            if decodeSize != full && features.format == 2 {
+                try options.limits.checkWorking(full.pixelCount * 4, outputBytes: decodeSize.pixelCount * 4,
+                                                "lossless WebP (\(full)) decoded whole before scaling")
+            }
             let buffer = try PixelBuffer(width: decodeSize.width, height: decodeSize.height)
             var config = WebPDecoderConfig()
             guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
