@@ -86,6 +86,28 @@ final class CurlEngine: @unchecked Sendable {
         }
     }
 
+    static let stallCheckInterval = 0.25
+
+    static func monotonicNow() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    /// Ends transfers that received nothing for their stall timeout. curl's own low-speed check
+    /// averages the rate over a window of several seconds, so a transfer that stops dead ended
+    /// about four seconds after its timeout; this one fires within ``stallCheckInterval``.
+    private func endStalledTransfers() {
+        guard !active.isEmpty else { return }
+        let now = Self.monotonicNow()
+        for (easy, transfer) in active where now - transfer.lastActivity > transfer.options.stallTimeout {
+            active[easy] = nil
+            curl_multi_remove_handle(multi, easy)
+            transfer.engineError = "no data received for \(transfer.options.stallTimeout) s"
+            complete(transfer, CURLE_OPERATION_TIMEDOUT)
+        }
+    }
+
     private func run() {
         ik_thread_set_name("ImageKit.curl") // Foundation's Thread.name does not reach the OS
         var running = true
@@ -102,6 +124,7 @@ final class CurlEngine: @unchecked Sendable {
                         continue
                     }
                     transfer.configure(easy, share: share)
+                    transfer.lastActivity = Self.monotonicNow()
                     active[easy] = transfer
                     curl_multi_add_handle(multi, easy)
                 case .cancel(let transfer):
@@ -130,8 +153,11 @@ final class CurlEngine: @unchecked Sendable {
                     complete(transfer, code)
                 }
             }
+            endStalledTransfers()
             if commands.withLock({ !$0.isEmpty }) { continue }
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            // While transfers run, wake often enough to end a stalled one within a quarter of a
+            // second of its timeout.
+            curl_multi_poll(multi, nil, 0, active.isEmpty ? 1000 : Int32(Self.stallCheckInterval * 1000), nil)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi, easy)

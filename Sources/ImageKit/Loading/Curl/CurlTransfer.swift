@@ -50,6 +50,11 @@ final class CurlTransfer: @unchecked Sendable {
     var exceededMaxBody = false
     var lastReported: Int64 = -1
     var cancelRequested = false
+    /// When bytes last arrived (or the transfer started), on the monotonic clock: the engine's
+    /// stall detection. Engine thread only.
+    var lastActivity: Double = 0
+    /// Set when the engine ended the transfer itself (a stall).
+    var engineError: String?
     /// Set before the transfer is added, later only by the engine thread.
     var reportsProgress = false
     /// Engine-thread callbacks.
@@ -155,6 +160,7 @@ final class CurlTransfer: @unchecked Sendable {
         let transfer = CurlTransfer.from(context)
         let length = size * count
         guard let bytes, length > 0 else { return length }
+        transfer.lastActivity = CurlEngine.monotonicNow()
         let accepted = transfer.body.withLock { body -> Bool in
             if let limit = transfer.options.maxBodySize, body.count + length > limit {
                 transfer.exceededMaxBody = true
@@ -169,7 +175,9 @@ final class CurlTransfer: @unchecked Sendable {
         bytes, size, count, context in
         let length = size * count
         guard let bytes, length > 0 else { return length }
-        CurlTransfer.from(context).receiveHeaderLine(UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: length))
+        let transfer = CurlTransfer.from(context)
+        transfer.lastActivity = CurlEngine.monotonicNow()
+        transfer.receiveHeaderLine(UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: length))
         return length
     }
 
@@ -227,7 +235,7 @@ final class CurlTransfer: @unchecked Sendable {
         return code
     }
 
-    var errorMessage: String { String(cString: errorBuffer) }
+    var errorMessage: String { engineError ?? String(cString: errorBuffer) }
 
     var metrics: TransferMetrics {
         func seconds(_ info: CURLINFO) -> TimeInterval {
