@@ -113,9 +113,21 @@ private struct GIFDecoding {
         var line = [UInt8]()
         var done = false
         var drawing = false
+        var partialDelay: Int32 = 0
 
         while !done {
           do throws(ImageError) {
+            // Between records, as browsers do: the end of the data after a frame is the end of
+            // the image (a missing trailer), and a byte that starts no record is skipped
+            // (giflib's stream reader stops at both).
+            if reader.offset >= bytes.count && pending != nil {
+                done = true
+                continue
+            }
+            if reader.offset < bytes.count, ![0x2C, 0x21, 0x3B].contains(bytes[reader.offset]) {
+                reader.offset += 1
+                continue
+            }
             var record = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
             switch record {
@@ -124,7 +136,16 @@ private struct GIFDecoding {
                 // decoder: the extent is what giflib decodes, and its far corner is the canvas
                 // other decoders grow to.
                 try checkFrameExtent(reader)
-                guard DGifGetImageDesc(gif) == GIF_OK else { throw failure(gif, reader, "an image descriptor") }
+                let descriptorStart = reader.offset
+                var wide: WideCodeFrame?
+                if DGifGetImageDesc(gif) != GIF_OK {
+                    // giflib sets up LZW for code sizes up to 8 (the GIF maximum); browsers
+                    // decode up to 11. Any other failure stays giflib's.
+                    guard let frame = WideCodeFrame(bytes, descriptorAt: descriptorStart) else {
+                        throw failure(gif, reader, "an image descriptor")
+                    }
+                    wide = frame
+                }
                 let desc = gif.pointee.Image
                 let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
                 // Finish the previous frame: keep its picture, then dispose of it.
@@ -144,8 +165,25 @@ private struct GIFDecoding {
                 let saved = control.DisposalMode == DISPOSE_PREVIOUS ? try canvas.snapshot(isOpaque: false) : nil
                 let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
                 drawing = true
-                try drawFrame(gif, reader: reader, canvas: &canvas, desc: desc, rect: rect, colorMap: colorMap,
-                              transparent: Int(control.TransparentColor), line: &line)
+                partialDelay = control.DelayTime
+                if let wide {
+                    let indices = try wide.decode(pixelCount: Int(desc.Width) * Int(desc.Height))
+                    reader.offset = wide.end
+                    var next = 0
+                    try drawFrame(desc: desc, rect: rect, canvas: &canvas, colorMap: colorMap, transparent: Int(control.TransparentColor),
+                                  line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
+                        guard next + width <= indices.count else {
+                            throw ImageError(.truncatedData, "GIF data ends inside image data (wide-code frame)")
+                        }
+                        indices.withUnsafeBufferPointer { row.update(from: $0.baseAddress! + next, count: width) }
+                        next += width
+                    }
+                } else {
+                    try drawFrame(desc: desc, rect: rect, canvas: &canvas, colorMap: colorMap, transparent: Int(control.TransparentColor),
+                                  line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
+                        guard DGifGetLine(gif, row, Int32(width)) == GIF_OK else { throw failure(gif, reader, "image data") }
+                    }
+                }
                 drawing = false
                 let centiseconds = Int(control.DelayTime)
                 pending = (centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100, control.DisposalMode, rect, saved)
@@ -161,6 +199,17 @@ private struct GIFDecoding {
             default:
                 throw ImageError(.badImageData, "GIF: unknown record type")
             }
+          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && pending != nil {
+            // Cut between or inside the blocks after a complete frame: the frames are all here.
+            done = true
+          } catch where !completeFramesOnly && error.code == .truncatedData && drawing && options.allowsPartialImages {
+            // Cut inside image data: what was drawn, as a partial last frame (never cached).
+            var partial = canvas.finish(isOpaque: false)
+            if target != screen { partial = try partial.resized(to: target) }
+            let centiseconds = Int(partialDelay)
+            frames.append(ImageFrame(bitmap: partial, duration: centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100))
+            if frames.count == 1 { frames[0].duration = 0 }
+            return DecodedImage(frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true)
           } catch where completeFramesOnly && error.code == .truncatedData && (pending != nil || !frames.isEmpty) {
             // Keep what is complete: a frame cut mid-draw is dropped (its predecessor is
             // already in `frames`, and the canvas now holds half a frame).
@@ -218,20 +267,13 @@ private struct GIFDecoding {
         }
     }
 
-    private func drawFrame(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, canvas: inout AnimationCanvas,
-                           desc: GifImageDesc, rect: AnimationCanvas.Rect, colorMap: UnsafeMutablePointer<ColorMapObject>?,
-                           transparent: Int, line: inout [UInt8]) throws(ImageError) {
+    /// Draws one frame's rows onto the canvas; `readLine` fills a row of palette indices (from
+    /// giflib, or from the wide-code decoder).
+    private func drawFrame(desc: GifImageDesc, rect: AnimationCanvas.Rect, canvas: inout AnimationCanvas,
+                           colorMap: UnsafeMutablePointer<ColorMapObject>?, transparent: Int, line: inout [UInt8],
+                           readLine: (UnsafeMutablePointer<UInt8>, Int) throws(ImageError) -> Void) throws(ImageError) {
         let width = Int(desc.Width), height = Int(desc.Height)
-        guard width > 0, height > 0 else {
-            // Nothing to draw, but the (empty) LZW stream must still be consumed.
-            var codeSize: Int32 = 0
-            var block: UnsafeMutablePointer<GifByteType>?
-            guard DGifGetCode(gif, &codeSize, &block) == GIF_OK else { throw failure(gif, reader, "image data") }
-            while block != nil {
-                guard DGifGetCodeNext(gif, &block) == GIF_OK else { throw failure(gif, reader, "image data") }
-            }
-            return
-        }
+        guard width > 0, height > 0 else { return }
         // Palette as RGBA words; indices past the palette's end draw opaque black.
         var palette = [UInt32](repeating: 0xFF00_0000, count: 256)
         if let colorMap, let colors = colorMap.pointee.Colors {
@@ -242,13 +284,13 @@ private struct GIFDecoding {
         }
         if line.count < width { line = [UInt8](repeating: 0, count: width) }
         let left = Int(desc.Left), top = Int(desc.Top)
-        let interlaced = desc.Interlace
-        let passes: [(start: Int, step: Int)] = interlaced ? [(0, 8), (4, 8), (2, 4), (1, 2)] : [(0, 1)]
+        let passes: [(start: Int, step: Int)] = desc.Interlace ? [(0, 8), (4, 8), (2, 4), (1, 2)] : [(0, 1)]
         for pass in passes {
             var y = pass.start
             while y < height {
-                let ok = line.withUnsafeMutableBufferPointer { DGifGetLine(gif, $0.baseAddress, Int32(width)) }
-                guard ok == GIF_OK else { throw failure(gif, reader, "image data") }
+                try line.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<UInt8>) throws(ImageError) in
+                    try readLine(buffer.baseAddress!, width)
+                }
                 let canvasY = top + y
                 if canvasY >= rect.y && canvasY < rect.y + rect.height {
                     let destination = UnsafeMutableRawPointer(canvas.pixels.row(canvasY)).assumingMemoryBound(to: UInt32.self)
@@ -262,6 +304,102 @@ private struct GIFDecoding {
                 y += pass.step
             }
         }
+    }
+}
+
+/// A frame whose LZW minimum code size is 9 to 11: legal for browsers (and pygif's
+/// `max-codes.gif`), refused by giflib's decoder setup. Its data is decoded here.
+struct WideCodeFrame {
+    let codeSize: Int
+    /// The frame's LZW data, sub-blocks joined.
+    let data: [UInt8]
+    /// Where the next record starts.
+    let end: Int
+
+    /// Reads the frame whose descriptor fields start at `offset` (after the 0x2C); nil unless
+    /// its code size is in `codeSizes` (the ones giflib refuses, by default) and its data is
+    /// complete.
+    init?(_ bytes: UnsafeRawBufferPointer, descriptorAt offset: Int, codeSizes: ClosedRange<Int> = 9...11) {
+        guard offset + 9 < bytes.count else { return nil }
+        let flags = bytes[offset + 8]
+        var cursor = offset + 9
+        if flags & 0x80 != 0 { cursor += 3 << (Int(flags & 0x07) + 1) }
+        guard cursor < bytes.count, codeSizes.contains(Int(bytes[cursor])) else { return nil }
+        codeSize = Int(bytes[cursor])
+        cursor += 1
+        var data: [UInt8] = []
+        while true {
+            guard cursor < bytes.count else { return nil }
+            let length = Int(bytes[cursor])
+            cursor += 1
+            if length == 0 { break }
+            guard cursor + length <= bytes.count else { return nil }
+            data.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[cursor..<cursor + length]))
+            cursor += length
+        }
+        self.data = data
+        end = cursor
+    }
+
+    /// The frame's palette indices (GIF's LZW: clear and end codes, codes up to 12 bits; a full
+    /// table without a clear code keeps being used, as browsers do).
+    func decode(pixelCount: Int) throws(ImageError) -> [UInt8] {
+        let clear = 1 << codeSize, endCode = clear + 1
+        var prefix = [Int](repeating: 0, count: 4096)
+        var suffix = [Int](repeating: 0, count: 4096)
+        var first = [Int](repeating: 0, count: 4096)
+        for code in 0..<clear { suffix[code] = code; first[code] = code }
+        var output: [UInt8] = []
+        output.reserveCapacity(pixelCount)
+        var stack: [Int] = []
+        var width = codeSize + 1, next = clear + 2, previous = -1
+        var bits = 0, bitCount = 0, position = 0
+        decoding: while output.count < pixelCount {
+            while bitCount < width {
+                guard position < data.count else { break decoding }
+                bits |= Int(data[position]) << bitCount
+                bitCount += 8
+                position += 1
+            }
+            let code = bits & ((1 << width) - 1)
+            bits >>= width
+            bitCount -= width
+            if code == clear {
+                width = codeSize + 1
+                next = clear + 2
+                previous = -1
+                continue
+            }
+            if code == endCode { break }
+            guard code <= next, code < 4096, previous >= 0 || code < clear else {
+                throw ImageError(.badImageData, "GIF: LZW code \(code) is out of range")
+            }
+            // The string of `code` (for code == next: previous's string plus its first value).
+            var walk = code == next ? previous : code
+            stack.removeAll(keepingCapacity: true)
+            if code == next { stack.append(first[previous]) }
+            while walk >= clear + 2 {
+                stack.append(suffix[walk])
+                walk = prefix[walk]
+            }
+            stack.append(walk)
+            for value in stack.reversed() {
+                guard value < 256 else { throw ImageError(.badImageData, "GIF: palette index \(value) is over 255") }
+                output.append(UInt8(value))
+            }
+            if previous >= 0 && next < 4096 {
+                prefix[next] = previous
+                suffix[next] = code == next ? first[previous] : first[code]
+                first[next] = first[previous]
+                next += 1
+                if next == 1 << width && width < 12 { width += 1 }
+            }
+            previous = code
+        }
+        guard output.count >= pixelCount else {
+            throw ImageError(.truncatedData, "GIF: the wide-code frame's data ends after \(output.count) of \(pixelCount) pixels")
+        }
+        return Array(output.prefix(pixelCount))
     }
 }
 
