@@ -8,7 +8,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan bench bench-net clean
+.PHONY: all deps build release test test-asan test-tsan bench bench-net fuzz clean
 
 all: build
 
@@ -56,5 +56,11 @@ bench: deps
 bench-net: deps
 	bash Benchmarks/NetBench/run.sh $(if $(JSON),--json,)
 
+# libFuzzer targets under AddressSanitizer (Fuzz/, a separate package), FUZZ_SECONDS each
+# (default 60); fails on any crash, leak, timeout or out-of-memory. FUZZ_TARGETS narrows it.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash Fuzz/run.sh $(FUZZ_TARGETS)
+
 clean:
-	rm -rf .build .build-test .build-asan .build-tsan
+	rm -rf .build .build-test .build-asan .build-tsan Fuzz/.build-fuzz

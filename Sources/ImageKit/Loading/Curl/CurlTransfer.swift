@@ -181,21 +181,26 @@ final class CurlTransfer: @unchecked Sendable {
         return length
     }
 
-    /// Parses one raw header line in place: names lower-cased, values trimmed. Byte-level
-    /// because this runs for every header of every transfer on the engine thread.
-    private func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) {
-        if line.starts(with: "HTTP/".utf8) {
-            responseHeaders = [:] // a new response (after a redirect or 100 Continue)
-            return
-        }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+    /// One raw header line from curl.
+    enum HeaderLine: Equatable {
+        /// A status line: a new response starts (after a redirect or 100 Continue).
+        case status
+        /// `name` lower-cased, `value` trimmed.
+        case field(name: String, value: String)
+    }
+
+    /// Parses one raw header line: a status line, a field, or nil (blank, no colon, no name).
+    /// Byte-level because this runs for every header of every transfer on the engine thread.
+    static func parseHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> HeaderLine? {
+        if line.starts(with: "HTTP/".utf8) { return .status }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
         func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var nameEnd = colon
         while nameEnd > 0, isBlank(line[nameEnd - 1]) { nameEnd -= 1 }
         var valueStart = colon + 1, valueEnd = line.count
         while valueStart < valueEnd, isBlank(line[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, isBlank(line[valueEnd - 1]) { valueEnd -= 1 }
-        guard nameEnd > 0 else { return }
+        guard nameEnd > 0 else { return nil }
         let name = String(unsafeUninitializedCapacity: nameEnd) { name in
             for index in 0..<nameEnd {
                 let byte = line[index]
@@ -203,11 +208,21 @@ final class CurlTransfer: @unchecked Sendable {
             }
             return nameEnd
         }
-        let value = String(decoding: UnsafeBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self)
-        responseHeaders[name] = value
-        // Size the body once instead of growing it chunk by chunk (page faults, copies).
-        if name == "content-length", let length = Int(value), length > 0, length <= options.maxBodySize ?? Int.max {
-            _ = body.withLock { $0.reserve(length) }
+        return .field(name: name, value: String(decoding: UnsafeBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self))
+    }
+
+    private func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) {
+        switch Self.parseHeaderLine(line) {
+        case .status?:
+            responseHeaders = [:]
+        case .field(let name, let value)?:
+            responseHeaders[name] = value
+            // Size the body once instead of growing it chunk by chunk (page faults, copies).
+            if name == "content-length", let length = Int(value), length > 0, length <= options.maxBodySize ?? Int.max {
+                _ = body.withLock { $0.reserve(length) }
+            }
+        case nil:
+            break
         }
     }
 

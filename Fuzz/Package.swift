@@ -1,0 +1,25 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// `make fuzz`: libFuzzer targets over ImageKit's entry points (run.sh builds them with
+// -sanitize=fuzzer,address and runs each). A package of its own: the fuzzer build flags must
+// not reach `make test`.
+let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzGIFBlocks",
+               "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager"]
+
+let package = Package(
+    name: "ImageKitFuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // run.sh links the repository here, so the identity is "ImageKit" whatever the
+        // checkout's directory is called.
+        .package(path: ".deps/ImageKit"),
+    ],
+    targets: [
+        .target(name: "CFuzzDriver"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver", .product(name: "ImageKit", package: "ImageKit")]),
+    ] + targets.map { name in
+        .executableTarget(name: name, dependencies: ["FuzzSupport", .product(name: "ImageKit", package: "ImageKit")])
+    },
+    swiftLanguageModes: [.v6]
+)

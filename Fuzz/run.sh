@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# make fuzz: builds ImageKit's libFuzzer targets with AddressSanitizer (Swift's
+# -sanitize=fuzzer,address; the C shims with clang's fuzzer-no-link,address) and runs each for
+# FUZZ_SECONDS (default 60) with an RSS limit of FUZZ_RSS_MB (2048), so that a decode that
+# allocates without bound is a finding. Seed corpora are built at run time from the shared
+# corpus. Any crash, leak, timeout or out-of-memory fails the run; the input that caused it is
+# kept in Fuzz/findings/ (commit it under Tests/ImageKitTests/FuzzRegressions/ with the fix).
+#   Fuzz/run.sh [TARGET...]     (default: every target)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+seconds=${FUZZ_SECONDS:-60}
+rss=${FUZZ_RSS_MB:-2048}
+corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
+[ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
+all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager)
+targets=("${@:-${all[@]}}")
+[ $# -gt 0 ] || targets=("${all[@]}")
+
+cd "$here"
+mkdir -p .deps && ln -sfn ../.. .deps/ImageKit
+# lld: gold crashes (an internal error while reporting) linking libFuzzer with Swift objects.
+flags=(-c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
+       -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld)
+swift build "${flags[@]}" >&2 || { echo "fuzz: build failed" >&2; exit 2; }
+bin=$(swift build "${flags[@]}" --show-bin-path)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p findings
+seed() { # seed TARGET: the starting corpus, copied from the shared corpus or written here
+    local dir="$work/$1"; mkdir -p "$dir"
+    case $1 in
+        FuzzDecode|FuzzProgressive|FuzzManager)
+            find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' \) \
+                -size -200k | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+        FuzzJPEGDC|FuzzExif) find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' \) -size -200k -exec cp {} "$dir/" \; ;;
+        FuzzAPNG) find "$corpus" -type f -name '*.png' -size -200k -exec cp {} "$dir/" \; ;;
+        FuzzGIFBlocks) find "$corpus" -type f -name '*.gif' -size -200k | while read -r f; do printf '\x10' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+        FuzzDiskMetadata)
+            printf 'v\t1\nkey\thttps://e.example/a.jpg\nstored\t1800000000\nbytes\t1234\nexpiry\t1800000600\nhttp\t1\netag\t"x"\ncache-control\tmax-age=60\nexpires\tThu, 01 Dec 2033 16:00:00 GMT\n' > "$dir/1"
+            printf 'v\t1\nkey\ta\\tb\\nc\\\\d\nstored\t0\nbytes\t0\n' > "$dir/2" ;;
+        FuzzCacheKey)
+            for u in 'https://cdn.example/a.png?sig=1&x=2#f' 'http://x/a' 'file:///tmp/b.jpg' 'a.b.c' 'https://h/p.q/r#imagekit-variant:t1:x;'; do
+                printf '\x0f%s' "$u" > "$dir/$(echo "$u" | md5sum | cut -c1-8)"; done ;;
+        FuzzDataURL)
+            printf 'image/png;base64,iVBORw0KGgo=' > "$dir/1"; printf ',%%41%%42' > "$dir/2"; printf 'text/plain;charset=utf-8;base64,QUJD' > "$dir/3" ;;
+        FuzzHTTPHeaders)
+            printf 'HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100\r\nETag: "v1"\r\nCache-Control: max-age=60, no-cache\r\nExpires: Thu, 01 Dec 2033 16:00:00 GMT\r\nLast-Modified: Sunday, 06-Nov-94 08:49:37 GMT\r\n\r\n' > "$dir/1" ;;
+    esac
+}
+
+failed=0
+summary=()
+for target in "${targets[@]}"; do
+    seed "$target"
+    log="$work/$target.log"
+    echo "fuzz: $target for $seconds s" >&2
+    LSAN_OPTIONS="suppressions=$root/.lsan-suppressions" \
+    "$bin/$target" "$work/$target" -max_total_time="$seconds" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" -timeout=20 \
+        -max_len=262144 -print_final_stats=1 -artifact_prefix="$here/findings/$target-" > "$log" 2>&1
+    status=$?
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+    rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
+    features=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
+    if [ $status -ne 0 ]; then
+        failed=1
+        summary+=("$(printf '%-18s FINDING (exit %d) — see Fuzz/findings/%s-*' "$target" "$status" "$target")")
+        grep -E 'ERROR: |SUMMARY: |==[0-9]+==' "$log" | head -20 >&2
+    else
+        summary+=("$(printf '%-18s %10s execs %7s exec/s  cov %6s  ft %6s' "$target" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${features:-?}")")
+    fi
+done
+printf '%s\n' "${summary[@]}"
+exit $failed
