@@ -52,3 +52,22 @@ final class CacheKeyTests: XCTestCase {
         }
     }
 }
+
+/// HTTP dates in the three forms RFC 9110 lets a recipient meet.
+final class HTTPDateTests: XCTestCase {
+    func testTheThreeForms() {
+        let expected = Date(timeIntervalSince1970: 784_111_777) // 1994-11-06 08:49:37 UTC
+        XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), expected)
+        XCTAssertEqual(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT"), expected)
+        XCTAssertEqual(HTTPDate.parse("Sun Nov  6 08:49:37 1994"), expected)
+        XCTAssertEqual(HTTPDate.parse("Thu, 29 Feb 2024 23:59:60 GMT"), Date(timeIntervalSince1970: 1_709_251_200))
+        XCTAssertEqual(HTTPDate.parse("Sat, 01 Jan 2000 00:00:00 GMT"), Date(timeIntervalSince1970: 946_684_800))
+    }
+
+    func testMalformedDatesAreNil() {
+        for text in ["", "0", "-1", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+                     "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", String(repeating: "9", count: 500)] {
+            XCTAssertNil(HTTPDate.parse(text), text)
+        }
+    }
+}

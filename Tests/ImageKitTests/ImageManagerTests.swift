@@ -196,6 +196,22 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertEqual(cacheType, .disk)
     }
 
+    func testQueryMemoryDataSyncReadsTheBytesBeforeReturning() async throws {
+        let queue = DispatchQueue(label: "test.memory-data-sync")
+        let manager = makeManager(.init(callbackQueue: queue))
+        loader.answer("/md.jpg", .data(Self.jpeg))
+        _ = try await manager.loadImage(url("/md.jpg"), options: .waitStoreCache)
+        let bytes = queue.sync { () -> Int? in
+            let found = Locked<Int?>(nil)
+            manager.loadImage(with: url("/md.jpg"), options: [.queryMemoryData, .queryMemoryDataSync]) { result in
+                XCTAssertEqual(try? result.get().cacheType, .memory)
+                found.withLock { $0 = try? result.get().data?.count }
+            }
+            return found.withLock { $0 }
+        }
+        XCTAssertEqual(bytes, Self.jpeg.count, "the memory hit and its disk bytes, before loadImage returned")
+    }
+
     func testQueryNoneAndFromCacheOnly() async throws {
         let manager = makeManager()
         loader.answer("/q.jpg", .data(Self.jpeg))

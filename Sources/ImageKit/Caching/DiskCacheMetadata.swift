@@ -147,17 +147,55 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     }
 }
 
-/// HTTP dates (RFC 9110 IMF-fixdate, plus the obsolete RFC 850 and asctime forms).
+/// HTTP dates (RFC 9110 IMF-fixdate, plus the obsolete RFC 850 and asctime forms), parsed by
+/// hand: Foundation's DateFormatter on Linux leaks an NSCharacterSet on some inputs (found by
+/// `make fuzz`), and this runs for every Expires header.
 enum HTTPDate {
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT` or
+    /// `Sun Nov  6 08:49:37 1994`; nil for anything else.
     static func parse(_ text: String) -> Date? {
-        let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
+        guard text.utf8.count <= 64 else { return nil }
+        let tokens = text.split { $0 == " " || $0 == "," || $0 == "-" || $0 == "\t" }.map(String.init)
+        var day: Int?, month: Int?, year: Int?, time: (Int, Int, Int)?
+        let asctime = tokens.count == 5
+        switch tokens.count {
+        case 6 where tokens[5] == "GMT": // IMF-fixdate and RFC 850
+            day = Int(tokens[1])
+            month = months.firstIndex(of: tokens[2].lowercased())
+            year = Int(tokens[3]).map { tokens[3].count == 2 ? ($0 < 70 ? 2000 + $0 : 1900 + $0) : $0 }
+            time = clock(tokens[4])
+        case 5 where asctime:
+            month = months.firstIndex(of: tokens[1].lowercased())
+            day = Int(tokens[2])
+            time = clock(tokens[3])
+            year = tokens[4].count == 4 ? Int(tokens[4]) : nil
+        default:
+            return nil
         }
-        return nil
+        guard let day, let month, let year, let (hour, minute, second) = time, (1...31).contains(day), (1...9999).contains(year)
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month + 1, day: day)
+        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
+    }
+
+    /// `HH:MM:SS`.
+    private static func clock(_ token: String) -> (Int, Int, Int)? {
+        let parts = token.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }), let hour = Int(parts[0]), let minute = Int(parts[1]),
+              let second = Int(parts[2]), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }

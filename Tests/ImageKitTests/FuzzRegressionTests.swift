@@ -1,0 +1,29 @@
+import Foundation
+import XCTest
+@testable import ImageKit
+
+/// Inputs `make fuzz` found (named by their fuzz target), run through the same entry points:
+/// each must end in a value or a typed error. Under `make test-asan`, a leak or an overflow in
+/// any of them fails the run as it failed the fuzzer.
+final class FuzzRegressionTests: XCTestCase {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("FuzzRegressions")
+
+    func testEveryFinding() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path).sorted()
+        XCTAssertFalse(names.isEmpty)
+        for name in names {
+            let data = try Data(contentsOf: Self.directory.appendingPathComponent(name))
+            switch name.split(separator: "-").first {
+            case "FuzzDiskMetadata":
+                _ = DiskCacheMetadata.decode(Array(data), lastAccessDate: nil)
+                XCTAssertNil(HTTPDate.parse(String(decoding: data, as: UTF8.self)), name)
+            default:
+                for options in [ImageDecodingOptions(), ImageDecodingOptions(thumbnailPixelSize: PixelSize(64)),
+                                ImageDecodingOptions(firstFrameOnly: true, allowsPartialImages: true)] {
+                    _ = try? ImageCodersManager.shared.decode(data, options: options)
+                    _ = try? ImageCodersManager.shared.decode(data.dropFirst(), options: options)
+                }
+            }
+        }
+    }
+}
