@@ -60,7 +60,7 @@ bench-net: deps
 # (default 60); fails on any crash, leak, timeout or out-of-memory. FUZZ_TARGETS narrows it.
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	FUZZ_SECONDS=$(FUZZ_SECONDS) bash Fuzz/run.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) bash Fuzz/run.sh $(FUZZ_TARGETS)
 
 clean:
 	rm -rf .build .build-test .build-asan .build-tsan Fuzz/.build-fuzz

@@ -5,6 +5,7 @@
 # allocates without bound is a finding. Seed corpora are built at run time from the shared
 # corpus. Any crash, leak, timeout or out-of-memory fails the run; the input that caused it is
 # kept in Fuzz/findings/ (commit it under Tests/ImageKitTests/FuzzRegressions/ with the fix).
+# FUZZ_JOBS runs that many targets at once (default 1).
 #   Fuzz/run.sh [TARGET...]     (default: every target)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,8 +26,12 @@ flags=(-c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -
 swift build "${flags[@]}" >&2 || { echo "fuzz: build failed" >&2; exit 2; }
 bin=$(swift build "${flags[@]}" --show-bin-path)
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# FUZZ_CORPUS_DIR keeps the evolved corpora (to sweep them through the CLI afterwards).
+if [ -n "${FUZZ_CORPUS_DIR:-}" ]; then
+    work=$FUZZ_CORPUS_DIR; mkdir -p "$work"
+else
+    work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p findings
 seed() { # seed TARGET: the starting corpus, copied from the shared corpus or written here
     local dir="$work/$1"; mkdir -p "$dir"
@@ -50,12 +55,9 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
     esac
 }
 
-failed=0
-summary=()
-for target in "${targets[@]}"; do
-    seed "$target"
-    log="$work/$target.log"
-    echo "fuzz: $target for $seconds s" >&2
+jobs=${FUZZ_JOBS:-1}
+run_target() { # run_target TARGET: fuzz it; writes its summary line to $work/TARGET.summary
+    local target=$1 log="$work/$1.log" status execs rate cov features
     LSAN_OPTIONS="suppressions=$root/.lsan-suppressions" \
     "$bin/$target" "$work/$target" -max_total_time="$seconds" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" -timeout=20 \
         -max_len=262144 -print_final_stats=1 -artifact_prefix="$here/findings/$target-" > "$log" 2>&1
@@ -65,12 +67,23 @@ for target in "${targets[@]}"; do
     cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
     features=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
     if [ $status -ne 0 ]; then
-        failed=1
-        summary+=("$(printf '%-18s FINDING (exit %d) — see Fuzz/findings/%s-*' "$target" "$status" "$target")")
-        grep -E 'ERROR: |SUMMARY: |==[0-9]+==' "$log" | head -20 >&2
+        printf '%-18s FINDING (exit %d) — see Fuzz/findings/%s-*\n' "$target" "$status" "$target" > "$work/$target.summary"
+        grep -E 'ERROR: |SUMMARY: ' "$log" | head -5 >&2
     else
-        summary+=("$(printf '%-18s %10s execs %7s exec/s  cov %6s  ft %6s' "$target" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${features:-?}")")
+        printf '%-18s %10s execs %7s exec/s  cov %6s  ft %6s\n' "$target" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${features:-?}" > "$work/$target.summary"
     fi
+}
+
+for target in "${targets[@]}"; do
+    seed "$target"
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    echo "fuzz: $target for $seconds s" >&2
+    run_target "$target" &
 done
-printf '%s\n' "${summary[@]}"
+wait
+failed=0
+for target in "${targets[@]}"; do
+    cat "$work/$target.summary"
+    grep -q FINDING "$work/$target.summary" && failed=1
+done
 exit $failed

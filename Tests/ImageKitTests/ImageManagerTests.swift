@@ -16,7 +16,13 @@ final class ImageManagerTests: XCTestCase {
                                 configuration: .init(memory: .init(costLimit: 256 << 20), disk: .init(sweepsAtOpen: false)))
     }
 
-    override func tearDown() { directory.remove() }
+    override func tearDown() {
+        directory.remove()
+        // XCTest keeps test-case objects until the process ends, where LeakSanitizer cannot see
+        // them: release what they hold.
+        loader = nil
+        cache = nil
+    }
 
     func makeManager(_ configuration: ImageManagerConfiguration = .init(), transformer: (any ImageTransforming)? = nil,
                      cacheKeyFilter: CacheKeyFilter? = nil, serializer: ImageCacheSerializer? = nil,
@@ -25,14 +31,20 @@ final class ImageManagerTests: XCTestCase {
                      cacheSerializer: serializer, optionsProcessor: processor, configuration: configuration)
     }
 
-    static let jpeg: Data = try! ImageCodersManager.shared.encode(
-        TestImages.still(TestImages.gradient(width: 320, height: 240), format: .jpeg), as: .jpeg, options: .init(quality: 0.9))
-    static let png: Data = try! ImageCodersManager.shared.encode(
-        TestImages.still(TestImages.gradient(width: 64, height: 48, alpha: true)), as: .png, options: .default)
-    static let gif: Data = {
+    // Made on each use rather than kept in statics: LeakSanitizer reports buffers that only
+    // statics and the test objects XCTest keeps reach.
+    static var jpeg: Data {
+        try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 320, height: 240), format: .jpeg),
+                                              as: .jpeg, options: .init(quality: 0.9))
+    }
+    static var png: Data {
+        try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 64, height: 48, alpha: true)), as: .png,
+                                              options: .default)
+    }
+    static var gif: Data {
         let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 3 + $0), duration: 0.1) }
         return try! ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
-    }()
+    }
 
     func url(_ path: String) -> URL { URL(string: "mock://host\(path)")! }
 
