@@ -56,6 +56,7 @@ public struct JPEGCoder: ImageCoding {
         // Decode straight to the smallest DCT-scaled size that still covers the target.
         let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
         try checkMemory(markers, full: full, decoded: decoded, options: options, dataCount: bytes.count)
+        try checkComplete(markers, bytes, options: options)
 
         let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
         var buffer = try PixelBuffer(width: decoded.width, height: decoded.height)
@@ -123,9 +124,18 @@ public struct JPEGCoder: ImageCoding {
         }
         try limits.checkWorking(markers.coefficientBytes, outputBytes: decoded.width * decoded.height * 4,
                                 "the JPEG's coefficient buffers (\(full.width)×\(full.height), progressive or multi-scan)")
-        if !options.allowsPartialImages, let minimum = markers.minimumScanBytes, dataCount < minimum {
+        guard !options.allowsPartialImages else { return }
+        if let minimum = markers.minimumScanBytes, dataCount < minimum {
             throw ImageError(.truncatedData, "\(dataCount) bytes cannot hold the \(full.width)×\(full.height) JPEG's scans (at least \(minimum) bytes)")
         }
+    }
+
+    /// Without partial images, data that ends before its end-of-image marker is refused before
+    /// the output buffer and libjpeg's arrays exist (libjpeg would decode all of it, pad the
+    /// rest, and only then warn).
+    private static func checkComplete(_ markers: JPEGMarkers, _ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) {
+        guard !options.allowsPartialImages, markers.firstScanOffset != nil, !markers.hasEndMarker(bytes) else { return }
+        throw ImageError(.truncatedData, "JPEG data ends before its end-of-image marker")
     }
 
     /// The 1/8-scale RGBA of a JPEG from the DC-only decoder (`dcOnly`) or from TurboJPEG, for

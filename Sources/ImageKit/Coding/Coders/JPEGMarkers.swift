@@ -14,6 +14,8 @@ struct JPEGMarkers {
     var sampling: [(h: Int, v: Int)] = []
     /// How many components the first scan carries (fewer than the frame's: a multi-scan file).
     var firstScanComponents: Int?
+    /// Where the first SOS marker is.
+    var firstScanOffset: Int?
 
     /// Walks segments from SOI up to the first SOS, never reading past `bytes`.
     init(_ bytes: UnsafeRawBufferPointer) {
@@ -28,6 +30,7 @@ struct JPEGMarkers {
             if marker == 0xFF { offset += 1; continue }
             if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { offset += 2; continue }
             if marker == 0xDA {
+                firstScanOffset = offset
                 if offset + 4 < count { firstScanComponents = Int(bytes[offset + 4]) }
                 return
             }
@@ -113,6 +116,20 @@ struct JPEGMarkers {
             return total + ((width + 7) / 8) * ((height + 7) / 8)
         }
         return (blocks * (isProgressive ? 1 : 2) + 7) / 8
+    }
+
+    /// Whether an end-of-image marker follows the first scan. 0xFF 0xD9 cannot occur inside
+    /// entropy-coded data (a 0xFF there is followed by 0x00 or a restart marker), so its absence
+    /// means the data was cut short; searched from the end, where it normally is (trailing
+    /// bytes after it are allowed).
+    func hasEndMarker(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let start = firstScanOffset else { return false }
+        var index = bytes.count - 2
+        while index > start {
+            if bytes[index] == 0xFF && bytes[index + 1] == 0xD9 { return true }
+            index -= 1
+        }
+        return false
     }
 
     /// A reason ImageKit cannot decode this JPEG variant, if the frame header names one.
