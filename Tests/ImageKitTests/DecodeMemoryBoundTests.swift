@@ -57,6 +57,16 @@ final class DecodeMemoryBoundTests: XCTestCase {
         }
     }
 
+    /// A 7000×7000 GIF may be decoded whole (196 MB of output), but its thumbnail would hold two
+    /// full-size canvases for 256 KB of output.
+    func testThumbnailOfAHugeGIFCanvasIsRefused() throws {
+        let data = HostileImages.gif(width: 7000, height: 7000)
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
+        }
+        XCTAssertEqual(try ImageCodersManager.shared.decode(data).width, 7000)
+    }
+
     func testTooShortSequentialJPEGIsTruncatedBeforeDecoding() {
         let data = HostileImages.jpeg(marker: 0xC0, width: 30000, height: 30000)
         XCTAssertThrowsError(try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))) {

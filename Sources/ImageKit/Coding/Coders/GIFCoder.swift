@@ -103,6 +103,9 @@ private struct GIFDecoding {
         let target = DecodeTarget.size(for: screen, frames: max(frameCount, 1), options: options)
         try options.limits.checkPixels(width: screenWidth, height: screenHeight)
         try options.limits.check(width: screenWidth, height: screenHeight) // the canvas is always full size
+        // The canvas and a copy of it for dispose-to-previous, whatever the output size.
+        try options.limits.checkWorking(2 * screenWidth * screenHeight * 4, outputBytes: target.width * target.height * 4 * max(frameCount, 1),
+                                        "the GIF's \(screen) canvas")
         let frameBytes = target.width * target.height * 4
 
         var canvas = try AnimationCanvas(width: screenWidth, height: screenHeight)
