@@ -25,4 +25,5 @@ func readFile(_ path: String) throws -> Data {
 func printJSON(_ object: [String: Any]) {
     guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
     print(String(decoding: data, as: UTF8.self))
+    fflush(nil) // a line per result as it comes, also into a pipe (nil: every output stream)
 }
