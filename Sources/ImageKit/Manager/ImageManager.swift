@@ -154,9 +154,12 @@ public final class ImageManager: Sendable {
     ///   decoder's errors.
     public func loadImage(_ url: URL?, options: ImageLoadOptions = [],
                           context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
-        let plan = try gate(url, options: options, context: context).get()
-        if let answer = synchronousAnswer(plan) { return answer }
-        if let error = loadableError(plan) { throw error }
+        let plan: ImageLoadPlan
+        switch admit(url, options: options, context: context) {
+        case .failure(let error): throw error
+        case .success(.answered(let answer)): return answer
+        case .success(.load(let resolved)): plan = resolved
+        }
         let taskBox = Locked<ImageLoadTask?>(nil)
         let result: Result<ImageLoadResult, ImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResult, ImageError>, Never>) in
@@ -202,21 +205,16 @@ public final class ImageManager: Sendable {
                             context: ImageLoadContext = .init()) -> AsyncThrowingStream<ImageLoadEvent, Error> {
         AsyncThrowingStream { continuation in
             let plan: ImageLoadPlan
-            switch gate(url, options: options, context: context) {
+            switch admit(url, options: options, context: context) {
             case .failure(let error):
                 continuation.finish(throwing: error)
                 return
-            case .success(let resolved):
-                plan = resolved
-            }
-            if let answer = synchronousAnswer(plan) {
+            case .success(.answered(let answer)):
                 continuation.yield(.result(answer))
                 continuation.finish()
                 return
-            }
-            if let error = loadableError(plan) {
-                continuation.finish(throwing: error)
-                return
+            case .success(.load(let resolved)):
+                plan = resolved
             }
             let task = subscribe(plan, wantsProgress: true, wantsPreviews: options.contains(.progressiveLoad)) { event in
                 switch event {
@@ -259,17 +257,13 @@ public final class ImageManager: Sendable {
         let queue = context.callbackQueue ?? configuration.callbackQueue
         if context.callbackQueue != nil { CallbackQueues.mark(queue) }
         let plan: ImageLoadPlan
-        switch gate(url, options: options, context: context) {
+        switch admit(url, options: options, context: context) {
         case .failure(let error):
             return finishedTask(queue: queue) { completion(.failure(error)) }
-        case .success(let resolved):
-            plan = resolved
-        }
-        if let answer = synchronousAnswer(plan) {
+        case .success(.answered(let answer)):
             return finishedTask(queue: queue) { completion(.success(answer)) }
-        }
-        if let error = loadableError(plan) {
-            return finishedTask(queue: queue) { completion(.failure(error)) }
+        case .success(.load(let resolved)):
+            plan = resolved
         }
         return subscribe(plan, wantsProgress: progress != nil, wantsPreviews: preview != nil && options.contains(.progressiveLoad)) { event in
             switch event {
@@ -293,16 +287,43 @@ public final class ImageManager: Sendable {
 
     // MARK: Gate, synchronous answer, joining
 
+    /// How a load starts: answered at once (a memory hit, a synchronous disk hit, a cache-only
+    /// miss), or with the plan of its asynchronous part.
+    enum Admission {
+        case answered(ImageLoadResult)
+        case load(ImageLoadPlan)
+    }
+
     /// MGR-03: a URL that is missing or empty → `invalidURL`; a URL on the failed list →
-    /// `blacklisted` (unless `.retryFailed`). Then the plan of the load.
-    func gate(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<ImageLoadPlan, ImageError> {
+    /// `blacklisted` (unless `.retryFailed`). Then memory, synchronously (MGR-24), and the
+    /// scheme check (a URL whose image is in memory was loaded before).
+    func admit(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<Admission, ImageError> {
         guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
         let urlString = url.absoluteString
         guard !urlString.isEmpty else { return .failure(ImageError(.invalidURL, "the image URL is empty")) }
         if !options.contains(.retryFailed), failedURLs.contains(urlString) {
             return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
         }
-        return .success(resolve(url, urlString: urlString, options: options, context: context))
+        if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context) { return .success(.answered(hit)) }
+        let plan = resolve(url, urlString: urlString, options: options, context: context)
+        if let answer = synchronousAnswer(plan) { return .success(.answered(answer)) }
+        if let error = loadableError(plan) { return .failure(error) }
+        return .success(.load(plan))
+    }
+
+    /// The commonest load, answered before a plan is built: the original image, in memory, with
+    /// no setting that changes its key or the query (no processor, filter, transformer,
+    /// thumbnail, scale-down, kept orientation, or option that bypasses or extends memory).
+    private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadResult? {
+        guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
+              context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
+              context.decodingOptions?.appliesOrientation ?? true,
+              options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly])
+        else { return nil }
+        let key = CacheKey(urlString)
+        guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else { return nil }
+        if options.contains(.retryFailed) { failedURLs.remove(urlString) }
+        return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url, cacheKey: key)
     }
 
     /// The rest of the URL check, after memory answered nothing (a URL whose image is in
