@@ -7,6 +7,8 @@ struct BenchOptions {
     var minTime = 0.5
     var json = false
     var quick = false
+    /// Photos for the transform rows instead of the generated 12 MP and 1 MP ones.
+    var transformSources: [String] = []
 
     static let usage = """
         usage: bench [--corpus DIR] [--filter SUBSTRING] [--min-time SECONDS] [--quick] [--json]
@@ -16,6 +18,9 @@ struct BenchOptions {
           --filter SUBSTRING  run only the cases whose name contains SUBSTRING
           --min-time SECONDS  time spent per case and side (default 0.5; at least 5 runs each)
           --quick             generated corpus without the 4000x3000 images
+          --transform-source FILE
+                              run the transform/ rows on FILE (repeatable) instead of the
+                              generated 4000x3000 and 1155x866 photos
           --json              one JSON object per row instead of tables
         """
 
@@ -35,6 +40,7 @@ struct BenchOptions {
                 options.minTime = seconds
             case "--json": options.json = true
             case "--quick": options.quick = true
+            case "--transform-source": options.transformSources.append(value(argument))
             case "-h", "--help": print(usage); exit(0)
             default: fail("unknown argument \(argument)")
             }

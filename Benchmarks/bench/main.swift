@@ -14,3 +14,4 @@ if options.corpus == nil {
     EncodeBench(options: options, report: report).run()
     await CacheBench(options: options, report: report).run()
 }
+TransformBench(options: options, report: report).run()

@@ -8,7 +8,7 @@ struct ImageKitCommand: ParsableCommand {
         commandName: "imagekit",
         abstract: "Inspect, decode and convert images with ImageKit.",
         version: ImageKit.version,
-        subcommands: [Info.self, Convert.self, Thumbnail.self, Cache.self, Download.self, Fetch.self]
+        subcommands: [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self, Download.self, Fetch.self]
     )
 }
 

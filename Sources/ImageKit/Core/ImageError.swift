@@ -63,6 +63,8 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let networkError = Code(rawValue: "networkError")
         /// Out of memory or another failure that is not the input's fault.
         public static let internalError = Code(rawValue: "internalError")
+        /// A parameter makes no sense for the image: a crop outside it, a negative radius …
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
     }
 
     public var code: Code

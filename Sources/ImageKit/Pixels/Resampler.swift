@@ -22,29 +22,45 @@ final class Resampler {
     private final class Scratch {
         let band: UnsafeMutablePointer<SIMD4<Float>>
         let ring: UnsafeMutablePointer<SIMD4<Float>>
-        let bandBytes: Int
-        let ringBytes: Int
+        let row: UnsafeMutablePointer<SIMD4<Float>>
+        /// Opaque sources: the band's byte sums, one UInt16 per source channel.
+        let sums: UnsafeMutablePointer<UInt16>
+        let bandBytes: Int, ringBytes: Int, rowBytes: Int, sumBytes: Int
         // Allocated through PixelMemory so the benchmark's peak pixel memory includes them.
-        init(bandCount: Int, ringCount: Int) throws(ImageError) {
+        init(bandCount: Int, ringCount: Int, rowCount: Int, sumCount: Int) throws(ImageError) {
             let stride = MemoryLayout<SIMD4<Float>>.stride
+            // Rounded up to whole 16-lane vectors so the summing loop needs no scalar tail.
+            let sumCount = (sumCount + 15) / 16 * 16
             guard let bandMemory = PixelMemory.allocate(byteCount: bandCount * stride, alignment: 16),
-                  let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16) else {
+                  let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16),
+                  let rowMemory = PixelMemory.allocate(byteCount: rowCount * stride, alignment: 16),
+                  let sumMemory = PixelMemory.allocate(byteCount: sumCount * 2, alignment: 64) else {
                 throw ImageError(.internalError, "out of memory for resampling rows")
             }
             bandBytes = bandCount * stride
             ringBytes = ringCount * stride
+            rowBytes = rowCount * stride
+            sumBytes = sumCount * 2
             band = bandMemory.bindMemory(to: SIMD4<Float>.self, capacity: bandCount)
             band.initialize(repeating: .zero, count: bandCount)
             ring = ringMemory.bindMemory(to: SIMD4<Float>.self, capacity: ringCount)
             ring.initialize(repeating: .zero, count: ringCount)
+            row = rowMemory.bindMemory(to: SIMD4<Float>.self, capacity: rowCount)
+            row.initialize(repeating: .zero, count: rowCount)
+            sums = sumMemory.bindMemory(to: UInt16.self, capacity: sumCount)
+            sums.initialize(repeating: 0, count: sumCount)
         }
         deinit {
             PixelMemory.deallocate(UnsafeMutableRawPointer(band), byteCount: bandBytes)
             PixelMemory.deallocate(UnsafeMutableRawPointer(ring), byteCount: ringBytes)
+            PixelMemory.deallocate(UnsafeMutableRawPointer(row), byteCount: rowBytes)
+            PixelMemory.deallocate(UnsafeMutableRawPointer(sums), byteCount: sumBytes)
         }
     }
 
     private let scratch: Scratch
+    /// Whether the band is summed in ``Scratch/sums`` (opaque sources) rather than in floats.
+    private let sumsIntegers: Bool
     /// Sum of the current band of `boxY` source rows, box-reduced horizontally.
     private var band: UnsafeMutablePointer<SIMD4<Float>> { scratch.band }
     private var bandRows = 0
@@ -122,7 +138,11 @@ final class Resampler {
         let ringRows = max(1, vertical.count.max() ?? 1)
         // Everything that can throw happens before `self` is touched (a noncopyable value may
         // not be left half-initialised).
-        let scratch = try Scratch(bandCount: reducedWidth, ringCount: ringRows * target.width)
+        // Opaque bands of up to 257 rows are summed as 16-bit integers (255 × 257 fits), a
+        // vector add per 16 bytes; the rest go through premultiplied floats pixel by pixel.
+        let sumsBytes = isOpaque && boxY <= 257 ? source.width * 4 : 0
+        let scratch = try Scratch(bandCount: reducedWidth, ringCount: ringRows * target.width,
+                                  rowCount: target.width, sumCount: sumsBytes)
         let output = try PixelBuffer(width: target.width, height: target.height)
         self.sourceWidth = source.width
         self.sourceHeight = source.height
@@ -137,12 +157,59 @@ final class Resampler {
         self.vertical = vertical
         self.ringRows = ringRows
         self.scratch = scratch
+        self.sumsIntegers = sumsBytes > 0
         self.output = .some(consume output)
     }
 
     /// Adds the next source row (`sourceWidth` RGBA8 pixels, straight alpha).
     func push(row: UnsafePointer<UInt8>) {
         guard sourceRowsSeen < sourceHeight else { return }
+        if sumsIntegers {
+            addToSums(row)
+        } else {
+            addToBand(row)
+        }
+        sourceRowsSeen += 1
+        bandRows += 1
+        if bandRows == boxY || sourceRowsSeen == sourceHeight { emitReducedRow() }
+    }
+
+    /// Adds a row's bytes to the 16-bit band sums, 16 at a time.
+    private func addToSums(_ row: UnsafePointer<UInt8>) {
+        let count = sourceWidth * 4
+        let source = UnsafeRawPointer(row)
+        let sums = UnsafeMutableRawPointer(scratch.sums)
+        var index = 0
+        while index + 16 <= count {
+            let bytes = source.loadUnaligned(fromByteOffset: index, as: SIMD16<UInt8>.self)
+            let sum = sums.load(fromByteOffset: index * 2, as: SIMD16<UInt16>.self)
+            sums.storeBytes(of: sum &+ SIMD16<UInt16>(truncatingIfNeeded: bytes), toByteOffset: index * 2, as: SIMD16<UInt16>.self)
+            index += 16
+        }
+        while index < count {
+            scratch.sums[index] &+= UInt16(row[index])
+            index += 1
+        }
+    }
+
+    /// Moves the 16-bit band sums into the float band, box-summing `boxX` pixels per column.
+    private func sumsToBand() {
+        let sums = scratch.sums
+        var x = 0
+        for column in 0..<reducedWidth {
+            var sum = SIMD4<Float>.zero
+            let end = min(x + boxX, sourceWidth)
+            while x < end {
+                sum += SIMD4<Float>(UnsafeRawPointer(sums + x * 4).loadUnaligned(as: SIMD4<UInt16>.self))
+                x += 1
+            }
+            band[column] = sum
+        }
+        sums.update(repeating: 0, count: sourceWidth * 4)
+    }
+
+    /// Adds a row to the float band, premultiplied, box-summing `boxX` pixels per column.
+    private func addToBand(_ row: UnsafePointer<UInt8>) {
         let scale: Float = 1 / 255
         var x = 0
         var column = 0
@@ -164,14 +231,12 @@ final class Resampler {
             band[column] += sum
             column += 1
         }
-        sourceRowsSeen += 1
-        bandRows += 1
-        if bandRows == boxY || sourceRowsSeen == sourceHeight { emitReducedRow() }
     }
 
     /// Divides the band into one reduced row, filters it horizontally into the ring, and emits
     /// every output row whose vertical window is now complete.
     private func emitReducedRow() {
+        if sumsIntegers { sumsToBand() }
         let slot = ring + (reducedRowsDone % ringRows) * targetWidth
         let rows = Float(bandRows)
         let lastColumnWidth = sourceWidth - (reducedWidth - 1) * boxX
@@ -179,14 +244,33 @@ final class Resampler {
             let columns = Float(column == reducedWidth - 1 ? lastColumnWidth : boxX)
             band[column] /= columns * rows
         }
+        let band = self.band, targetWidth = self.targetWidth, stride = horizontal.stride
         horizontal.weights.withUnsafeBufferPointer { weights in
-            for index in 0..<targetWidth {
-                var sum = SIMD4<Float>.zero
-                let base = horizontal.start[index]
-                let taps = horizontal.count[index]
-                let w = weights.baseAddress! + index * horizontal.stride
-                for tap in 0..<taps { sum += band[base + tap] * w[tap] }
-                slot[index] = sum
+            horizontal.start.withUnsafeBufferPointer { starts in
+                horizontal.count.withUnsafeBufferPointer { counts in
+                    for index in 0..<targetWidth {
+                        // Four running sums: one sum would wait on the previous add at
+                        // every tap (a latency chain), four keep the adder busy.
+                        var sum0 = SIMD4<Float>.zero, sum1 = SIMD4<Float>.zero
+                        var sum2 = SIMD4<Float>.zero, sum3 = SIMD4<Float>.zero
+                        let source = band + starts[index]
+                        let w = weights.baseAddress! + index * stride
+                        let taps = counts[index]
+                        var tap = 0
+                        while tap + 4 <= taps {
+                            sum0 += source[tap] * w[tap]
+                            sum1 += source[tap + 1] * w[tap + 1]
+                            sum2 += source[tap + 2] * w[tap + 2]
+                            sum3 += source[tap + 3] * w[tap + 3]
+                            tap += 4
+                        }
+                        while tap < taps {
+                            sum0 += source[tap] * w[tap]
+                            tap += 1
+                        }
+                        slot[index] = (sum0 + sum1) + (sum2 + sum3)
+                    }
+                }
             }
         }
         band.update(repeating: .zero, count: reducedWidth)
@@ -203,29 +287,37 @@ final class Resampler {
 
     private func emitOutputRow(first: Int, taps: Int) {
         let destination = output!.row(outputRowsDone)
+        let sum = scratch.row, ring = self.ring, targetWidth = self.targetWidth, ringRows = self.ringRows
+        // Tap by tap over whole rows: contiguous loops the compiler vectorises, and the ring
+        // index is worked out once per tap rather than once per pixel.
         vertical.weights.withUnsafeBufferPointer { weights in
             let w = weights.baseAddress! + outputRowsDone * vertical.stride
-            for x in 0..<targetWidth {
-                var sum = SIMD4<Float>.zero
-                for tap in 0..<taps {
-                    sum += ring[((first + tap) % ringRows) * targetWidth + x] * w[tap]
-                }
-                let p = destination + x * 4
-                let alpha = min(max(sum.w, 0), 255)
-                if isOpaque || alpha >= 254.5 {
-                    p[0] = UInt8(min(max(sum.x, 0), 255).rounded())
-                    p[1] = UInt8(min(max(sum.y, 0), 255).rounded())
-                    p[2] = UInt8(min(max(sum.z, 0), 255).rounded())
-                    p[3] = isOpaque ? 255 : UInt8(alpha.rounded())
-                } else if alpha < 0.5 {
-                    p[0] = 0; p[1] = 0; p[2] = 0; p[3] = 0
-                } else {
-                    let unpremultiply = 255 / alpha
-                    p[0] = UInt8(min(max(sum.x * unpremultiply, 0), 255).rounded())
-                    p[1] = UInt8(min(max(sum.y * unpremultiply, 0), 255).rounded())
-                    p[2] = UInt8(min(max(sum.z * unpremultiply, 0), 255).rounded())
-                    p[3] = UInt8(alpha.rounded())
-                }
+            let firstRow = ring + (first % ringRows) * targetWidth
+            let w0 = w[0]
+            for x in 0..<targetWidth { sum[x] = firstRow[x] * w0 }
+            for tap in 1..<max(taps, 1) {
+                let source = ring + ((first + tap) % ringRows) * targetWidth
+                let weight = w[tap]
+                for x in 0..<targetWidth { sum[x] += source[x] * weight }
+            }
+        }
+        for x in 0..<targetWidth {
+            let sum = sum[x]
+            let p = destination + x * 4
+            let alpha = min(max(sum.w, 0), 255)
+            if isOpaque || alpha >= 254.5 {
+                p[0] = UInt8(min(max(sum.x, 0), 255) + 0.5)
+                p[1] = UInt8(min(max(sum.y, 0), 255) + 0.5)
+                p[2] = UInt8(min(max(sum.z, 0), 255) + 0.5)
+                p[3] = isOpaque ? 255 : UInt8(alpha.rounded())
+            } else if alpha < 0.5 {
+                p[0] = 0; p[1] = 0; p[2] = 0; p[3] = 0
+            } else {
+                let unpremultiply = 255 / alpha
+                p[0] = UInt8(min(max(sum.x * unpremultiply, 0), 255).rounded())
+                p[1] = UInt8(min(max(sum.y * unpremultiply, 0), 255).rounded())
+                p[2] = UInt8(min(max(sum.z * unpremultiply, 0), 255).rounded())
+                p[3] = UInt8(alpha.rounded())
             }
         }
         outputRowsDone += 1
@@ -251,10 +343,18 @@ extension Bitmap {
 
     func resized(to size: PixelSize, extent: (width: Double, height: Double)?, reducingGap: Double = 2) throws(ImageError) -> Bitmap {
         if size.width == width && size.height == height && extent == nil { return self }
-        let resampler = try Resampler(source: PixelSize(width: width, height: height), target: size, isOpaque: isOpaque,
-                                      extent: extent, reducingGap: reducingGap)
-        for y in 0..<height {
-            resampler.push(row: (baseAddress + y * bytesPerRow).assumingMemoryBound(to: UInt8.self))
+        return try resized(region: PixelRect(x: 0, y: 0, width: width, height: height), to: size,
+                           extent: extent, reducingGap: reducingGap)
+    }
+
+    /// The pixels of `region` (inside the bitmap) scaled to `size`, without copying the region.
+    func resized(region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
+                 reducingGap: Double = 2) throws(ImageError) -> Bitmap {
+        precondition(region == region.intersection(PixelRect(x: 0, y: 0, width: width, height: height)) && !region.isEmpty)
+        let resampler = try Resampler(source: PixelSize(width: region.width, height: region.height), target: size,
+                                      isOpaque: isOpaque, extent: extent, reducingGap: reducingGap)
+        for y in region.y..<(region.y + region.height) {
+            resampler.push(row: (baseAddress + y * bytesPerRow + region.x * 4).assumingMemoryBound(to: UInt8.self))
         }
         return resampler.finish()
     }

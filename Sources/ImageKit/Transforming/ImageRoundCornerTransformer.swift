@@ -1,0 +1,30 @@
+/// Rounds the corners of an image (every frame), with an optional border inside the edge.
+///
+/// Key: `SDImageRoundCornerTransformer(RADIUS,CORNERS,BORDER_WIDTH,BORDER_COLOR)` as SDWebImage
+/// prints it: `%f` numbers, UIKit's corner bits (all four: `UIRectCornerAllCorners`, ~0), the
+/// colour as `#rrggbbaa` or `(null)`.
+public struct ImageRoundCornerTransformer: ImageTransforming {
+    public var radius: Double
+    public var corners: ImageCorners
+    public var borderWidth: Double
+    public var borderColor: RGBAColor?
+
+    public init(radius: Double, corners: ImageCorners = .all, borderWidth: Double = 0, borderColor: RGBAColor? = nil) {
+        self.radius = radius
+        self.corners = corners
+        self.borderWidth = borderWidth
+        self.borderColor = borderColor
+    }
+
+    public var transformerKey: String {
+        let cornerBits = corners == .all ? UInt.max : corners.rawValue
+        return "SDImageRoundCornerTransformer(\(TransformerKeyFormat.decimal(radius)),\(cornerBits),"
+            + "\(TransformerKeyFormat.decimal(borderWidth)),\(borderColor?.hexString ?? "(null)"))"
+    }
+
+    public func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
+        try image.mappingFrames { bitmap throws(ImageError) in
+            try bitmap.roundingCorners(radius: radius, corners: corners, borderWidth: borderWidth, borderColor: borderColor)
+        }
+    }
+}

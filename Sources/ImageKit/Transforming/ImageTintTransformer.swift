@@ -1,0 +1,17 @@
+/// Tints an image (every frame): the colour laid over it source-atop, so transparent pixels
+/// stay transparent and the tint's alpha says how strongly (see ``Bitmap/tinted(with:)``).
+///
+/// Key: `SDImageTintTransformer(#rrggbbaa)`.
+public struct ImageTintTransformer: ImageTransforming {
+    public var color: RGBAColor
+
+    public init(color: RGBAColor) {
+        self.color = color
+    }
+
+    public var transformerKey: String { "SDImageTintTransformer(\(color.hexString))" }
+
+    public func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
+        try image.mappingFrames { bitmap throws(ImageError) in try bitmap.tinted(with: color) }
+    }
+}
