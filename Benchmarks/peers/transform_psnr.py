@@ -21,7 +21,7 @@ CASES = [
     ("blur-sigma-4", ["--blur", "4"], lambda im: im.filter(ImageFilter.GaussianBlur(4))),
     ("blur-sigma-1.5", ["--blur", "1.5"], lambda im: im.filter(ImageFilter.GaussianBlur(1.5))),
     ("rotate-30-fit", ["--rotate", "30:fit"], lambda im: im.rotate(30, Image.BILINEAR, expand=True)),
-    ("rotate-90", ["--rotate", "90"], lambda im: im.transpose(Image.ROTATE_90)),
+    ("rotate-90", ["--rotate", "90:fit"], lambda im: im.transpose(Image.ROTATE_90)),
     ("flip-h", ["--flip", "h"], lambda im: im.transpose(Image.FLIP_LEFT_RIGHT)),
     ("crop", ["--crop", "10,20,300,200"], lambda im: im.crop((10, 20, 310, 220))),
     ("grayscale", ["--grayscale"], lambda im: im.convert("L").convert("RGB")),
