@@ -18,10 +18,7 @@ struct Convert: ParsableCommand {
     }
 
     func run() throws {
-        let pathExtension = URL(fileURLWithPath: output).pathExtension
-        guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
-            throw ValidationError("cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp or .gif)")
-        }
+        let format = try outputFormat(for: output)
         let data = try readFile(input)
         do {
             let image = try ImageCodersManager.shared.decode(data)

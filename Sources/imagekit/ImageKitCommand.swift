@@ -12,6 +12,15 @@ struct ImageKitCommand: ParsableCommand {
     )
 }
 
+/// The image format `path`'s extension names, or a usage error.
+func outputFormat(for path: String) throws -> ImageFormat {
+    let pathExtension = URL(fileURLWithPath: path).pathExtension
+    guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
+        throw ValidationError("cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp or .gif)")
+    }
+    return format
+}
+
 /// Reads a whole file, as a typed error on failure.
 func readFile(_ path: String) throws -> Data {
     do {

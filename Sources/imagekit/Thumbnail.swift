@@ -27,10 +27,7 @@ struct Thumbnail: ParsableCommand {
     }
 
     func run() throws {
-        let pathExtension = URL(fileURLWithPath: output).pathExtension
-        guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
-            throw ValidationError("cannot tell an output format from '.\(pathExtension)'")
-        }
+        let format = try outputFormat(for: output)
         let data = try readFile(input)
         var options = ImageDecodingOptions()
         if let size {

@@ -108,10 +108,7 @@ struct Transform: ParsableCommand {
         let plan = try Self.parse(steps)
         let pipeline = ImagePipelineTransformer(plan.transformers)
         if plan.printKey { print(pipeline.transformerKey) }
-        let pathExtension = URL(fileURLWithPath: output).pathExtension
-        guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
-            throw ValidationError("cannot tell an output format from '.\(pathExtension)'")
-        }
+        let format = try outputFormat(for: output)
         let data = try readFile(input)
         do {
             let image = try ImageCodersManager.shared.decode(data)
