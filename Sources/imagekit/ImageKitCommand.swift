@@ -8,8 +8,24 @@ struct ImageKitCommand: ParsableCommand {
         commandName: "imagekit",
         abstract: "Inspect, decode and convert images with ImageKit.",
         version: ImageKit.version,
-        subcommands: [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self, Download.self, Fetch.self]
+        subcommands: [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self, Download.self, Fetch.self,
+                      Prefetch.self]
     )
+
+    /// As ArgumentParser's, except that bad arguments exit with status 2 (the Unix convention
+    /// the tool documents) rather than 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// The image format `path`'s extension names, or a usage error.

@@ -254,25 +254,41 @@ public final class ImageManager: Sendable {
                           progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
                           preview: (@Sendable (DecodedImage) -> Void)? = nil,
                           completion: @escaping @Sendable (Result<ImageLoadResult, ImageError>) -> Void) -> ImageLoadTask {
-        let queue = context.callbackQueue ?? configuration.callbackQueue
+        startLoad(url, options: options, context: context, wantsProgress: progress != nil, wantsPreviews: preview != nil) { event in
+            switch event {
+            case .progress(let update): progress?(update)
+            case .preview(let image): preview?(image)
+            case .intermediate(let result): completion(.success(result))
+            case .finished(let result?): completion(result)
+            case .finished(nil), .notModified: break
+            }
+        }
+    }
+
+    /// The queue a load with `context` calls back on.
+    func callbackQueue(for context: ImageLoadContext) -> DispatchQueue {
+        context.callbackQueue ?? configuration.callbackQueue
+    }
+
+    /// Starts a load whose every event is handed to `handler` on the load's callback queue, in
+    /// order: the form the completion-handler API, the prefetcher and the target layer share. An
+    /// answer known at once (a memory hit, a refused URL) is handed over before this returns when
+    /// called on that queue (MGR-24), otherwise asynchronously on it.
+    func startLoad(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext, wantsProgress: Bool,
+                   wantsPreviews: Bool, handler: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
+        let queue = callbackQueue(for: context)
         if context.callbackQueue != nil { CallbackQueues.mark(queue) }
         let plan: ImageLoadPlan
         switch admit(url, options: options, context: context) {
         case .failure(let error):
-            return finishedTask(queue: queue) { completion(.failure(error)) }
+            return finishedTask(queue: queue) { handler(.finished(.failure(error))) }
         case .success(.answered(let answer)):
-            return finishedTask(queue: queue) { completion(.success(answer)) }
+            return finishedTask(queue: queue) { handler(.finished(.success(answer))) }
         case .success(.load(let resolved)):
             plan = resolved
         }
-        return subscribe(plan, wantsProgress: progress != nil, wantsPreviews: preview != nil && options.contains(.progressiveLoad)) { event in
-            switch event {
-            case .progress(let update): if let progress { queue.async { progress(update) } }
-            case .preview(let image): if let preview { queue.async { preview(image) } }
-            case .intermediate(let result): queue.async { completion(.success(result)) }
-            case .finished(let result?): queue.async { completion(result) }
-            case .finished(nil), .notModified: break
-            }
+        return subscribe(plan, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews && options.contains(.progressiveLoad)) { event in
+            queue.async { handler(event) }
         }
     }
 

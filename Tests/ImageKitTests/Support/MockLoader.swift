@@ -17,6 +17,8 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
     private var held: [Token] = []
     /// Hold every load until `releaseAll()`.
     private var holds = false
+    private var inFlight = 0
+    private var mostInFlight = 0
     private let queue = DispatchQueue(label: "MockLoader", attributes: .concurrent)
 
     func answer(_ path: String, _ answer: Answer) {
@@ -38,6 +40,14 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
         for token in tokens { run(token) }
     }
 
+    /// The most loads that were running at once (started and not yet finished or cancelled).
+    var maxConcurrentLoads: Int { lock.lock(); defer { lock.unlock() }; return mostInFlight }
+
+    /// Loads running now.
+    var runningLoads: Int { lock.lock(); defer { lock.unlock() }; return inFlight }
+
+    private func loadEnded() { lock.lock(); inFlight -= 1; lock.unlock() }
+
     /// Loads held right now (not yet released).
     var heldCount: Int { lock.lock(); defer { lock.unlock() }; return held.count }
 
@@ -51,12 +61,15 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
         private var received = Data()
         private let lock = NSLock()
         private(set) var wasCancelled = false
+        private let onEnd: @Sendable () -> Void
 
         init(request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-             completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) {
+             completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void,
+             onEnd: @escaping @Sendable () -> Void = {}) {
             self.request = request
             self.progress = progress
             self.completion = completion
+            self.onEnd = onEnd
         }
 
         var isDone: Bool { lock.lock(); defer { lock.unlock() }; return completion == nil }
@@ -65,7 +78,9 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
 
         func finish(_ result: Result<ImageLoadResponse, ImageError>) {
             lock.lock(); let completion = self.completion; self.completion = nil; lock.unlock()
-            completion?(result)
+            guard let completion else { return }
+            onEnd()
+            completion(result)
         }
 
         func cancel() {
@@ -79,8 +94,10 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
     @discardableResult
     func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
               completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
-        let token = Token(request: request, progress: progress, completion: completion)
+        let token = Token(request: request, progress: progress, completion: completion) { [weak self] in self?.loadEnded() }
         lock.lock()
+        inFlight += 1
+        mostInFlight = max(mostInFlight, inFlight)
         counts[request.url.path, default: 0] += 1
         requests.append(request)
         let hold = holds
