@@ -43,12 +43,16 @@ extension Bitmap {
         // in their left and right border strips.
         let margin = Int(max(radius, border).rounded(.up))
         let side = Int(border.rounded(.up))
+        // A pointer, not the buffer: a nested function may not capture a noncopyable value
+        // that is consumed afterwards (debug builds reject it).
+        let pixels = output.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let outputRowBytes = output.bytesPerRow
         func shade(_ x: Int, _ y: Int) {
             let px = Double(x) + 0.5, py = Double(y) + 0.5
             let coverage = outer.coverage(px, py)
             let borderCoverage = border > 0 ? max(coverage - inner.coverage(px, py), 0) : 0
             if coverage >= 1 && borderCoverage <= 0 { return }
-            let p = output.row(y) + x * 4
+            let p = pixels + y * outputRowBytes + x * 4
             let alpha = Float(p[3])
             var pixel = SIMD4<Float>(Float(p[0]) * alpha / 255, Float(p[1]) * alpha / 255, Float(p[2]) * alpha / 255, alpha)
             if borderCoverage > 0 {
