@@ -26,6 +26,8 @@ final class TestHTTPServer: @unchecked Sendable {
     private var routes: [String: RouteHandler] = [:]
     private var counts: [String: Int] = [:]
     private var lastHeaders: [String: HTTPHeaders] = [:]
+    private var inFlight = 0
+    private var mostInFlight = 0
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var channel: Channel!
 
@@ -66,8 +68,20 @@ final class TestHTTPServer: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }; return lastHeaders[path]
     }
 
+    /// The most requests the server was answering at once (from the request head to the last
+    /// byte of the response written).
+    var maxConcurrentRequests: Int {
+        lock.lock(); defer { lock.unlock() }; return mostInFlight
+    }
+
+    fileprivate func responseEnded() {
+        lock.lock(); inFlight -= 1; lock.unlock()
+    }
+
     fileprivate func respond(to head: HTTPRequestHead) -> Response {
         lock.lock()
+        inFlight += 1
+        mostInFlight = max(mostInFlight, inFlight)
         let path = String(head.uri.split(separator: "?").first ?? "")
         counts[path, default: 0] += 1
         lastHeaders[path] = head.headers
@@ -102,11 +116,13 @@ final class TestHTTPServer: @unchecked Sendable {
 
         private func sendPieces(_ pieces: ArraySlice<[UInt8]>, context: ChannelHandlerContext, response: Response) {
             guard let piece = pieces.first else {
+                let server = self.server
                 if response.closeAfter != nil {
                     context.flush()
                     context.close(promise: nil)
+                    server.responseEnded()
                 } else {
-                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in server.responseEnded() }
                 }
                 return
             }
@@ -118,7 +134,10 @@ final class TestHTTPServer: @unchecked Sendable {
                 sendPieces(rest, context: context, response: response)
             } else {
                 context.eventLoop.scheduleTask(in: response.delay) { [self] in
-                    guard context.channel.isActive else { return }
+                    guard context.channel.isActive else {
+                        server.responseEnded()
+                        return
+                    }
                     sendPieces(rest, context: context, response: response)
                 }
             }
