@@ -132,7 +132,12 @@ public final class ImagePrefetcher: Sendable {
 
     /// Cancels every call of this prefetcher (each completes once, marked cancelled).
     public func cancelPrefetching() {
-        let tokens = state.withLock { Array($0.tokens.values) }
+        // Empty the line first: a slot freed by the first cancelled load must not start a URL
+        // of a call that is about to be cancelled.
+        let tokens = state.withLock { state -> [ImagePrefetchToken] in
+            state.pending.removeAll()
+            return Array(state.tokens.values)
+        }
         for token in tokens { token.cancel() }
     }
 
