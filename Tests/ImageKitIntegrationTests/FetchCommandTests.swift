@@ -29,32 +29,10 @@ final class FetchCommandTests: XCTestCase {
         try? FileManager.default.removeItem(at: cacheDirectory)
     }
 
-    /// The `imagekit` tool built beside the test bundle.
-    static var tool: URL? {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("imagekit")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        return nil
-    }
-
     /// Runs `imagekit fetch … --json`; returns the exit status and one object per URL.
     func fetch(_ arguments: [String]) throws -> (Int32, [[String: Any]]) {
-        let process = Process()
-        process.executableURL = try XCTUnwrap(Self.tool, "the imagekit tool is not built beside the tests")
-        process.arguments = ["fetch", "--json", "--cache-dir", cacheDirectory.path] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let objects = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-        return (process.terminationStatus, objects)
+        let (status, output) = try ImageKitTool.run(["fetch", "--json", "--cache-dir", cacheDirectory.path] + arguments)
+        return (status, ImageKitTool.jsonLines(output))
     }
 
     func testCacheThumbnailRefreshAndBlacklist() throws {

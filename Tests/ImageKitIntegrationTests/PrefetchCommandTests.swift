@@ -19,19 +19,7 @@ final class PrefetchCommandTests: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Runs the tool; returns the exit status and standard output.
-    func run(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = try XCTUnwrap(FetchCommandTests.tool, "the imagekit tool is not built beside the tests")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
+    func run(_ arguments: [String]) throws -> (Int32, String) { try ImageKitTool.run(arguments) }
 
     func testHundredURLsFiveMissingThenAllFromDisk() throws {
         let buffer = try PixelBuffer(width: 64, height: 48)
@@ -70,9 +58,7 @@ final class PrefetchCommandTests: XCTestCase {
         // Everything that loaded is on disk: fetch makes no request.
         let (fetchStatus, fetchOutput) = try run(["fetch", "--json", "--cache-dir", cache] + good)
         XCTAssertEqual(fetchStatus, 0)
-        let objects = fetchOutput.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        let objects = ImageKitTool.jsonLines(fetchOutput)
         XCTAssertEqual(objects.count, 95)
         XCTAssertTrue(objects.allSatisfy { $0["cacheType"] as? String == "disk" })
         XCTAssertEqual((0..<100).reduce(0) { $0 + server.requests(to: "/img\($1).png") }, 100, "no request")

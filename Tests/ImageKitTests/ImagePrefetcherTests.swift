@@ -239,16 +239,4 @@ final class ImagePrefetcherTests: XCTestCase {
         XCTAssertEqual(cancelled.finishedCount, 0)
         loader.releaseAll()
     }
-
-    /// Polls `condition` for up to 10 s.
-    func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) async {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            if Date() > deadline {
-                XCTFail("condition not met in 10 s", file: file, line: line)
-                return
-            }
-            try? await Task.sleep(nanoseconds: 2_000_000)
-        }
-    }
 }

@@ -382,16 +382,4 @@ final class ImageTargetTests: XCTestCase {
         XCTAssertEqual(set?.cacheType, .disk)
         XCTAssertEqual(set?.animated, false, "synchronous disk hit")
     }
-
-    /// Polls `condition` for up to 10 s.
-    func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) async {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            if Date() > deadline {
-                XCTFail("condition not met in 10 s", file: file, line: line)
-                return
-            }
-            try? await Task.sleep(nanoseconds: 2_000_000)
-        }
-    }
 }

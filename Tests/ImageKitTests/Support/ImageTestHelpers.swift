@@ -1,3 +1,4 @@
+import XCTest
 import Foundation
 @testable import ImageKit
 
@@ -57,4 +58,18 @@ func psnr(_ a: Bitmap, _ b: Bitmap, includeAlpha: Bool = false) -> Double {
     }
     if squared == 0 { return .infinity }
     return 10 * log10(255 * 255 / (squared / Double(count)))
+}
+
+extension XCTestCase {
+    /// Polls `condition` every 2 ms for up to 10 s; a failure when it never holds.
+    func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) async {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() {
+            if Date() > deadline {
+                XCTFail("condition not met in 10 s", file: file, line: line)
+                return
+            }
+            try? await Task.sleep(nanoseconds: 2_000_000)
+        }
+    }
 }
