@@ -54,12 +54,19 @@ final class GIFMemoryReader {
 }
 
 /// One GIF decode: the record loop and the compositing state.
-private struct GIFDecoding {
+struct GIFDecoding {
     let bytes: UnsafeRawBufferPointer
     let options: ImageDecodingOptions
     let completeFramesOnly: Bool
 
     func run() throws(ImageError) -> DecodedImage {
+        try GIFDecoding.withOpenFile(bytes) { gif, reader throws(ImageError) in try decodeAll(gif, reader: reader) }
+    }
+
+    /// Opens `bytes` with giflib (header, screen descriptor, global palette) and runs `body`.
+    static func withOpenFile<Result>(_ bytes: UnsafeRawBufferPointer,
+                                     _ body: (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) throws(ImageError) -> Result)
+        throws(ImageError) -> Result {
         guard bytes.count > 0 else { throw ImageError(.emptyData, "the GIF data is empty") }
         let reader = GIFMemoryReader(bytes)
         var openError: Int32 = 0
@@ -68,15 +75,13 @@ private struct GIFDecoding {
         }
         guard let gif = opened else {
             throw reader.hitEnd ? ImageError(.truncatedData, "GIF header is cut short")
-                : ImageError(.badImageData, "GIF: \(Self.message(openError))")
+                : ImageError(.badImageData, "GIF: \(message(openError))")
         }
         defer {
             var closeError: Int32 = 0
             DGifCloseFile(gif, &closeError)
         }
-        return try withExtendedLifetime(reader) { () throws(ImageError) -> DecodedImage in
-            try decodeRecords(gif, reader: reader)
-        }
+        return try withExtendedLifetime(reader) { () throws(ImageError) -> Result in try body(gif, reader) }
     }
 
     static func message(_ code: Int32) -> String {
@@ -94,7 +99,8 @@ private struct GIFDecoding {
         return ImageError(.badImageData, "GIF \(what): \(Self.message(gif.pointee.Error))")
     }
 
-    private func decodeRecords(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError) -> DecodedImage {
+    /// The whole image: every frame, scaled to the decode target, the last one without a copy.
+    private func decodeAll(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError) -> DecodedImage {
         let screenWidth = Int(gif.pointee.SWidth), screenHeight = Int(gif.pointee.SHeight)
         let screen = PixelSize(width: screenWidth, height: screenHeight)
         // The scale-down budget is shared by all frames, so count them first (a walk over the
@@ -108,11 +114,41 @@ private struct GIFDecoding {
                                         "the GIF's \(screen) canvas")
         let frameBytes = target.width * target.height * 4
 
-        var canvas = try AnimationCanvas(width: screenWidth, height: screenHeight)
+        var state = try GIFRunState(screen: screen)
         var frames: [ImageFrame] = []
-        var loopCount: Int?
-        var control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
-        var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+        let early = try advance(gif, reader: reader, state: &state) { (canvas: borrowing AnimationCanvas, duration: Double) throws(ImageError) -> Bool in
+            let total = (frames.count + 1) * frameBytes + 2 * screenWidth * screenHeight * 4
+            guard total <= options.limits.maxTotalBytes else {
+                throw ImageError(.decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
+            }
+            frames.append(ImageFrame(bitmap: try canvas.frame(size: target), duration: duration))
+            return true
+        }
+        if let early { return try early(frames, target) }
+        guard let last = state.pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
+        var lastFrame = state.canvas.finish(isOpaque: false)
+        if target != screen { lastFrame = try lastFrame.resized(to: target) }
+        frames.append(ImageFrame(bitmap: lastFrame, duration: last.duration))
+        if frames.count == 1 {
+            frames[0].duration = 0
+            return DecodedImage(frames: frames, loopCount: 1, format: .gif)
+        }
+        return DecodedImage(frames: frames, loopCount: state.loopCount ?? 1, format: .gif)
+    }
+
+    /// How a decode that ends inside the data finishes, given the frames emitted so far and the
+    /// output size: the partial-image and complete-frames-only rules.
+    typealias EarlyEnd = ([ImageFrame], PixelSize) throws(ImageError) -> DecodedImage
+
+    /// Runs the record loop from `state` (a fresh state starts after the screen descriptor):
+    /// each frame is drawn onto the canvas and handed to `emit` with its duration once the next
+    /// frame begins — before its disposal — except the last, which stays in `state.pending` when
+    /// the data ends. `emit` returning false stops the loop right after that frame, with `state`
+    /// ready to resume at the next one. Returns an early result only for the partial-image and
+    /// complete-frames-only endings.
+    func advance(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, state: inout GIFRunState,
+                 emit: (borrowing AnimationCanvas, Double) throws(ImageError) -> Bool) throws(ImageError) -> EarlyEnd? {
+        if let offset = state.offset { reader.offset = offset }
         var line = [UInt8]()
         var done = false
         var drawing = false
@@ -123,7 +159,7 @@ private struct GIFDecoding {
             // Between records, as browsers do: the end of the data after a frame is the end of
             // the image (a missing trailer), and a byte that starts no record is skipped
             // (giflib's stream reader stops at both).
-            if reader.offset >= bytes.count && pending != nil {
+            if reader.offset >= bytes.count && state.pending != nil {
                 done = true
                 continue
             }
@@ -149,31 +185,39 @@ private struct GIFDecoding {
                     }
                     wide = frame
                 }
-                let desc = gif.pointee.Image
-                let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
-                // Finish the previous frame: keep its picture, then dispose of it.
-                if let previous = pending {
-                    let total = (frames.count + 1) * frameBytes + 2 * screenWidth * screenHeight * 4
-                    guard total <= options.limits.maxTotalBytes else {
-                        throw ImageError(.decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
+                // giflib keeps a record per image it has read; a long playback must not grow it.
+                GifFreeSavedImages(gif)
+                gif.pointee.ImageCount = 0
+                // Finish the previous frame: hand its picture over, then dispose of it.
+                if let previous = state.pending {
+                    if !state.pendingEmitted {
+                        state.pendingEmitted = true
+                        state.emittedCount += 1
+                        if try !emit(state.canvas, previous.duration) {
+                            // Resume at this descriptor's record byte; it is read again then.
+                            state.offset = descriptorStart - 1
+                            return nil
+                        }
                     }
-                    frames.append(ImageFrame(bitmap: try canvas.frame(size: target), duration: previous.duration))
                     if previous.disposal == DISPOSE_BACKGROUND {
-                        canvas.clear(previous.rect)
+                        state.canvas.clear(previous.rect)
                     } else if previous.disposal == DISPOSE_PREVIOUS, let saved = previous.saved {
-                        canvas.restore(previous.rect, from: saved)
+                        state.canvas.restore(previous.rect, from: saved)
                     }
                 }
-                let rect = canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
-                let saved = control.DisposalMode == DISPOSE_PREVIOUS ? try canvas.snapshot(isOpaque: false) : nil
+                let desc = gif.pointee.Image
+                let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
+                let rect = state.canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
+                let saved = state.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false) : nil
                 let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
                 drawing = true
-                partialDelay = control.DelayTime
+                partialDelay = state.control.DelayTime
+                let transparent = Int(state.control.TransparentColor)
                 if let wide {
                     let indices = try wide.decode(pixelCount: Int(desc.Width) * Int(desc.Height))
                     reader.offset = wide.end
                     var next = 0
-                    try drawFrame(desc: desc, rect: rect, canvas: &canvas, colorMap: colorMap, transparent: Int(control.TransparentColor),
+                    try drawFrame(desc: desc, rect: rect, canvas: &state.canvas, colorMap: colorMap, transparent: transparent,
                                   line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
                         guard next + width <= indices.count else {
                             throw ImageError(.truncatedData, "GIF data ends inside image data (wide-code frame)")
@@ -182,19 +226,19 @@ private struct GIFDecoding {
                         next += width
                     }
                 } else {
-                    try drawFrame(desc: desc, rect: rect, canvas: &canvas, colorMap: colorMap, transparent: Int(control.TransparentColor),
+                    try drawFrame(desc: desc, rect: rect, canvas: &state.canvas, colorMap: colorMap, transparent: transparent,
                                   line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
                         guard DGifGetLine(gif, row, Int32(width)) == GIF_OK else { throw failure(gif, reader, "image data") }
                     }
                 }
                 drawing = false
-                let centiseconds = Int(control.DelayTime)
-                pending = (centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100, control.DisposalMode, rect, saved)
-                control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+                state.pending = (GIFStructure.duration(centiseconds: Int(state.control.DelayTime)), state.control.DisposalMode, rect, saved)
+                state.pendingEmitted = false
+                state.control = GIFRunState.noControl
                 if options.firstFrameOnly { done = true }
 
             case EXTENSION_RECORD_TYPE:
-                try readExtension(gif, reader: reader, control: &control, loopCount: &loopCount)
+                try readExtension(gif, reader: reader, control: &state.control, loopCount: &state.loopCount)
 
             case TERMINATE_RECORD_TYPE:
                 done = true
@@ -202,38 +246,38 @@ private struct GIFDecoding {
             default:
                 throw ImageError(.badImageData, "GIF: unknown record type")
             }
-          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && pending != nil {
+          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && state.pending != nil {
             // Cut between or inside the blocks after a complete frame: the frames are all here.
             done = true
           } catch where !completeFramesOnly && error.code == .truncatedData && drawing && options.allowsPartialImages {
             // Cut inside image data: what was drawn, as a partial last frame (never cached).
-            var partial = canvas.finish(isOpaque: false)
-            if target != screen { partial = try partial.resized(to: target) }
+            let loopCount = state.loopCount
+            let partial = try state.canvas.snapshot(isOpaque: false)
             let centiseconds = Int(partialDelay)
-            frames.append(ImageFrame(bitmap: partial, duration: centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100))
-            if frames.count == 1 { frames[0].duration = 0 }
-            return DecodedImage(frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true)
-          } catch where completeFramesOnly && error.code == .truncatedData && (pending != nil || !frames.isEmpty) {
-            // Keep what is complete: a frame cut mid-draw is dropped (its predecessor is
-            // already in `frames`, and the canvas now holds half a frame).
+            return { (emitted: [ImageFrame], target: PixelSize) throws(ImageError) -> DecodedImage in
+                var frames = emitted
+                var last = partial
+                if target != PixelSize(width: last.width, height: last.height) { last = try last.resized(to: target) }
+                frames.append(ImageFrame(bitmap: last, duration: GIFStructure.duration(centiseconds: centiseconds)))
+                if frames.count == 1 { frames[0].duration = 0 }
+                return DecodedImage(frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true)
+            }
+          } catch where completeFramesOnly && error.code == .truncatedData && (state.pending != nil || state.emittedCount > 0) {
+            // Keep what is complete: a frame cut mid-draw is dropped (its predecessor was
+            // already emitted, and the canvas now holds half a frame).
             if drawing {
-                let complete = frames
-                guard !complete.isEmpty else { throw error }
-                return DecodedImage(frames: complete, loopCount: loopCount ?? 1, format: .gif)
+                let loopCount = state.loopCount
+                return { (emitted: [ImageFrame], _: PixelSize) throws(ImageError) -> DecodedImage in
+                    guard !emitted.isEmpty else { throw error }
+                    return DecodedImage(frames: emitted, loopCount: loopCount ?? 1, format: .gif)
+                }
             }
             done = true
           }
         }
-
-        guard let last = pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
-        var lastFrame = canvas.finish(isOpaque: false)
-        if target != screen { lastFrame = try lastFrame.resized(to: target) }
-        frames.append(ImageFrame(bitmap: lastFrame, duration: last.duration))
-        if frames.count == 1 {
-            frames[0].duration = 0
-            return DecodedImage(frames: frames, loopCount: 1, format: .gif)
-        }
-        return DecodedImage(frames: frames, loopCount: loopCount ?? 1, format: .gif)
+        state.offset = reader.offset
+        state.isAtEnd = true
+        return nil
     }
 
     /// Checks the image descriptor that follows the reader's position (left, top, width,
@@ -406,8 +450,94 @@ struct WideCodeFrame {
     }
 }
 
+/// Where a GIF decode stands between frames: enough to resume it in a new giflib session.
+struct GIFRunState: ~Copyable {
+    static let noControl = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+
+    var canvas: AnimationCanvas
+    /// Where the next record starts; nil: right after the header (a fresh decode).
+    var offset: Int?
+    /// The last frame drawn: its duration, disposal, clipped rectangle and (dispose-to-previous)
+    /// the canvas before it.
+    var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+    /// Whether `pending` was handed over already (its disposal is still to come).
+    var pendingEmitted = false
+    var emittedCount = 0
+    /// The graphic control extension read for the next frame.
+    var control = GIFRunState.noControl
+    var loopCount: Int?
+    /// The data has no more frames; `pending` is the last one.
+    var isAtEnd = false
+
+    init(screen: PixelSize) throws(ImageError) {
+        canvas = try AnimationCanvas(width: screen.width, height: screen.height)
+    }
+}
+
 /// The block structure of a GIF, walked without decoding any image data.
 enum GIFStructure {
+    /// A frame's display time: delays of 10 ms or less become 100 ms, as browsers do.
+    static func duration(centiseconds: Int) -> Double {
+        centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100
+    }
+
+    /// The screen size, the durations of the frames and the loop count, read from the blocks
+    /// alone (the same rules as a decode: a byte that starts no record is skipped, the end of
+    /// the data ends the image; one frame: duration 0, loop count 1).
+    static func animationInfo(_ bytes: UnsafeRawBufferPointer) -> (screen: PixelSize, durations: [Double], loopCount: Int)? {
+        guard bytes.count >= 13 else { return nil }
+        let screen = PixelSize(width: Int(bytes[6]) | Int(bytes[7]) << 8, height: Int(bytes[8]) | Int(bytes[9]) << 8)
+        var offset = 13
+        if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 0x07) + 1) }
+        var durations: [Double] = []
+        var delay = 0
+        var loopCount: Int?
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x21:
+                guard offset + 2 < bytes.count else { offset = bytes.count; break }
+                let label = bytes[offset + 1]
+                let first = offset + 2
+                if label == 0xF9, first + 4 < bytes.count, bytes[first] >= 4 {
+                    delay = Int(bytes[first + 2]) | Int(bytes[first + 3]) << 8
+                } else if label == 0xFF, loopCount == nil, first + 12 + 4 < bytes.count, bytes[first] == 11 {
+                    let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[first + 1..<first + 12]), as: UTF8.self)
+                    let sub = first + 12
+                    if name == "NETSCAPE2.0" || name == "ANIMEXTS1.0", bytes[sub] >= 3, bytes[sub + 1] == 1 {
+                        loopCount = Int(bytes[sub + 2]) | Int(bytes[sub + 3]) << 8
+                    }
+                }
+                offset = skipSubBlocks(bytes, first)
+            case 0x2C:
+                guard offset + 10 <= bytes.count else { offset = bytes.count; break }
+                durations.append(duration(centiseconds: delay))
+                delay = 0
+                let flags = bytes[offset + 9]
+                offset += 10
+                if flags & 0x80 != 0 { offset += 3 << (Int(flags & 0x07) + 1) }
+                offset = skipSubBlocks(bytes, offset + 1)
+            case 0x3B:
+                offset = bytes.count
+            default:
+                offset += 1
+            }
+        }
+        guard !durations.isEmpty else { return nil }
+        if durations.count == 1 { return (screen, [0], 1) }
+        return (screen, durations, loopCount ?? 1)
+    }
+
+    private static func skipSubBlocks(_ bytes: UnsafeRawBufferPointer, _ start: Int) -> Int {
+        var cursor = start
+        while cursor < bytes.count {
+            let length = Int(bytes[cursor])
+            cursor += 1
+            if length == 0 { return cursor }
+            cursor += length
+        }
+        return bytes.count
+    }
+
     /// The number of image descriptors (frames), counting up to the trailer or the end of data.
     static func imageCount(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard bytes.count >= 13 else { return 0 }
