@@ -73,3 +73,12 @@ extension XCTestCase {
         }
     }
 }
+
+/// Whether two bitmaps hold the same pixels, byte for byte (row padding aside).
+func samePixels(_ a: Bitmap, _ b: Bitmap) -> Bool {
+    guard a.width == b.width, a.height == b.height else { return false }
+    for y in 0..<a.height where memcmp(a.baseAddress + y * a.bytesPerRow, b.baseAddress + y * b.bytesPerRow, a.width * 4) != 0 {
+        return false
+    }
+    return true
+}

@@ -472,6 +472,10 @@ struct GIFRunState: ~Copyable {
     init(screen: PixelSize) throws(ImageError) {
         canvas = try AnimationCanvas(width: screen.width, height: screen.height)
     }
+
+    init(canvas: consuming AnimationCanvas) {
+        self.canvas = canvas
+    }
 }
 
 /// The block structure of a GIF, walked without decoding any image data.

@@ -174,3 +174,19 @@ struct APNGAnimation {
         return out
     }
 }
+
+/// Where an APNG decode stands between frames: the canvas showing the last frame drawn, and
+/// that frame's disposal, applied before the next one is drawn.
+struct APNGRunState: ~Copyable {
+    var canvas: AnimationCanvas
+    var nextIndex = 0
+    var pending: (dispose: UInt8, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+
+    init(_ animation: APNGAnimation) throws(ImageError) {
+        canvas = try AnimationCanvas(width: animation.width, height: animation.height)
+    }
+
+    init(canvas: consuming AnimationCanvas) {
+        self.canvas = canvas
+    }
+}

@@ -157,36 +157,51 @@ public struct PNGCoder: ImageCoding {
         // The full-size canvas and a copy of it for dispose-to-previous.
         try options.limits.checkWorking(2 * canvasSize.pixelCount * 4, outputBytes: target.pixelCount * 4 * frameCount,
                                         "the APNG's \(canvasSize) canvas")
-        var canvas = try AnimationCanvas(width: animation.width, height: animation.height)
+        var state = try APNGRunState(animation)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
-        for (index, frame) in animation.frames.prefix(frameCount).enumerated() {
-            let rect = canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
-            var dispose = frame.dispose
-            if index == 0 && dispose == 2 { dispose = 1 } // nothing to go back to: clear instead
-            let saved = dispose == 2 ? try canvas.snapshot(isOpaque: false) : nil
-
-            let pixels: Bitmap
-            if frame.usesDefaultImage && frame.width == animation.width && frame.height == animation.height {
-                pixels = try decodeStill(bytes, limits: options.limits, ignoreCRC: false)
-            } else {
-                let stream = animation.standalonePNG(for: frame, from: bytes)
-                pixels = try stream.withImageBytes { stream throws(ImageError) in
-                    try decodeStill(stream, limits: options.limits, ignoreCRC: true)
-                }
-            }
-            canvas.draw(pixels, x: frame.x, y: frame.y, blend: frame.blend == 1 && index > 0)
-            var snapshot = try canvas.snapshot(isOpaque: false)
+        for _ in 0..<frameCount {
+            let duration = try drawNextFrame(animation, bytes: bytes, limits: options.limits, state: &state)
+            var snapshot = try state.canvas.snapshot(isOpaque: false)
             if target != canvasSize { snapshot = try snapshot.resized(to: target) }
-            frames.append(ImageFrame(bitmap: snapshot, duration: frame.delay))
-
-            switch dispose {
-            case 1: canvas.clear(rect)
-            case 2: if let saved { canvas.restore(rect, from: saved) }
-            default: break
-            }
+            frames.append(ImageFrame(bitmap: snapshot, duration: duration))
         }
         return DecodedImage(frames: frames, loopCount: frames.count > 1 ? animation.playCount : 1, format: .png)
+    }
+
+    /// Draws frame `state.nextIndex` of `animation` onto the canvas (after disposing of the
+    /// frame before it) and returns its duration. The canvas then shows the frame; its own
+    /// disposal waits for the next call.
+    static func drawNextFrame(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer, limits: DecodingLimits,
+                              state: inout APNGRunState) throws(ImageError) -> Double {
+        if let pending = state.pending {
+            switch pending.dispose {
+            case 1: state.canvas.clear(pending.rect)
+            case 2: if let saved = pending.saved { state.canvas.restore(pending.rect, from: saved) }
+            default: break
+            }
+            state.pending = nil
+        }
+        let index = state.nextIndex
+        let frame = animation.frames[index]
+        let rect = state.canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
+        var dispose = frame.dispose
+        if index == 0 && dispose == 2 { dispose = 1 } // nothing to go back to: clear instead
+        let saved = dispose == 2 ? try state.canvas.snapshot(isOpaque: false) : nil
+
+        let pixels: Bitmap
+        if frame.usesDefaultImage && frame.width == animation.width && frame.height == animation.height {
+            pixels = try decodeStill(bytes, limits: limits, ignoreCRC: false)
+        } else {
+            let stream = animation.standalonePNG(for: frame, from: bytes)
+            pixels = try stream.withImageBytes { stream throws(ImageError) in
+                try decodeStill(stream, limits: limits, ignoreCRC: true)
+            }
+        }
+        state.canvas.draw(pixels, x: frame.x, y: frame.y, blend: frame.blend == 1 && index > 0)
+        state.pending = (dispose, rect, saved)
+        state.nextIndex += 1
+        return frame.delay
     }
 
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {

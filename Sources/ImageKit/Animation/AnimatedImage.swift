@@ -1,0 +1,208 @@
+import Foundation
+
+/// An animated GIF, APNG or WebP that decodes its frames on demand (SDWebImage's
+/// `SDAnimatedImage`, ANI-01): it holds the encoded bytes and answers the frame count, loop
+/// count, durations and canvas size from the headers alone.
+///
+/// ``frame(at:)`` composites the frame onto a full-size canvas, honouring every disposal and
+/// blend mode. Frames in order cost one decode each; a jump goes back to the nearest saved
+/// canvas (a checkpoint, taken every ``checkpointInterval`` frames as the decode passes) and
+/// replays fewer than ``checkpointInterval`` frames. The memory held is the bytes, the current
+/// canvas and the checkpoints (``retainedBytes``) — not frames × canvas.
+///
+/// ```swift
+/// let animation = try AnimatedImage(data: gifData)
+/// print(animation.frameCount, animation.loopCount, animation.totalDuration)
+/// let tenth = try animation.frame(at: 9)        // an ImageFrame: bitmap + duration
+/// for try await step in AnimatedImagePlayer(animation) { show(step.bitmap) }
+/// ```
+///
+/// Thread-safe: frames are decoded one at a time under a lock.
+public final class AnimatedImage: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: `source` and `stats` are only touched under `lock`;
+    // everything else is immutable.
+    /// The encoded bytes, as given.
+    public let data: Data
+    public let format: ImageFormat
+    /// The canvas every frame is composited onto.
+    public let canvasSize: PixelSize
+    /// Display time of each frame, in seconds (the decoders' rules: GIF and APNG delays of
+    /// 10 ms or less are 100 ms; a single frame lasts 0).
+    public let durations: [Double]
+    /// How many times the animation plays: 0 = forever.
+    public let loopCount: Int
+    /// Frames between checkpoints: the most frames a seek replays is one less.
+    public let checkpointInterval: Int
+
+    private let lock = NSLock()
+    private let source: any AnimationFrameSource
+
+    /// Reads the headers of `data`; no frame is decoded.
+    ///
+    /// - Parameter limits: checked against one canvas (the frames are never all held).
+    /// - Throws: ``ImageError``: `unsupportedFormat` for data that is not a GIF, APNG or
+    ///   animated WebP; the header's errors (`badImageData`, `truncatedData`,
+    ///   `decompressionBomb`, `zeroPixels`).
+    public init(data: Data, limits: DecodingLimits = .default) throws(ImageError) {
+        self.data = data
+        let signature = ImageSignature(data)
+        let info: (canvas: PixelSize, durations: [Double], loopCount: Int)
+        let makeSource: (Int) throws(ImageError) -> any AnimationFrameSource
+        switch signature.format {
+        case .gif:
+            guard let walked = data.withUnsafeBytes({ GIFStructure.animationInfo($0) }) else {
+                throw ImageError(.badImageData, "the GIF has no image")
+            }
+            info = (walked.screen, walked.durations, walked.loopCount)
+            makeSource = { interval throws(ImageError) in
+                AnimationSeeker(try GIFAnimationCursor(data: data, screen: walked.screen, limits: limits),
+                                frameCount: walked.durations.count, interval: interval)
+            }
+        case .png where signature.isAnimated:
+            guard let animation = data.withUnsafeBytes({ APNGAnimation($0) }) else {
+                throw ImageError(.badImageData, "the APNG's animation chunks are inconsistent")
+            }
+            let durations = animation.frames.map(\.delay)
+            info = (PixelSize(width: animation.width, height: animation.height), durations,
+                    durations.count > 1 ? animation.playCount : 1)
+            makeSource = { interval throws(ImageError) in
+                AnimationSeeker(try APNGAnimationCursor(data: data, animation: animation, limits: limits),
+                                frameCount: durations.count, interval: interval)
+            }
+        case .webp where signature.isAnimated:
+            let animation = try data.withImageBytes { bytes throws(ImageError) in try WebPAnimation(bytes) }
+            var durations = animation.frames.map(\.duration)
+            if durations.count == 1 { durations = [0] }
+            info = (PixelSize(width: animation.width, height: animation.height), durations,
+                    durations.count > 1 ? animation.loopCount : 1)
+            makeSource = { interval throws(ImageError) in
+                AnimationSeeker(try WebPAnimationCursor(data: data, animation: animation),
+                                frameCount: durations.count, interval: interval)
+            }
+        default:
+            throw ImageError(.unsupportedFormat, "not an animated GIF, APNG or WebP (\(signature.format))")
+        }
+        try limits.checkPixels(width: info.canvas.width, height: info.canvas.height)
+        try limits.check(width: info.canvas.width, height: info.canvas.height)
+        format = signature.format
+        canvasSize = info.canvas
+        durations = info.durations
+        loopCount = info.loopCount
+        // At most about 16 checkpoints, and no fewer than 8 frames between them.
+        checkpointInterval = max(8, (info.durations.count + 15) / 16)
+        source = try makeSource(checkpointInterval)
+    }
+
+    public var frameCount: Int { durations.count }
+    public var width: Int { canvasSize.width }
+    public var height: Int { canvasSize.height }
+    /// One loop's length in seconds.
+    public var totalDuration: Double { durations.reduce(0, +) }
+    /// The bytes of one composited frame (4 per pixel; row padding aside).
+    public var frameBytes: Int { canvasSize.width * 4 * canvasSize.height }
+
+    /// Frame `index`: the canvas showing it (full size, straight alpha) and its duration.
+    ///
+    /// - Throws: ``ImageError``: `invalidArgument` for an index outside `0..<frameCount`; the
+    ///   decoder's errors for damaged data (a frame the headers promised but the data lacks is
+    ///   `badImageData` or `truncatedData`).
+    public func frame(at index: Int) throws(ImageError) -> ImageFrame {
+        guard index >= 0, index < frameCount else {
+            throw ImageError(.invalidArgument, "frame \(index) of an animation of \(frameCount) frames")
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return ImageFrame(bitmap: try source.frame(at: index), duration: durations[index])
+    }
+
+    /// The bytes this image holds besides ``data``: the decoder's canvas, its checkpoints and the
+    /// last frame handed out.
+    public var retainedBytes: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return source.retainedBytes
+    }
+
+    /// Frames decoded so far, counting replays after seeks (for tests and the bench).
+    public var decodedFrameCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return source.decodedFrames
+    }
+
+    /// Drops the checkpoints (memory pressure): later seeks replay from the start until they
+    /// are taken again.
+    public func trim() {
+        lock.lock()
+        defer { lock.unlock() }
+        source.trim()
+    }
+
+    /// Every frame decoded, as the coders' eager decode gives them.
+    public func decodedImage() throws(ImageError) -> DecodedImage {
+        var frames: [ImageFrame] = []
+        frames.reserveCapacity(frameCount)
+        for index in 0..<frameCount { frames.append(try frame(at: index)) }
+        return DecodedImage(frames: frames, loopCount: loopCount, format: format)
+    }
+}
+
+/// Random access over an ``AnimationCursor``.
+protocol AnimationFrameSource: AnyObject {
+    func frame(at index: Int) throws(ImageError) -> Bitmap
+    var retainedBytes: Int { get }
+    var decodedFrames: Int { get }
+    func trim()
+}
+
+/// The checkpoint policy: one checkpoint before every `interval`-th frame, taken as a decode
+/// passes it; a seek restores the nearest one at or before the frame, unless going on from
+/// where the cursor stands is shorter.
+final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
+    private let cursor: Cursor
+    private let frameCount: Int
+    private let interval: Int
+    private var checkpoints: [Int: Cursor.Checkpoint] = [:]
+    private var last: (index: Int, bitmap: Bitmap)?
+    private(set) var decodedFrames = 0
+
+    init(_ cursor: Cursor, frameCount: Int, interval: Int) {
+        self.cursor = cursor
+        self.frameCount = frameCount
+        self.interval = interval
+    }
+
+    func frame(at index: Int) throws(ImageError) -> Bitmap {
+        if let last, last.index == index { return last.bitmap }
+        let nearest = stride(from: index - index % interval, through: 0, by: -interval).first { checkpoints[$0] != nil }
+        let position = cursor.nextIndex
+        if position > index || (nearest.map { $0 > position } ?? false) {
+            // Behind us, or a checkpoint is closer than going on.
+            if let nearest, let checkpoint = checkpoints[nearest] {
+                try cursor.restore(checkpoint)
+            } else {
+                try cursor.rewind()
+            }
+        }
+        var bitmap: Bitmap?
+        while cursor.nextIndex <= index {
+            let next = cursor.nextIndex
+            if next % interval == 0, next > 0, checkpoints[next] == nil {
+                checkpoints[next] = try cursor.checkpoint()
+            }
+            bitmap = try cursor.decodeNext()
+            decodedFrames += 1
+        }
+        last = (index, bitmap!)
+        return bitmap!
+    }
+
+    var retainedBytes: Int {
+        let canvas = last.map { $0.bitmap.bytesPerRow * $0.bitmap.height } ?? 0
+        return checkpoints.values.reduce(0) { $0 + cursor.cost(of: $1) } + 2 * canvas
+    }
+
+    func trim() {
+        checkpoints.removeAll()
+    }
+}

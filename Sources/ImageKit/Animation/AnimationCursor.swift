@@ -1,0 +1,204 @@
+import CGIF
+import Foundation
+
+/// Decodes an animation one composited frame at a time, and can save and restore where it
+/// stands so that a seek replays only a few frames.
+protocol AnimationCursor: AnyObject {
+    /// The state before frame ``nextIndex``: the canvas and the decoder's position.
+    associatedtype Checkpoint
+
+    /// The frame the next ``decodeNext()`` gives.
+    var nextIndex: Int { get }
+    /// Decodes frame ``nextIndex`` and returns the full canvas showing it (a copy).
+    func decodeNext() throws(ImageError) -> Bitmap
+    func checkpoint() throws(ImageError) -> Checkpoint
+    func restore(_ checkpoint: Checkpoint) throws(ImageError)
+    /// Back to before frame 0.
+    func rewind() throws(ImageError)
+    /// The bytes a checkpoint holds.
+    func cost(of checkpoint: Checkpoint) -> Int
+}
+
+extension AnimationCanvas {
+    /// A canvas holding a copy of `bitmap` (a checkpoint's pixels).
+    init(copying bitmap: Bitmap) throws(ImageError) {
+        self = try AnimationCanvas(width: bitmap.width, height: bitmap.height)
+        for y in 0..<bitmap.height {
+            pixels.row(y).update(from: (bitmap.baseAddress + y * bitmap.bytesPerRow).assumingMemoryBound(to: UInt8.self),
+                                 count: bitmap.width * 4)
+        }
+    }
+}
+
+// MARK: GIF
+
+/// GIF frames through the record loop of ``GIFDecoding``, one giflib session per call, resumed
+/// from the saved ``GIFRunState``.
+final class GIFAnimationCursor: AnimationCursor {
+    struct Checkpoint {
+        let canvas: Bitmap
+        let offset: Int?
+        let pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+        let pendingEmitted: Bool
+        let emittedCount: Int
+        let control: GraphicsControlBlock
+        let loopCount: Int?
+        let isAtEnd: Bool
+    }
+
+    private let data: Data
+    private let options: ImageDecodingOptions
+    private let screen: PixelSize
+    private var state: GIFRunState
+
+    init(data: Data, screen: PixelSize, limits: DecodingLimits) throws(ImageError) {
+        self.data = data
+        self.screen = screen
+        var options = ImageDecodingOptions.default
+        options.limits = limits
+        self.options = options
+        state = try GIFRunState(screen: screen)
+    }
+
+    var nextIndex: Int { state.emittedCount }
+
+    func decodeNext() throws(ImageError) -> Bitmap {
+        guard !state.isAtEnd else { throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)") }
+        var frame: Bitmap?
+        let options = self.options
+        try data.withImageBytes { bytes throws(ImageError) in
+            let run = GIFDecoding(bytes: bytes, options: options, completeFramesOnly: false)
+            try GIFDecoding.withOpenFile(bytes) { gif, reader throws(ImageError) in
+                _ = try run.advance(gif, reader: reader, state: &state) { (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
+                    frame = try canvas.snapshot(isOpaque: false)
+                    return false
+                }
+            }
+        }
+        if let frame { return frame }
+        // The data ended: the frame still pending is the last one.
+        guard state.pending != nil, !state.pendingEmitted else {
+            throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)")
+        }
+        state.pendingEmitted = true
+        state.emittedCount += 1
+        return try state.canvas.snapshot(isOpaque: false)
+    }
+
+    func checkpoint() throws(ImageError) -> Checkpoint {
+        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), offset: state.offset, pending: state.pending,
+                   pendingEmitted: state.pendingEmitted, emittedCount: state.emittedCount, control: state.control,
+                   loopCount: state.loopCount, isAtEnd: state.isAtEnd)
+    }
+
+    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
+        var restored = try GIFRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
+        restored.offset = checkpoint.offset
+        restored.pending = checkpoint.pending
+        restored.pendingEmitted = checkpoint.pendingEmitted
+        restored.emittedCount = checkpoint.emittedCount
+        restored.control = checkpoint.control
+        restored.loopCount = checkpoint.loopCount
+        restored.isAtEnd = checkpoint.isAtEnd
+        state = restored
+    }
+
+    func rewind() throws(ImageError) { state = try GIFRunState(screen: screen) }
+
+    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
+}
+
+// MARK: APNG
+
+final class APNGAnimationCursor: AnimationCursor {
+    struct Checkpoint {
+        let canvas: Bitmap
+        let nextIndex: Int
+        let pending: (dispose: UInt8, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+    }
+
+    private let data: Data
+    private let animation: APNGAnimation
+    private let limits: DecodingLimits
+    private var state: APNGRunState
+
+    init(data: Data, animation: APNGAnimation, limits: DecodingLimits) throws(ImageError) {
+        self.data = data
+        self.animation = animation
+        self.limits = limits
+        state = try APNGRunState(animation)
+    }
+
+    var nextIndex: Int { state.nextIndex }
+
+    func decodeNext() throws(ImageError) -> Bitmap {
+        guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the APNG has no frame \(state.nextIndex)") }
+        try data.withImageBytes { bytes throws(ImageError) in
+            _ = try PNGCoder.drawNextFrame(animation, bytes: bytes, limits: limits, state: &state)
+        }
+        return try state.canvas.snapshot(isOpaque: false)
+    }
+
+    func checkpoint() throws(ImageError) -> Checkpoint {
+        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), nextIndex: state.nextIndex, pending: state.pending)
+    }
+
+    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
+        var restored = try APNGRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
+        restored.nextIndex = checkpoint.nextIndex
+        restored.pending = checkpoint.pending
+        state = restored
+    }
+
+    func rewind() throws(ImageError) { state = try APNGRunState(animation) }
+
+    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
+}
+
+// MARK: WebP
+
+final class WebPAnimationCursor: AnimationCursor {
+    struct Checkpoint {
+        let canvas: Bitmap
+        let nextIndex: Int
+        let previousWasKey: Bool
+    }
+
+    private let data: Data
+    private let animation: WebPAnimation
+    private var state: WebPRunState
+
+    init(data: Data, animation: WebPAnimation) throws(ImageError) {
+        self.data = data
+        self.animation = animation
+        state = try WebPRunState(animation)
+    }
+
+    var nextIndex: Int { state.nextIndex }
+
+    func decodeNext() throws(ImageError) -> Bitmap {
+        guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the WebP has no frame \(state.nextIndex)") }
+        var frame: Bitmap?
+        try data.withImageBytes { bytes throws(ImageError) in
+            _ = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
+                frame = try canvas.snapshot(isOpaque: false)
+            }
+        }
+        return frame!
+    }
+
+    func checkpoint() throws(ImageError) -> Checkpoint {
+        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), nextIndex: state.nextIndex, previousWasKey: state.previousWasKey)
+    }
+
+    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
+        var restored = try WebPRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
+        restored.nextIndex = checkpoint.nextIndex
+        restored.previousWasKey = checkpoint.previousWasKey
+        state = restored
+    }
+
+    func rewind() throws(ImageError) { state = try WebPRunState(animation) }
+
+    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
+}
