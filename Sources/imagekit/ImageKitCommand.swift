@@ -9,7 +9,7 @@ struct ImageKitCommand: ParsableCommand {
         abstract: "Inspect, decode and convert images with ImageKit.",
         version: ImageKit.version,
         subcommands: [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self, Download.self, Fetch.self,
-                      Prefetch.self]
+                      Prefetch.self, Frames.self]
     )
 
     /// As ArgumentParser's, except that bad arguments exit with status 2 (the Unix convention

@@ -123,7 +123,8 @@ public final class AnimatedImage: @unchecked Sendable {
         return source.retainedBytes
     }
 
-    /// Frames decoded so far, counting replays after seeks (for tests and the bench).
+    /// Frames composited so far, counting replays after seeks and frames passed over (for tests
+    /// and the bench).
     public var decodedFrameCount: Int {
         lock.lock()
         defer { lock.unlock() }
@@ -190,7 +191,8 @@ final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
             if next % interval == 0, next > 0, checkpoints[next] == nil {
                 checkpoints[next] = try cursor.checkpoint()
             }
-            bitmap = try cursor.decodeNext()
+            // Frames on the way are drawn, not copied out.
+            if next < index { try cursor.skipNext() } else { bitmap = try cursor.decodeNext() }
             decodedFrames += 1
         }
         last = (index, bitmap!)

@@ -11,6 +11,8 @@ protocol AnimationCursor: AnyObject {
     var nextIndex: Int { get }
     /// Decodes frame ``nextIndex`` and returns the full canvas showing it (a copy).
     func decodeNext() throws(ImageError) -> Bitmap
+    /// Draws frame ``nextIndex`` onto the canvas without copying it out (a frame passed over).
+    func skipNext() throws(ImageError)
     func checkpoint() throws(ImageError) -> Checkpoint
     func restore(_ checkpoint: Checkpoint) throws(ImageError)
     /// Back to before frame 0.
@@ -62,27 +64,33 @@ final class GIFAnimationCursor: AnimationCursor {
 
     var nextIndex: Int { state.emittedCount }
 
-    func decodeNext() throws(ImageError) -> Bitmap {
+    func decodeNext() throws(ImageError) -> Bitmap { try draw(copying: true)! }
+
+    func skipNext() throws(ImageError) { _ = try draw(copying: false) }
+
+    private func draw(copying: Bool) throws(ImageError) -> Bitmap? {
         guard !state.isAtEnd else { throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)") }
         var frame: Bitmap?
+        var emitted = false
         let options = self.options
         try data.withImageBytes { bytes throws(ImageError) in
             let run = GIFDecoding(bytes: bytes, options: options, completeFramesOnly: false)
             try GIFDecoding.withOpenFile(bytes) { gif, reader throws(ImageError) in
                 _ = try run.advance(gif, reader: reader, state: &state) { (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
-                    frame = try canvas.snapshot(isOpaque: false)
+                    if copying { frame = try canvas.snapshot(isOpaque: false) }
+                    emitted = true
                     return false
                 }
             }
         }
-        if let frame { return frame }
+        if emitted { return frame }
         // The data ended: the frame still pending is the last one.
         guard state.pending != nil, !state.pendingEmitted else {
             throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)")
         }
         state.pendingEmitted = true
         state.emittedCount += 1
-        return try state.canvas.snapshot(isOpaque: false)
+        return copying ? try state.canvas.snapshot(isOpaque: false) : nil
     }
 
     func checkpoint() throws(ImageError) -> Checkpoint {
@@ -132,11 +140,15 @@ final class APNGAnimationCursor: AnimationCursor {
     var nextIndex: Int { state.nextIndex }
 
     func decodeNext() throws(ImageError) -> Bitmap {
+        try skipNext()
+        return try state.canvas.snapshot(isOpaque: false)
+    }
+
+    func skipNext() throws(ImageError) {
         guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the APNG has no frame \(state.nextIndex)") }
         try data.withImageBytes { bytes throws(ImageError) in
             _ = try PNGCoder.drawNextFrame(animation, bytes: bytes, limits: limits, state: &state)
         }
-        return try state.canvas.snapshot(isOpaque: false)
     }
 
     func checkpoint() throws(ImageError) -> Checkpoint {
@@ -176,15 +188,19 @@ final class WebPAnimationCursor: AnimationCursor {
 
     var nextIndex: Int { state.nextIndex }
 
-    func decodeNext() throws(ImageError) -> Bitmap {
+    func decodeNext() throws(ImageError) -> Bitmap { try draw(copying: true)! }
+
+    func skipNext() throws(ImageError) { _ = try draw(copying: false) }
+
+    private func draw(copying: Bool) throws(ImageError) -> Bitmap? {
         guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the WebP has no frame \(state.nextIndex)") }
         var frame: Bitmap?
         try data.withImageBytes { bytes throws(ImageError) in
             _ = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
-                frame = try canvas.snapshot(isOpaque: false)
+                if copying { frame = try canvas.snapshot(isOpaque: false) }
             }
         }
-        return frame!
+        return frame
     }
 
     func checkpoint() throws(ImageError) -> Checkpoint {
