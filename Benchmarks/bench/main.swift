@@ -15,3 +15,4 @@ if options.corpus == nil {
     await CacheBench(options: options, report: report).run()
 }
 TransformBench(options: options, report: report).run()
+await AnimationBench(options: options, report: report).run()

@@ -107,12 +107,18 @@ public final class AnimatedImage: @unchecked Sendable {
     ///   decoder's errors for damaged data (a frame the headers promised but the data lacks is
     ///   `badImageData` or `truncatedData`).
     public func frame(at index: Int) throws(ImageError) -> ImageFrame {
+        ImageFrame(bitmap: try frame(at: index, takingCheckpoints: true), duration: durations[index])
+    }
+
+    /// Frame `index`'s canvas. Playback passes `takingCheckpoints` false: it only goes forward
+    /// (and back to the start), so checkpoints would be memory for nothing.
+    func frame(at index: Int, takingCheckpoints: Bool) throws(ImageError) -> Bitmap {
         guard index >= 0, index < frameCount else {
             throw ImageError(.invalidArgument, "frame \(index) of an animation of \(frameCount) frames")
         }
         lock.lock()
         defer { lock.unlock() }
-        return ImageFrame(bitmap: try source.frame(at: index), duration: durations[index])
+        return try source.frame(at: index, takingCheckpoints: takingCheckpoints)
     }
 
     /// The bytes this image holds besides ``data``: the decoder's canvas, its checkpoints and the
@@ -150,7 +156,7 @@ public final class AnimatedImage: @unchecked Sendable {
 
 /// Random access over an ``AnimationCursor``.
 protocol AnimationFrameSource: AnyObject {
-    func frame(at index: Int) throws(ImageError) -> Bitmap
+    func frame(at index: Int, takingCheckpoints: Bool) throws(ImageError) -> Bitmap
     var retainedBytes: Int { get }
     var decodedFrames: Int { get }
     func trim()
@@ -173,7 +179,7 @@ final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
         self.interval = interval
     }
 
-    func frame(at index: Int) throws(ImageError) -> Bitmap {
+    func frame(at index: Int, takingCheckpoints: Bool) throws(ImageError) -> Bitmap {
         if let last, last.index == index { return last.bitmap }
         let nearest = stride(from: index - index % interval, through: 0, by: -interval).first { checkpoints[$0] != nil }
         let position = cursor.nextIndex
@@ -188,7 +194,7 @@ final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
         var bitmap: Bitmap?
         while cursor.nextIndex <= index {
             let next = cursor.nextIndex
-            if next % interval == 0, next > 0, checkpoints[next] == nil {
+            if takingCheckpoints, next % interval == 0, next > 0, checkpoints[next] == nil {
                 checkpoints[next] = try cursor.checkpoint()
             }
             // Frames on the way are drawn, not copied out.

@@ -11,7 +11,8 @@ import Foundation
 /// (``Frame/skippedFrames`` counts them): playback does not drift. The
 /// sequence ends when the last loop's last frame has had its time (``loops`` 0: never).
 ///
-/// The next frame is decoded in the background while the current one shows. Frames already
+/// The next frame is decoded in the background while the current one shows (frames of 256 KiB
+/// and more; smaller ones decode faster than a hand-off between threads). Frames already
 /// shown are kept for later loops while they fit in ``maxBufferBytes``; by default that is
 /// SDWebImage's rule, `min(20 % of the memory available to the process, 60 % of the memory free
 /// now)`. ``trimBuffer()`` drops them (memory pressure); the next loop decodes them again.
@@ -48,6 +49,10 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
     public let maxBufferBytes: Int
     private let buffer: AnimationFrameBuffer
 
+    /// Frames of at least this many bytes are decoded ahead in the background; smaller ones
+    /// when they are due (a task hand-off costs more than decoding them).
+    static var backgroundDecodeThreshold: Int { 256 << 10 }
+
     /// - Parameters:
     ///   - loops: nil: the image's ``AnimatedImage/loopCount``.
     ///   - maxBufferBytes: nil: ``defaultMaxBufferBytes()``.
@@ -64,6 +69,18 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
     /// SDWebImage's default buffer size: `Swift.min(20 % of the memory available to the process
     /// (its cgroup limit, else physical memory), 60 % of the memory free now (MemAvailable))`.
     public static func defaultMaxBufferBytes() -> Int {
+        // Reading /proc and the cgroup files costs ~100 µs: more than playing a small GIF.
+        // Free memory changes slowly; read it at most once a second.
+        let time = ProcessInfo.processInfo.systemUptime
+        return DefaultBufferSize.cached.withLock { cached in
+            if let value = cached.value, time - cached.time < 1 { return value }
+            let value = measureDefaultMaxBufferBytes()
+            cached = (value, time)
+            return value
+        }
+    }
+
+    private static func measureDefaultMaxBufferBytes() -> Int {
         let available = Double(MemoryLimits.availableMemory())
         var free = available
         if let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8),
@@ -185,17 +202,21 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
                 return bitmap
             }
             if let prefetch {
-                // Skipped past it.
+                // Skipped past it. Let it end first (it stops if it has not begun): decoding
+                // past it while it waits for the decoder would send the decoder back to it.
                 prefetch.task.cancel()
+                _ = try? await prefetch.task.value
                 self.prefetch = nil
                 buffer.leadEnded()
             }
-            return try player.image.frame(at: index).bitmap
+            return try player.image.frame(at: index, takingCheckpoints: false)
         }
 
         private mutating func startPrefetch(after ordinal: Int) {
             let next = ordinal + 1
             if let last = lastOrdinal, next > last { return }
+            // A small frame decodes faster than a task hand-off takes: decode it when it is due.
+            guard player.image.frameBytes >= AnimatedImagePlayer.backgroundDecodeThreshold else { return }
             let index = next % frameCount
             guard buffer.kept(index) == nil else { return }
             let image = player.image
@@ -203,7 +224,7 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
             prefetch = (next, Task.detached(priority: .userInitiated) {
                 // Skipped past before it began: decoding it now would send the decoder back.
                 try Task.checkCancellation()
-                return try image.frame(at: index).bitmap
+                return try image.frame(at: index, takingCheckpoints: false)
             })
         }
 
@@ -223,6 +244,11 @@ extension AnimatedImagePlayer where C == ContinuousClock {
     public init(_ image: AnimatedImage, playbackRate: Double = 1, loops: Int? = nil, maxBufferBytes: Int? = nil) {
         self.init(image, playbackRate: playbackRate, loops: loops, maxBufferBytes: maxBufferBytes, clock: ContinuousClock())
     }
+}
+
+/// The default buffer size, remembered for a second.
+enum DefaultBufferSize {
+    static let cached = Locked<(value: Int?, time: TimeInterval)>((nil, 0))
 }
 
 /// The frames a player holds: the one decoded ahead (counted while it is in flight) and those

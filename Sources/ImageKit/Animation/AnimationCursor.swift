@@ -34,8 +34,9 @@ extension AnimationCanvas {
 
 // MARK: GIF
 
-/// GIF frames through the record loop of ``GIFDecoding``, one giflib session per call, resumed
-/// from the saved ``GIFRunState``.
+/// GIF frames through the record loop of ``GIFDecoding``. One giflib session runs while frames
+/// go in order (each run stops right after a frame and the next goes on from there); a restore
+/// or rewind starts a new session at the saved record.
 final class GIFAnimationCursor: AnimationCursor {
     struct Checkpoint {
         let canvas: Bitmap
@@ -48,18 +49,34 @@ final class GIFAnimationCursor: AnimationCursor {
         let isAtEnd: Bool
     }
 
-    private let data: Data
+    /// The file's bytes, owned here: giflib reads them across calls.
+    private let bytes: UnsafeMutableRawBufferPointer
     private let options: ImageDecodingOptions
     private let screen: PixelSize
     private var state: GIFRunState
+    private var session: (gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader)?
 
     init(data: Data, screen: PixelSize, limits: DecodingLimits) throws(ImageError) {
-        self.data = data
+        bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
+        _ = data.copyBytes(to: bytes)
         self.screen = screen
         var options = ImageDecodingOptions.default
         options.limits = limits
         self.options = options
         state = try GIFRunState(screen: screen)
+    }
+
+    deinit {
+        endSession()
+        bytes.deallocate()
+    }
+
+    private var input: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count]) }
+
+    private func endSession() {
+        if let session { GIFDecoding.close(session.gif) }
+        session = nil
+        state.suspendedInSession = nil
     }
 
     var nextIndex: Int { state.emittedCount }
@@ -72,19 +89,27 @@ final class GIFAnimationCursor: AnimationCursor {
         guard !state.isAtEnd else { throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)") }
         var frame: Bitmap?
         var emitted = false
-        let options = self.options
-        try data.withImageBytes { bytes throws(ImageError) in
-            let run = GIFDecoding(bytes: bytes, options: options, completeFramesOnly: false)
-            try GIFDecoding.withOpenFile(bytes) { gif, reader throws(ImageError) in
-                _ = try run.advance(gif, reader: reader, state: &state) { (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
-                    if copying { frame = try canvas.snapshot(isOpaque: false) }
-                    emitted = true
-                    return false
-                }
+        do {
+            if session == nil {
+                let (gif, reader) = try GIFDecoding.open(input)
+                session = (gif, reader)
             }
+            let run = GIFDecoding(bytes: input, options: options, completeFramesOnly: false)
+            _ = try run.advance(session!.gif, reader: session!.reader, state: &state) {
+                (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
+                if copying { frame = try canvas.snapshot(isOpaque: false) }
+                emitted = true
+                return false
+            }
+        } catch {
+            // The state may stand inside a frame: start over next time.
+            endSession()
+            state = try GIFRunState(screen: screen)
+            throw error
         }
         if emitted { return frame }
         // The data ended: the frame still pending is the last one.
+        endSession()
         guard state.pending != nil, !state.pendingEmitted else {
             throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)")
         }
@@ -100,6 +125,7 @@ final class GIFAnimationCursor: AnimationCursor {
     }
 
     func restore(_ checkpoint: Checkpoint) throws(ImageError) {
+        endSession()
         var restored = try GIFRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
         restored.offset = checkpoint.offset
         restored.pending = checkpoint.pending
@@ -111,7 +137,10 @@ final class GIFAnimationCursor: AnimationCursor {
         state = restored
     }
 
-    func rewind() throws(ImageError) { state = try GIFRunState(screen: screen) }
+    func rewind() throws(ImageError) {
+        endSession()
+        state = try GIFRunState(screen: screen)
+    }
 
     func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
 }

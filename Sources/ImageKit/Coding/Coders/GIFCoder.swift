@@ -67,6 +67,14 @@ struct GIFDecoding {
     static func withOpenFile<Result>(_ bytes: UnsafeRawBufferPointer,
                                      _ body: (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) throws(ImageError) -> Result)
         throws(ImageError) -> Result {
+        let (gif, reader) = try open(bytes)
+        defer { close(gif) }
+        return try withExtendedLifetime(reader) { () throws(ImageError) -> Result in try body(gif, reader) }
+    }
+
+    /// A giflib session over `bytes`, which must stay valid until ``close(_:)``; the reader
+    /// must be kept alive as long (giflib holds it unretained).
+    static func open(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) {
         guard bytes.count > 0 else { throw ImageError(.emptyData, "the GIF data is empty") }
         let reader = GIFMemoryReader(bytes)
         var openError: Int32 = 0
@@ -77,11 +85,12 @@ struct GIFDecoding {
             throw reader.hitEnd ? ImageError(.truncatedData, "GIF header is cut short")
                 : ImageError(.badImageData, "GIF: \(message(openError))")
         }
-        defer {
-            var closeError: Int32 = 0
-            DGifCloseFile(gif, &closeError)
-        }
-        return try withExtendedLifetime(reader) { () throws(ImageError) -> Result in try body(gif, reader) }
+        return (gif, reader)
+    }
+
+    static func close(_ gif: UnsafeMutablePointer<GifFileType>) {
+        var closeError: Int32 = 0
+        DGifCloseFile(gif, &closeError)
     }
 
     static func message(_ code: Int32) -> String {
@@ -148,7 +157,10 @@ struct GIFDecoding {
     /// complete-frames-only endings.
     func advance(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, state: inout GIFRunState,
                  emit: (borrowing AnimationCanvas, Double) throws(ImageError) -> Bool) throws(ImageError) -> EarlyEnd? {
-        if let offset = state.offset { reader.offset = offset }
+        // Resuming in the same session after a stop: the reader stands after the descriptor.
+        var suspended = state.suspendedInSession
+        state.suspendedInSession = nil
+        if suspended == nil, let offset = state.offset { reader.offset = offset }
         var line = [UInt8]()
         var done = false
         var drawing = false
@@ -156,46 +168,58 @@ struct GIFDecoding {
 
         while !done {
           do throws(ImageError) {
-            // Between records, as browsers do: the end of the data after a frame is the end of
-            // the image (a missing trailer), and a byte that starts no record is skipped
-            // (giflib's stream reader stops at both).
-            if reader.offset >= bytes.count && state.pending != nil {
-                done = true
-                continue
-            }
-            if reader.offset < bytes.count, ![0x2C, 0x21, 0x3B].contains(bytes[reader.offset]) {
-                reader.offset += 1
-                continue
-            }
             var record = UNDEFINED_RECORD_TYPE
-            guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
+            var descriptorStart = 0
+            var wide: WideCodeFrame?
+            if let resumed = suspended {
+                suspended = nil
+                record = IMAGE_DESC_RECORD_TYPE
+                descriptorStart = resumed.descriptorStart
+                wide = resumed.wide
+            } else {
+                // Between records, as browsers do: the end of the data after a frame is the end
+                // of the image (a missing trailer), and a byte that starts no record is skipped
+                // (giflib's stream reader stops at both).
+                if reader.offset >= bytes.count && state.pending != nil {
+                    done = true
+                    continue
+                }
+                if reader.offset < bytes.count, ![0x2C, 0x21, 0x3B].contains(bytes[reader.offset]) {
+                    reader.offset += 1
+                    continue
+                }
+                guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
+                if record == IMAGE_DESC_RECORD_TYPE {
+                    // Police the frame's extent from the raw descriptor before giflib sets up
+                    // its decoder: the extent is what giflib decodes, and its far corner is the
+                    // canvas other decoders grow to.
+                    try checkFrameExtent(reader)
+                    descriptorStart = reader.offset
+                    if DGifGetImageDesc(gif) != GIF_OK {
+                        // giflib sets up LZW for code sizes up to 8 (the GIF maximum); browsers
+                        // decode up to 11. Any other failure stays giflib's.
+                        guard let frame = WideCodeFrame(bytes, descriptorAt: descriptorStart) else {
+                            throw failure(gif, reader, "an image descriptor")
+                        }
+                        wide = frame
+                    }
+                    // giflib keeps a record per image it has read; a long playback must not grow it.
+                    GifFreeSavedImages(gif)
+                    gif.pointee.ImageCount = 0
+                }
+            }
             switch record {
             case IMAGE_DESC_RECORD_TYPE:
-                // Police the frame's extent from the raw descriptor before giflib sets up its
-                // decoder: the extent is what giflib decodes, and its far corner is the canvas
-                // other decoders grow to.
-                try checkFrameExtent(reader)
-                let descriptorStart = reader.offset
-                var wide: WideCodeFrame?
-                if DGifGetImageDesc(gif) != GIF_OK {
-                    // giflib sets up LZW for code sizes up to 8 (the GIF maximum); browsers
-                    // decode up to 11. Any other failure stays giflib's.
-                    guard let frame = WideCodeFrame(bytes, descriptorAt: descriptorStart) else {
-                        throw failure(gif, reader, "an image descriptor")
-                    }
-                    wide = frame
-                }
-                // giflib keeps a record per image it has read; a long playback must not grow it.
-                GifFreeSavedImages(gif)
-                gif.pointee.ImageCount = 0
                 // Finish the previous frame: hand its picture over, then dispose of it.
                 if let previous = state.pending {
                     if !state.pendingEmitted {
                         state.pendingEmitted = true
                         state.emittedCount += 1
                         if try !emit(state.canvas, previous.duration) {
-                            // Resume at this descriptor's record byte; it is read again then.
+                            // A new session resumes at this descriptor's record byte and reads it
+                            // again; this one goes on from here.
                             state.offset = descriptorStart - 1
+                            state.suspendedInSession = (descriptorStart, wide)
                             return nil
                         }
                     }
@@ -468,6 +492,9 @@ struct GIFRunState: ~Copyable {
     var loopCount: Int?
     /// The data has no more frames; `pending` is the last one.
     var isAtEnd = false
+    /// Set when a run stopped right after reading a descriptor: the same giflib session goes on
+    /// from there (a new session starts at `offset` instead and must clear it).
+    var suspendedInSession: (descriptorStart: Int, wide: WideCodeFrame?)?
 
     init(screen: PixelSize) throws(ImageError) {
         canvas = try AnimationCanvas(width: screen.width, height: screen.height)

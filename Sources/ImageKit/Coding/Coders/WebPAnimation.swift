@@ -92,51 +92,47 @@ extension WebPAnimation {
         let isKey = isKeyFrame(index, previousWasKey: state.previousWasKey)
         if isKey { state.canvas.clear(state.canvas.clip(x: 0, y: 0, width: width, height: height)) }
 
-        let rowBytes = frame.width * 4
-        let count = rowBytes * frame.height
-        if state.scratch.count < count { state.scratch = [UInt8](repeating: 0, count: count) }
-        let failure = state.scratch.withUnsafeMutableBytes { (scratch: UnsafeMutableRawBufferPointer) -> ImageError? in
-            var config = WebPDecoderConfig()
-            guard WebPInitDecoderConfig(&config) != 0 else { return ImageError(.internalError, "libwebp version mismatch") }
-            let input = bytes.baseAddress! + frame.bitstream.lowerBound
-            guard WebPGetFeatures(input.assumingMemoryBound(to: UInt8.self), frame.bitstream.count, &config.input) == VP8_STATUS_OK,
-                  Int(config.input.width) == frame.width, Int(config.input.height) == frame.height else {
-                return ImageError(.badImageData, "animated WebP: frame \(index) does not match its rectangle")
-            }
-            config.output.colorspace = MODE_RGBA
-            config.output.is_external_memory = 1
-            config.output.u.RGBA.rgba = scratch.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            config.output.u.RGBA.stride = Int32(rowBytes)
-            config.output.u.RGBA.size = count
-            config.options.use_threads = 0
-            let status = WebPDecode(input.assumingMemoryBound(to: UInt8.self), frame.bitstream.count, &config)
-            return status == VP8_STATUS_OK ? nil : WebPCoder.error(status, "animated WebP frame \(index)")
-        }
-        if let failure { throw failure }
-
         let blends = index > 0 && frame.blends && !isKey
         let previous = index > 0 ? frames[index - 1] : nil
-        state.scratch.withUnsafeBytes { scratch in
-            for row in 0..<frame.height {
-                let canvasY = frame.y + row
-                let source = (scratch.baseAddress! + row * rowBytes).assumingMemoryBound(to: UInt32.self)
-                let destination = UnsafeMutableRawPointer(state.canvas.pixels.row(canvasY) + frame.x * 4).assumingMemoryBound(to: UInt32.self)
-                guard blends else {
-                    destination.update(from: source, count: frame.width)
-                    continue
+        if !blends {
+            // Straight onto the canvas, as libwebp does.
+            let stride = state.canvas.pixels.bytesPerRow
+            let target = UnsafeMutableRawPointer(state.canvas.pixels.row(frame.y) + frame.x * 4)
+            try decodeFrame(index, bytes, into: target, stride: stride, size: stride * (frame.height - 1) + frame.width * 4)
+        } else {
+            let rowBytes = frame.width * 4
+            let count = rowBytes * frame.height
+            if state.scratch.count < count {
+                // Every byte is written by the decode: no need to clear it.
+                state.scratch = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+            }
+            let failure = state.scratch.withUnsafeMutableBytes { (scratch: UnsafeMutableRawBufferPointer) -> ImageError? in
+                do throws(ImageError) {
+                    try decodeFrame(index, bytes, into: scratch.baseAddress!, stride: rowBytes, size: count)
+                    return nil
+                } catch {
+                    return error
                 }
-                // Over the previous frame's rectangle disposed to the background, libwebp keeps
-                // the decoded pixels as they are (blending over transparent would round them).
-                var skip = 0..<0
-                if let previous, previous.disposesToBackground, canvasY >= previous.y, canvasY < previous.y + previous.height {
-                    skip = max(previous.x, frame.x)..<max(min(previous.x + previous.width, frame.x + frame.width), max(previous.x, frame.x))
-                }
-                for column in 0..<frame.width {
-                    let s = source[column]
-                    if s >> 24 == 0xFF || skip.contains(frame.x + column) {
-                        destination[column] = s
-                    } else {
-                        destination[column] = Self.blendNonPremultiplied(s, over: destination[column])
+            }
+            if let failure { throw failure }
+            state.scratch.withUnsafeBytes { scratch in
+                for row in 0..<frame.height {
+                    let canvasY = frame.y + row
+                    let source = (scratch.baseAddress! + row * rowBytes).assumingMemoryBound(to: UInt32.self)
+                    let destination = UnsafeMutableRawPointer(state.canvas.pixels.row(canvasY) + frame.x * 4).assumingMemoryBound(to: UInt32.self)
+                    // Over the previous frame's rectangle disposed to the background, libwebp keeps
+                    // the decoded pixels as they are (blending over transparent would round them).
+                    var skip = 0..<0
+                    if let previous, previous.disposesToBackground, canvasY >= previous.y, canvasY < previous.y + previous.height {
+                        skip = max(previous.x, frame.x)..<max(min(previous.x + previous.width, frame.x + frame.width), max(previous.x, frame.x))
+                    }
+                    for column in 0..<frame.width {
+                        let s = source[column]
+                        if s >> 24 == 0xFF || skip.contains(frame.x + column) {
+                            destination[column] = s
+                        } else {
+                            destination[column] = Self.blendNonPremultiplied(s, over: destination[column])
+                        }
                     }
                 }
             }
@@ -148,6 +144,27 @@ extension WebPAnimation {
         state.previousWasKey = isKey
         state.nextIndex += 1
         return frame.duration
+    }
+
+    /// Decodes frame `index`'s bitstream as straight RGBA into `output` (rows `stride` apart).
+    private func decodeFrame(_ index: Int, _ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer,
+                             stride: Int, size: Int) throws(ImageError) {
+        let frame = frames[index]
+        var config = WebPDecoderConfig()
+        guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+        let input = (bytes.baseAddress! + frame.bitstream.lowerBound).assumingMemoryBound(to: UInt8.self)
+        guard WebPGetFeatures(input, frame.bitstream.count, &config.input) == VP8_STATUS_OK,
+              Int(config.input.width) == frame.width, Int(config.input.height) == frame.height else {
+            throw ImageError(.badImageData, "animated WebP: frame \(index) does not match its rectangle")
+        }
+        config.output.colorspace = MODE_RGBA
+        config.output.is_external_memory = 1
+        config.output.u.RGBA.rgba = output.assumingMemoryBound(to: UInt8.self)
+        config.output.u.RGBA.stride = Int32(stride)
+        config.output.u.RGBA.size = size
+        config.options.use_threads = 0
+        let status = WebPDecode(input, frame.bitstream.count, &config)
+        guard status == VP8_STATUS_OK else { throw WebPCoder.error(status, "animated WebP frame \(index)") }
     }
 
     /// libwebp's `BlendPixelNonPremult`: straight-alpha "over" in its integer approximation.
