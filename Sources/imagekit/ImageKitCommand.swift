@@ -15,16 +15,19 @@ struct ImageKitCommand: ParsableCommand {
     /// As ArgumentParser's, except that bad arguments exit with status 2 (the Unix convention
     /// the tool documents) rather than 64.
     static func main() {
+        var usageMessage: String
         do {
             var command = try parseAsRoot()
             try command.run()
+            return
         } catch {
-            if exitCode(for: error) == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                Foundation.exit(2)
-            }
-            exit(withError: error)
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            usageMessage = fullMessage(for: error)
         }
+        // Outside the catch: the error is released before the process ends (LeakSanitizer
+        // reports an error still held at exit).
+        FileHandle.standardError.write(Data((usageMessage + "\n").utf8))
+        Foundation.exit(2)
     }
 }
 
