@@ -575,27 +575,17 @@ enum GIFStructure {
         var offset = 13
         if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 0x07) + 1) }
         var count = 0
-        func skipSubBlocks(_ start: Int) -> Int {
-            var cursor = start
-            while cursor < bytes.count {
-                let length = Int(bytes[cursor])
-                cursor += 1
-                if length == 0 { return cursor }
-                cursor += length
-            }
-            return bytes.count
-        }
         while offset < bytes.count {
             switch bytes[offset] {
             case 0x21: // extension: label, then sub-blocks
-                offset = skipSubBlocks(offset + 2)
+                offset = skipSubBlocks(bytes, offset + 2)
             case 0x2C: // image descriptor, optional local table, LZW code size, sub-blocks
                 guard offset + 10 <= bytes.count else { return count }
                 count += 1
                 let flags = bytes[offset + 9]
                 offset += 10
                 if flags & 0x80 != 0 { offset += 3 << (Int(flags & 0x07) + 1) }
-                offset = skipSubBlocks(offset + 1)
+                offset = skipSubBlocks(bytes, offset + 1)
             default: // trailer or garbage
                 return count
             }
