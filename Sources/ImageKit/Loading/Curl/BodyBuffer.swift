@@ -91,7 +91,7 @@ final class BodyBufferPool: Sendable {
                 evicted.append(buffers.idle[oldestClass].removeFirst())
                 buffers.bytes -= Self.capacity(ofClass: oldestClass)
             }
-            if buffers.returnOrder.count > 4 * Self.classCount + buffers.idle.reduce(0) { $0 + $1.count } {
+            if buffers.returnOrder.count > 4 * Self.classCount + buffers.idle.reduce(0, { $0 + $1.count }) {
                 // Entries of buffers that were taken again: rebuild so the log stays small.
                 buffers.returnOrder = Deque(buffers.idle.indices.flatMap { index in repeatElement(index, count: buffers.idle[index].count) })
             }
