@@ -51,12 +51,9 @@ extension ImageManager {
                                       progress: progress, completion: completion)
         // Placeholder and progress reset before the load can deliver anything: inline here, or
         // queued ahead of the load's events on the same queue.
-        if CallbackQueues.isCurrent(queue) { delivery.begin() } else { queue.async { delivery.begin() } }
+        CallbackQueues.run(on: queue) { delivery.begin() }
         guard let url else {
-            let nilURL: @Sendable () -> Void = {
-                delivery.handle(.finished(.failure(ImageError(.invalidURL, "the image URL is nil"))))
-            }
-            if CallbackQueues.isCurrent(queue) { nilURL() } else { queue.async(execute: nilURL) }
+            CallbackQueues.run(on: queue) { delivery.handle(.finished(.failure(ImageError(.invalidURL, "the image URL is nil")))) }
             return nil
         }
         let task = startLoad(url, options: options, context: context, wantsProgress: true,

@@ -297,7 +297,7 @@ public final class ImageManager: Sendable {
     private func finishedTask(queue: DispatchQueue, _ deliver: @escaping @Sendable () -> Void) -> ImageLoadTask {
         let task = ImageLoadTask(id: 0, wantsProgress: false, wantsPreviews: false, sink: { _ in }, onEnd: { _, _ in })
         task.leave()
-        if CallbackQueues.isCurrent(queue) { deliver() } else { queue.async(execute: deliver) }
+        CallbackQueues.run(on: queue, deliver)
         return task
     }
 
@@ -436,5 +436,10 @@ enum CallbackQueues {
     static func isCurrent(_ queue: DispatchQueue) -> Bool {
         guard let current = DispatchQueue.getSpecific(key: key) else { return false }
         return current == UInt(bitPattern: ObjectIdentifier(queue).hashValue)
+    }
+
+    /// Runs `body` on `queue`: inline when already there (MGR-24), else asynchronously.
+    static func run(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+        if isCurrent(queue) { body() } else { queue.async(execute: body) }
     }
 }

@@ -43,8 +43,8 @@ public final class ImagePrefetchToken: Sendable {
     private let progressHandler: (@Sendable (ImagePrefetchProgress) -> Void)?
     private let completionHandler: (@Sendable (ImagePrefetchSummary) -> Void)?
     private let state = Locked(State())
-    /// Set once at creation; removes this token's pending URLs on cancel.
-    private let onCancel: Locked<(@Sendable (ImagePrefetchToken) -> Void)?>
+    /// Removes this token's waiting URLs from the prefetcher's line.
+    private let onCancel: (@Sendable (ImagePrefetchToken) -> Void)?
 
     private struct State {
         var finished = 0
@@ -62,7 +62,7 @@ public final class ImagePrefetchToken: Sendable {
         self.queue = queue
         progressHandler = progress
         completionHandler = completion
-        self.onCancel = Locked(onCancel)
+        self.onCancel = onCancel
     }
 
     /// URLs in this call.
@@ -89,10 +89,10 @@ public final class ImagePrefetchToken: Sendable {
             return tasks
         }
         guard let tasks else { return }
-        onCancel.withLock { $0 }?(self)
+        onCancel?(self)
         for task in tasks { task.cancel() }
         let summary = self.summary(isCancelled: true)
-        deliver { self.completionHandler?(summary) }
+        CallbackQueues.run(on: queue) { self.completionHandler?(summary) }
     }
 
     /// The counts as they are now.
@@ -130,7 +130,6 @@ public final class ImagePrefetchToken: Sendable {
         progressHandler?(ImagePrefetchProgress(url: urls[index], error: error, finishedCount: counts.finished,
                                                skippedCount: counts.skipped, totalCount: urls.count))
         if counts.isLast {
-            onCancel.withLock { $0 = nil }
             completionHandler?(ImagePrefetchSummary(totalCount: urls.count, finishedCount: counts.finished,
                                                     skippedCount: counts.skipped))
         }
@@ -139,11 +138,6 @@ public final class ImagePrefetchToken: Sendable {
     /// An empty call: complete at once.
     func completeEmpty() {
         state.withLock { $0.isDone = true }
-        deliver { self.completionHandler?(ImagePrefetchSummary(totalCount: 0, finishedCount: 0, skippedCount: 0)) }
-    }
-
-    /// Runs `body` on the callback queue: inline when already there.
-    private func deliver(_ body: @escaping @Sendable () -> Void) {
-        if CallbackQueues.isCurrent(queue) { body() } else { queue.async(execute: body) }
+        CallbackQueues.run(on: queue) { self.completionHandler?(ImagePrefetchSummary(totalCount: 0, finishedCount: 0, skippedCount: 0)) }
     }
 }
