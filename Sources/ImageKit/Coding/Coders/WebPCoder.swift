@@ -152,7 +152,7 @@ public struct WebPCoder: ImageCoding {
     }
 
     /// The size the RIFF header promises (8 + its length field).
-    private static func riffDeclaredSize(_ bytes: UnsafeRawBufferPointer) -> Int {
+    static func riffDeclaredSize(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard bytes.count >= 8 else { return Int.max }
         return 8 + (Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24)
     }
