@@ -169,7 +169,7 @@ final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
     private let cursor: Cursor
     private let frameCount: Int
     private let interval: Int
-    private var checkpoints: [Int: Cursor.Checkpoint] = [:]
+    private var checkpoints: [Int: AnimationCheckpoint<Cursor.Position>] = [:]
     private var last: (index: Int, bitmap: Bitmap)?
     private(set) var decodedFrames = 0
 
@@ -207,7 +207,7 @@ final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
 
     var retainedBytes: Int {
         let canvas = last.map { $0.bitmap.bytesPerRow * $0.bitmap.height } ?? 0
-        return checkpoints.values.reduce(0) { $0 + cursor.cost(of: $1) } + 2 * canvas
+        return checkpoints.values.reduce(0) { $0 + $1.bytes } + 2 * canvas
     }
 
     func trim() {

@@ -4,8 +4,8 @@ import Foundation
 /// Decodes an animation one composited frame at a time, and can save and restore where it
 /// stands so that a seek replays only a few frames.
 protocol AnimationCursor: AnyObject {
-    /// The state before frame ``nextIndex``: the canvas and the decoder's position.
-    associatedtype Checkpoint
+    /// The decoder's position beside the canvas.
+    associatedtype Position
 
     /// The frame the next ``decodeNext()`` gives.
     var nextIndex: Int { get }
@@ -13,12 +13,37 @@ protocol AnimationCursor: AnyObject {
     func decodeNext() throws(ImageError) -> Bitmap
     /// Draws frame ``nextIndex`` onto the canvas without copying it out (a frame passed over).
     func skipNext() throws(ImageError)
-    func checkpoint() throws(ImageError) -> Checkpoint
-    func restore(_ checkpoint: Checkpoint) throws(ImageError)
+    /// The state before frame ``nextIndex``.
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Position>
+    func restore(_ checkpoint: AnimationCheckpoint<Position>) throws(ImageError)
     /// Back to before frame 0.
     func rewind() throws(ImageError)
-    /// The bytes a checkpoint holds.
-    func cost(of checkpoint: Checkpoint) -> Int
+}
+
+/// A copy of an animation's canvas and the decoder's position beside it.
+struct AnimationCheckpoint<Position> {
+    let canvas: Bitmap
+    let position: Position
+
+    var bytes: Int { canvas.bytesPerRow * canvas.height }
+}
+
+/// A decoder's state between frames: the canvas, and a copyable position.
+protocol AnimationRunState: ~Copyable {
+    associatedtype Position
+    var canvas: AnimationCanvas { get }
+    var position: Position { get }
+    init(canvas: consuming AnimationCanvas, position: Position)
+}
+
+extension AnimationRunState where Self: ~Copyable {
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Position> {
+        AnimationCheckpoint(canvas: try canvas.snapshot(isOpaque: false), position: position)
+    }
+
+    init(restoring checkpoint: AnimationCheckpoint<Position>) throws(ImageError) {
+        self.init(canvas: try AnimationCanvas(copying: checkpoint.canvas), position: checkpoint.position)
+    }
 }
 
 extension AnimationCanvas {
@@ -38,17 +63,6 @@ extension AnimationCanvas {
 /// go in order (each run stops right after a frame and the next goes on from there); a restore
 /// or rewind starts a new session at the saved record.
 final class GIFAnimationCursor: AnimationCursor {
-    struct Checkpoint {
-        let canvas: Bitmap
-        let offset: Int?
-        let pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
-        let pendingEmitted: Bool
-        let emittedCount: Int
-        let control: GraphicsControlBlock
-        let loopCount: Int?
-        let isAtEnd: Bool
-    }
-
     /// The file's bytes, owned here: giflib reads them across calls.
     private let bytes: UnsafeMutableRawBufferPointer
     private let options: ImageDecodingOptions
@@ -79,14 +93,16 @@ final class GIFAnimationCursor: AnimationCursor {
         state.suspendedInSession = nil
     }
 
-    var nextIndex: Int { state.emittedCount }
+    var nextIndex: Int { state.position.emittedCount }
 
     func decodeNext() throws(ImageError) -> Bitmap { try draw(copying: true)! }
 
     func skipNext() throws(ImageError) { _ = try draw(copying: false) }
 
     private func draw(copying: Bool) throws(ImageError) -> Bitmap? {
-        guard !state.isAtEnd else { throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)") }
+        guard !state.position.isAtEnd else {
+            throw ImageError(.badImageData, "the GIF has no frame \(state.position.emittedCount)")
+        }
         var frame: Bitmap?
         var emitted = false
         do {
@@ -110,50 +126,30 @@ final class GIFAnimationCursor: AnimationCursor {
         if emitted { return frame }
         // The data ended: the frame still pending is the last one.
         endSession()
-        guard state.pending != nil, !state.pendingEmitted else {
-            throw ImageError(.badImageData, "the GIF has no frame \(state.emittedCount)")
+        guard state.position.pending != nil, !state.position.pendingEmitted else {
+            throw ImageError(.badImageData, "the GIF has no frame \(state.position.emittedCount)")
         }
-        state.pendingEmitted = true
-        state.emittedCount += 1
+        state.position.pendingEmitted = true
+        state.position.emittedCount += 1
         return copying ? try state.canvas.snapshot(isOpaque: false) : nil
     }
 
-    func checkpoint() throws(ImageError) -> Checkpoint {
-        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), offset: state.offset, pending: state.pending,
-                   pendingEmitted: state.pendingEmitted, emittedCount: state.emittedCount, control: state.control,
-                   loopCount: state.loopCount, isAtEnd: state.isAtEnd)
-    }
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<GIFRunState.Position> { try state.checkpoint() }
 
-    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
+    func restore(_ checkpoint: AnimationCheckpoint<GIFRunState.Position>) throws(ImageError) {
         endSession()
-        var restored = try GIFRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
-        restored.offset = checkpoint.offset
-        restored.pending = checkpoint.pending
-        restored.pendingEmitted = checkpoint.pendingEmitted
-        restored.emittedCount = checkpoint.emittedCount
-        restored.control = checkpoint.control
-        restored.loopCount = checkpoint.loopCount
-        restored.isAtEnd = checkpoint.isAtEnd
-        state = restored
+        state = try GIFRunState(restoring: checkpoint)
     }
 
     func rewind() throws(ImageError) {
         endSession()
         state = try GIFRunState(screen: screen)
     }
-
-    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
 }
 
 // MARK: APNG
 
 final class APNGAnimationCursor: AnimationCursor {
-    struct Checkpoint {
-        let canvas: Bitmap
-        let nextIndex: Int
-        let pending: (dispose: UInt8, rect: AnimationCanvas.Rect, saved: Bitmap?)?
-    }
-
     private let data: Data
     private let animation: APNGAnimation
     private let limits: DecodingLimits
@@ -166,7 +162,7 @@ final class APNGAnimationCursor: AnimationCursor {
         state = try APNGRunState(animation)
     }
 
-    var nextIndex: Int { state.nextIndex }
+    var nextIndex: Int { state.position.nextIndex }
 
     func decodeNext() throws(ImageError) -> Bitmap {
         try skipNext()
@@ -174,37 +170,26 @@ final class APNGAnimationCursor: AnimationCursor {
     }
 
     func skipNext() throws(ImageError) {
-        guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the APNG has no frame \(state.nextIndex)") }
+        guard state.position.nextIndex < animation.frames.count else {
+            throw ImageError(.badImageData, "the APNG has no frame \(state.position.nextIndex)")
+        }
         try data.withImageBytes { bytes throws(ImageError) in
             _ = try PNGCoder.drawNextFrame(animation, bytes: bytes, limits: limits, state: &state)
         }
     }
 
-    func checkpoint() throws(ImageError) -> Checkpoint {
-        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), nextIndex: state.nextIndex, pending: state.pending)
-    }
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<APNGRunState.Position> { try state.checkpoint() }
 
-    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
-        var restored = try APNGRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
-        restored.nextIndex = checkpoint.nextIndex
-        restored.pending = checkpoint.pending
-        state = restored
+    func restore(_ checkpoint: AnimationCheckpoint<APNGRunState.Position>) throws(ImageError) {
+        state = try APNGRunState(restoring: checkpoint)
     }
 
     func rewind() throws(ImageError) { state = try APNGRunState(animation) }
-
-    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
 }
 
 // MARK: WebP
 
 final class WebPAnimationCursor: AnimationCursor {
-    struct Checkpoint {
-        let canvas: Bitmap
-        let nextIndex: Int
-        let previousWasKey: Bool
-    }
-
     private let data: Data
     private let animation: WebPAnimation
     private var state: WebPRunState
@@ -215,14 +200,16 @@ final class WebPAnimationCursor: AnimationCursor {
         state = try WebPRunState(animation)
     }
 
-    var nextIndex: Int { state.nextIndex }
+    var nextIndex: Int { state.position.nextIndex }
 
     func decodeNext() throws(ImageError) -> Bitmap { try draw(copying: true)! }
 
     func skipNext() throws(ImageError) { _ = try draw(copying: false) }
 
     private func draw(copying: Bool) throws(ImageError) -> Bitmap? {
-        guard state.nextIndex < animation.frames.count else { throw ImageError(.badImageData, "the WebP has no frame \(state.nextIndex)") }
+        guard state.position.nextIndex < animation.frames.count else {
+            throw ImageError(.badImageData, "the WebP has no frame \(state.position.nextIndex)")
+        }
         var frame: Bitmap?
         try data.withImageBytes { bytes throws(ImageError) in
             _ = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
@@ -232,18 +219,11 @@ final class WebPAnimationCursor: AnimationCursor {
         return frame
     }
 
-    func checkpoint() throws(ImageError) -> Checkpoint {
-        Checkpoint(canvas: try state.canvas.snapshot(isOpaque: false), nextIndex: state.nextIndex, previousWasKey: state.previousWasKey)
-    }
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<WebPRunState.Position> { try state.checkpoint() }
 
-    func restore(_ checkpoint: Checkpoint) throws(ImageError) {
-        var restored = try WebPRunState(canvas: AnimationCanvas(copying: checkpoint.canvas))
-        restored.nextIndex = checkpoint.nextIndex
-        restored.previousWasKey = checkpoint.previousWasKey
-        state = restored
+    func restore(_ checkpoint: AnimationCheckpoint<WebPRunState.Position>) throws(ImageError) {
+        state = try WebPRunState(restoring: checkpoint)
     }
 
     func rewind() throws(ImageError) { state = try WebPRunState(animation) }
-
-    func cost(of checkpoint: Checkpoint) -> Int { checkpoint.canvas.bytesPerRow * checkpoint.canvas.height }
 }

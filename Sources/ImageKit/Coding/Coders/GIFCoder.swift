@@ -134,7 +134,7 @@ struct GIFDecoding {
             return true
         }
         if let early { return try early(frames, target) }
-        guard let last = state.pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
+        guard let last = state.position.pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
         var lastFrame = state.canvas.finish(isOpaque: false)
         if target != screen { lastFrame = try lastFrame.resized(to: target) }
         frames.append(ImageFrame(bitmap: lastFrame, duration: last.duration))
@@ -142,7 +142,7 @@ struct GIFDecoding {
             frames[0].duration = 0
             return DecodedImage(frames: frames, loopCount: 1, format: .gif)
         }
-        return DecodedImage(frames: frames, loopCount: state.loopCount ?? 1, format: .gif)
+        return DecodedImage(frames: frames, loopCount: state.position.loopCount ?? 1, format: .gif)
     }
 
     /// How a decode that ends inside the data finishes, given the frames emitted so far and the
@@ -151,7 +151,7 @@ struct GIFDecoding {
 
     /// Runs the record loop from `state` (a fresh state starts after the screen descriptor):
     /// each frame is drawn onto the canvas and handed to `emit` with its duration once the next
-    /// frame begins — before its disposal — except the last, which stays in `state.pending` when
+    /// frame begins — before its disposal — except the last, which stays in `state.position.pending` when
     /// the data ends. `emit` returning false stops the loop right after that frame, with `state`
     /// ready to resume at the next one. Returns an early result only for the partial-image and
     /// complete-frames-only endings.
@@ -160,7 +160,7 @@ struct GIFDecoding {
         // Resuming in the same session after a stop: the reader stands after the descriptor.
         var suspended = state.suspendedInSession
         state.suspendedInSession = nil
-        if suspended == nil, let offset = state.offset { reader.offset = offset }
+        if suspended == nil, let offset = state.position.offset { reader.offset = offset }
         var line = [UInt8]()
         var done = false
         var drawing = false
@@ -180,7 +180,7 @@ struct GIFDecoding {
                 // Between records, as browsers do: the end of the data after a frame is the end
                 // of the image (a missing trailer), and a byte that starts no record is skipped
                 // (giflib's stream reader stops at both).
-                if reader.offset >= bytes.count && state.pending != nil {
+                if reader.offset >= bytes.count && state.position.pending != nil {
                     done = true
                     continue
                 }
@@ -211,14 +211,14 @@ struct GIFDecoding {
             switch record {
             case IMAGE_DESC_RECORD_TYPE:
                 // Finish the previous frame: hand its picture over, then dispose of it.
-                if let previous = state.pending {
-                    if !state.pendingEmitted {
-                        state.pendingEmitted = true
-                        state.emittedCount += 1
+                if let previous = state.position.pending {
+                    if !state.position.pendingEmitted {
+                        state.position.pendingEmitted = true
+                        state.position.emittedCount += 1
                         if try !emit(state.canvas, previous.duration) {
                             // A new session resumes at this descriptor's record byte and reads it
                             // again; this one goes on from here.
-                            state.offset = descriptorStart - 1
+                            state.position.offset = descriptorStart - 1
                             state.suspendedInSession = (descriptorStart, wide)
                             return nil
                         }
@@ -232,11 +232,11 @@ struct GIFDecoding {
                 let desc = gif.pointee.Image
                 let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
                 let rect = state.canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
-                let saved = state.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false) : nil
+                let saved = state.position.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false) : nil
                 let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
                 drawing = true
-                partialDelay = state.control.DelayTime
-                let transparent = Int(state.control.TransparentColor)
+                partialDelay = state.position.control.DelayTime
+                let transparent = Int(state.position.control.TransparentColor)
                 if let wide {
                     let indices = try wide.decode(pixelCount: Int(desc.Width) * Int(desc.Height))
                     reader.offset = wide.end
@@ -256,13 +256,13 @@ struct GIFDecoding {
                     }
                 }
                 drawing = false
-                state.pending = (GIFStructure.duration(centiseconds: Int(state.control.DelayTime)), state.control.DisposalMode, rect, saved)
-                state.pendingEmitted = false
-                state.control = GIFRunState.noControl
+                state.position.pending = (GIFStructure.duration(centiseconds: Int(state.position.control.DelayTime)), state.position.control.DisposalMode, rect, saved)
+                state.position.pendingEmitted = false
+                state.position.control = GIFRunState.noControl
                 if options.firstFrameOnly { done = true }
 
             case EXTENSION_RECORD_TYPE:
-                try readExtension(gif, reader: reader, control: &state.control, loopCount: &state.loopCount)
+                try readExtension(gif, reader: reader, control: &state.position.control, loopCount: &state.position.loopCount)
 
             case TERMINATE_RECORD_TYPE:
                 done = true
@@ -270,12 +270,12 @@ struct GIFDecoding {
             default:
                 throw ImageError(.badImageData, "GIF: unknown record type")
             }
-          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && state.pending != nil {
+          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && state.position.pending != nil {
             // Cut between or inside the blocks after a complete frame: the frames are all here.
             done = true
           } catch where !completeFramesOnly && error.code == .truncatedData && drawing && options.allowsPartialImages {
             // Cut inside image data: what was drawn, as a partial last frame (never cached).
-            let loopCount = state.loopCount
+            let loopCount = state.position.loopCount
             let partial = try state.canvas.snapshot(isOpaque: false)
             let centiseconds = Int(partialDelay)
             return { (emitted: [ImageFrame], target: PixelSize) throws(ImageError) -> DecodedImage in
@@ -286,11 +286,11 @@ struct GIFDecoding {
                 if frames.count == 1 { frames[0].duration = 0 }
                 return DecodedImage(frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true)
             }
-          } catch where completeFramesOnly && error.code == .truncatedData && (state.pending != nil || state.emittedCount > 0) {
+          } catch where completeFramesOnly && error.code == .truncatedData && (state.position.pending != nil || state.position.emittedCount > 0) {
             // Keep what is complete: a frame cut mid-draw is dropped (its predecessor was
             // already emitted, and the canvas now holds half a frame).
             if drawing {
-                let loopCount = state.loopCount
+                let loopCount = state.position.loopCount
                 return { (emitted: [ImageFrame], _: PixelSize) throws(ImageError) -> DecodedImage in
                     guard !emitted.isEmpty else { throw error }
                     return DecodedImage(frames: emitted, loopCount: loopCount ?? 1, format: .gif)
@@ -299,8 +299,8 @@ struct GIFDecoding {
             done = true
           }
         }
-        state.offset = reader.offset
-        state.isAtEnd = true
+        state.position.offset = reader.offset
+        state.position.isAtEnd = true
         return nil
     }
 
@@ -475,33 +475,39 @@ struct WideCodeFrame {
 }
 
 /// Where a GIF decode stands between frames: enough to resume it in a new giflib session.
-struct GIFRunState: ~Copyable {
+struct GIFRunState: AnimationRunState, ~Copyable {
     static let noControl = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
 
+    /// Everything but the canvas: what a checkpoint keeps beside a copy of it.
+    struct Position {
+        /// Where the next record starts; nil: right after the header (a fresh decode).
+        var offset: Int?
+        /// The last frame drawn: its duration, disposal, clipped rectangle and
+        /// (dispose-to-previous) the canvas before it.
+        var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+        /// Whether `pending` was handed over already (its disposal is still to come).
+        var pendingEmitted = false
+        var emittedCount = 0
+        /// The graphic control extension read for the next frame.
+        var control = GIFRunState.noControl
+        var loopCount: Int?
+        /// The data has no more frames; `pending` is the last one.
+        var isAtEnd = false
+    }
+
     var canvas: AnimationCanvas
-    /// Where the next record starts; nil: right after the header (a fresh decode).
-    var offset: Int?
-    /// The last frame drawn: its duration, disposal, clipped rectangle and (dispose-to-previous)
-    /// the canvas before it.
-    var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
-    /// Whether `pending` was handed over already (its disposal is still to come).
-    var pendingEmitted = false
-    var emittedCount = 0
-    /// The graphic control extension read for the next frame.
-    var control = GIFRunState.noControl
-    var loopCount: Int?
-    /// The data has no more frames; `pending` is the last one.
-    var isAtEnd = false
+    var position = Position()
     /// Set when a run stopped right after reading a descriptor: the same giflib session goes on
-    /// from there (a new session starts at `offset` instead and must clear it).
+    /// from there (a new session starts at `position.offset` instead and must clear it).
     var suspendedInSession: (descriptorStart: Int, wide: WideCodeFrame?)?
 
     init(screen: PixelSize) throws(ImageError) {
         canvas = try AnimationCanvas(width: screen.width, height: screen.height)
     }
 
-    init(canvas: consuming AnimationCanvas) {
+    init(canvas: consuming AnimationCanvas, position: Position) {
         self.canvas = canvas
+        self.position = position
     }
 }
 

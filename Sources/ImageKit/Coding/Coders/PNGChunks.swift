@@ -177,16 +177,21 @@ struct APNGAnimation {
 
 /// Where an APNG decode stands between frames: the canvas showing the last frame drawn, and
 /// that frame's disposal, applied before the next one is drawn.
-struct APNGRunState: ~Copyable {
+struct APNGRunState: AnimationRunState, ~Copyable {
+    struct Position {
+        var nextIndex = 0
+        var pending: (dispose: UInt8, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+    }
+
     var canvas: AnimationCanvas
-    var nextIndex = 0
-    var pending: (dispose: UInt8, rect: AnimationCanvas.Rect, saved: Bitmap?)?
+    var position = Position()
 
     init(_ animation: APNGAnimation) throws(ImageError) {
         canvas = try AnimationCanvas(width: animation.width, height: animation.height)
     }
 
-    init(canvas: consuming AnimationCanvas) {
+    init(canvas: consuming AnimationCanvas, position: Position) {
         self.canvas = canvas
+        self.position = position
     }
 }

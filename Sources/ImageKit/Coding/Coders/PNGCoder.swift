@@ -169,20 +169,20 @@ public struct PNGCoder: ImageCoding {
         return DecodedImage(frames: frames, loopCount: frames.count > 1 ? animation.playCount : 1, format: .png)
     }
 
-    /// Draws frame `state.nextIndex` of `animation` onto the canvas (after disposing of the
+    /// Draws frame `state.position.nextIndex` of `animation` onto the canvas (after disposing of the
     /// frame before it) and returns its duration. The canvas then shows the frame; its own
     /// disposal waits for the next call.
     static func drawNextFrame(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer, limits: DecodingLimits,
                               state: inout APNGRunState) throws(ImageError) -> Double {
-        if let pending = state.pending {
+        if let pending = state.position.pending {
             switch pending.dispose {
             case 1: state.canvas.clear(pending.rect)
             case 2: if let saved = pending.saved { state.canvas.restore(pending.rect, from: saved) }
             default: break
             }
-            state.pending = nil
+            state.position.pending = nil
         }
-        let index = state.nextIndex
+        let index = state.position.nextIndex
         let frame = animation.frames[index]
         let rect = state.canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
         var dispose = frame.dispose
@@ -199,8 +199,8 @@ public struct PNGCoder: ImageCoding {
             }
         }
         state.canvas.draw(pixels, x: frame.x, y: frame.y, blend: frame.blend == 1 && index > 0)
-        state.pending = (dispose, rect, saved)
-        state.nextIndex += 1
+        state.position.pending = (dispose, rect, saved)
+        state.position.nextIndex += 1
         return frame.delay
     }
 

@@ -24,8 +24,7 @@ struct WebPAnimation {
         guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the WebP data is empty") }
         var data = WebPData(bytes: base.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         guard let demuxer = WebPDemux(&data) else {
-            let declared = bytes.count >= 8 ? 8 + (Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24) : Int.max
-            if declared > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
+            if WebPCoder.riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
             throw ImageError(.badImageData, "animated WebP: the file is corrupt")
         }
         defer { WebPDemuxDelete(demuxer) }
@@ -64,10 +63,14 @@ struct WebPAnimation {
 
 /// Where an animated WebP decode stands between frames: the canvas with the last frame drawn
 /// and disposed of (libwebp's "previous frame disposed" canvas).
-struct WebPRunState: ~Copyable {
+struct WebPRunState: AnimationRunState, ~Copyable {
+    struct Position {
+        var nextIndex = 0
+        var previousWasKey = false
+    }
+
     var canvas: AnimationCanvas
-    var nextIndex = 0
-    var previousWasKey = false
+    var position = Position()
     /// A frame-sized RGBA buffer the bitstreams are decoded into, reused.
     var scratch: [UInt8] = []
 
@@ -75,21 +78,22 @@ struct WebPRunState: ~Copyable {
         canvas = try AnimationCanvas(width: animation.width, height: animation.height)
     }
 
-    init(canvas: consuming AnimationCanvas) {
+    init(canvas: consuming AnimationCanvas, position: Position) {
         self.canvas = canvas
+        self.position = position
     }
 }
 
 extension WebPAnimation {
-    /// Draws frame `state.nextIndex` the way libwebp's `WebPAnimDecoder` does — pixel for pixel:
+    /// Draws frame `state.position.nextIndex` the way libwebp's `WebPAnimDecoder` does — pixel for pixel:
     /// its non-premultiplied integer blend, applied where the frame is translucent, except over
     /// the previous frame's rectangle when that was disposed to the background — and hands the
     /// composited canvas to `show` before disposing of the frame. Returns its duration.
     func drawNextFrame(_ bytes: UnsafeRawBufferPointer, state: inout WebPRunState,
                        show: (borrowing AnimationCanvas) throws(ImageError) -> Void) throws(ImageError) -> Double {
-        let index = state.nextIndex
+        let index = state.position.nextIndex
         let frame = frames[index]
-        let isKey = isKeyFrame(index, previousWasKey: state.previousWasKey)
+        let isKey = isKeyFrame(index, previousWasKey: state.position.previousWasKey)
         if isKey { state.canvas.clear(state.canvas.clip(x: 0, y: 0, width: width, height: height)) }
 
         let blends = index > 0 && frame.blends && !isKey
@@ -141,8 +145,8 @@ extension WebPAnimation {
         if frame.disposesToBackground {
             state.canvas.clear(state.canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height))
         }
-        state.previousWasKey = isKey
-        state.nextIndex += 1
+        state.position.previousWasKey = isKey
+        state.position.nextIndex += 1
         return frame.duration
     }
 
