@@ -146,9 +146,13 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
             guard elapsed > .zero, loopLength > .zero else { return 0 }
             let loop = Int(elapsed / loopLength)
             let within = elapsed - loopLength * loop
-            var index = 0
-            while index + 1 < frameCount && offsets[index + 1] <= within { index += 1 }
-            return loop * frameCount + index
+            // The last frame that starts at or before `within` (offsets ascend from zero).
+            var low = 0, high = frameCount - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if offsets[middle] <= within { low = middle } else { high = middle - 1 }
+            }
+            return loop * frameCount + low
         }
 
         public mutating func next() async throws -> Frame? {
@@ -166,12 +170,16 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
                     return nil
                 }
                 try await player.clock.sleep(until: due(target), tolerance: nil)
-                // Late: show what is due now; what was missed is dropped, not decoded.
-                var now = ordinal(at: player.clock.now)
-                if let last = lastOrdinal { now = Swift.min(now, last) }
-                if now > target {
-                    skipped = now - target
-                    target = now
+                // Late (the next frame is due already): show what is due now; what was missed
+                // is dropped, not copied out.
+                let now = player.clock.now
+                if lastOrdinal.map({ target < $0 }) ?? true, due(target + 1) <= now {
+                    var current = ordinal(at: now)
+                    if let last = lastOrdinal { current = Swift.min(current, last) }
+                    if current > target {
+                        skipped = current - target
+                        target = current
+                    }
                 }
             }
             let index = target % frameCount
