@@ -102,13 +102,18 @@ final class Counter: @unchecked Sendable {
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
 
-/// "[done/total] bytes rate" redrawn on stderr when it is a terminal.
+/// A progress line redrawn on stderr when it is a terminal: "[done/total] bytes rate" for
+/// downloads, or a bar with done/total, items per second, ETA and skipped items.
 final class ProgressLine: @unchecked Sendable {
+    enum Style { case bytes, bar }
+
     // Guarded by lock.
     private let lock = NSLock()
     private let total: Int
     private let enabled: Bool
+    private let style: Style
     private var done = 0
+    private var skipped = 0
     private var received: [Int: Int64] = [:]
     private let started = Date()
     private var lastDraw = Date.distantPast
@@ -116,10 +121,11 @@ final class ProgressLine: @unchecked Sendable {
     /// Nothing is drawn before this many seconds have passed (short runs stay quiet).
     private let showsAfter: TimeInterval
 
-    init(total: Int, enabled: Bool, showsAfter: TimeInterval = 0) {
+    init(total: Int, enabled: Bool, showsAfter: TimeInterval = 0, style: Style = .bytes) {
         self.total = total
         self.enabled = enabled
         self.showsAfter = showsAfter
+        self.style = style
     }
 
     func bytes(for index: Int, _ count: Int64) {
@@ -127,9 +133,10 @@ final class ProgressLine: @unchecked Sendable {
         draw(force: false)
     }
 
-    func finished() {
-        lock.lock(); done += 1; lock.unlock()
-        draw(force: true)
+    func finished(skipped isSkipped: Bool = false) {
+        lock.lock(); done += 1; if isSkipped { skipped += 1 }; let last = done == total; lock.unlock()
+        // Downloads redraw on every completion; the bar (many quick items) at most every 0.1 s.
+        draw(force: style == .bytes || last)
     }
 
     func close() {
@@ -145,9 +152,21 @@ final class ProgressLine: @unchecked Sendable {
         guard now.timeIntervalSince(started) >= showsAfter, force || now.timeIntervalSince(lastDraw) > 0.1 else { return }
         lastDraw = now
         drawn = true
-        let bytes = received.values.reduce(0, +)
-        let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
-        let line = String(format: "\r[%d/%d] %.1f MB  %.1f MB/s   ", done, total, Double(bytes) / 1e6, rate / 1e6)
+        let elapsed = max(now.timeIntervalSince(started), 0.001)
+        let line: String
+        switch style {
+        case .bytes:
+            let bytes = received.values.reduce(0, +)
+            line = String(format: "\r[%d/%d] %.1f MB  %.1f MB/s   ", done, total, Double(bytes) / 1e6, Double(bytes) / elapsed / 1e6)
+        case .bar:
+            let rate = Double(done) / elapsed
+            let width = 24
+            let filled = total == 0 ? width : width * done / total
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            let eta = rate > 0 ? String(format: "ETA %.0f s", Double(total - done) / rate) : "ETA --"
+            line = "\r[\(bar)] \(done)/\(total)  " + String(format: "%.1f/s  ", rate) + eta
+                + (skipped > 0 ? "  \(skipped) skipped" : "") + "   "
+        }
         FileHandle.standardError.write(Data(line.utf8))
     }
 }

@@ -50,12 +50,12 @@ struct Prefetch: ParsableCommand {
         context.storeCacheType = .disk
         let prefetcher = ImagePrefetcher(manager: ImageManager(cache: cache), maxConcurrentPrefetchCount: concurrency,
                                          options: [.lowPriority, .waitStoreCache], context: context)
-        let bar = ProgressBar(total: list.count, enabled: !json && isatty(STDERR_FILENO) != 0)
+        let bar = ProgressLine(total: list.count, enabled: !json && isatty(STDERR_FILENO) != 0, style: .bar)
         let started = Date()
         let done = DispatchSemaphore(value: 0)
         let summary = SharedValue(ImagePrefetchSummary(totalCount: list.count, finishedCount: 0, skippedCount: 0))
         prefetcher.prefetch(list, progress: { progress in
-            bar.update(finished: progress.finishedCount, skipped: progress.skippedCount)
+            bar.finished(skipped: progress.error != nil)
         }, completion: { result in
             summary.set(result)
             done.signal()
@@ -84,43 +84,4 @@ final class SharedValue<Value: Sendable>: @unchecked Sendable {
     var value: Value { lock.withLock { stored } }
 
     func set(_ value: Value) { lock.withLock { stored = value } }
-}
-
-/// "[#####-----] finished/total  rate/s  ETA" redrawn on stderr when it is a terminal.
-final class ProgressBar: @unchecked Sendable {
-    private let lock = NSLock()
-    private let total: Int
-    private let enabled: Bool
-    private let started = Date()
-    private var lastDraw = Date.distantPast // guarded by lock
-    private var drawn = false // guarded by lock
-
-    init(total: Int, enabled: Bool) {
-        self.total = total
-        self.enabled = enabled
-    }
-
-    func update(finished: Int, skipped: Int) {
-        guard enabled else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        let now = Date()
-        guard finished == total || now.timeIntervalSince(lastDraw) > 0.1 else { return }
-        lastDraw = now
-        drawn = true
-        let elapsed = max(now.timeIntervalSince(started), 0.001)
-        let rate = Double(finished) / elapsed
-        let width = 24
-        let filled = total == 0 ? width : width * finished / total
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let eta = rate > 0 ? String(format: "ETA %.0f s", Double(total - finished) / rate) : "ETA --"
-        let skippedText = skipped > 0 ? "  \(skipped) skipped" : ""
-        let line = "\r[\(bar)] \(finished)/\(total)  " + String(format: "%.1f/s  ", rate) + eta + skippedText + "   "
-        FileHandle.standardError.write(Data(line.utf8))
-    }
-
-    func close() {
-        guard enabled, lock.withLock({ drawn }) else { return }
-        FileHandle.standardError.write(Data("\n".utf8))
-    }
 }
