@@ -118,7 +118,7 @@ struct Fetch: ParsableCommand {
                 "url": url, "cacheType": cacheType,
                 "format": result.map { "\($0.format)" } ?? NSNull(),
                 "width": image?.width ?? NSNull(), "height": image?.height ?? NSNull(),
-                "frames": image?.frames.count ?? NSNull(), "bytes": result?.data?.count ?? NSNull(),
+                "frames": image?.frameCount ?? NSNull(), "bytes": result?.data?.count ?? NSNull(),
                 "status": status ?? error?.httpStatusCode ?? NSNull() as Any,
                 "error": error.map { ["code": $0.code.rawValue, "message": $0.message] as [String: Any] } ?? NSNull(),
             ]
@@ -126,7 +126,7 @@ struct Fetch: ParsableCommand {
         } else if let error {
             FileHandle.standardError.write(Data("\(url): \(error)\n".utf8))
         } else if let result {
-            let size = image.map { "\($0.width)x\($0.height), \($0.frames.count) frame(s)" } ?? "not cached"
+            let size = image.map { "\($0.width)x\($0.height), \($0.frameCount) frame(s)" } ?? "not cached"
             let source = status.map { "HTTP \($0)" } ?? "\(result.cacheType) cache"
             print("\(url): \(result.format) \(size) from \(source)")
         }

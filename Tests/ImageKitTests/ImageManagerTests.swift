@@ -445,7 +445,7 @@ final class ImageManagerTests: XCTestCase {
         let still = try await manager.loadImage(url("/v.gif"))
         XCTAssertEqual(still.image?.frames.count, 1, "the processor's decodeFirstFrameOnly took effect")
         let full = try await makeManager().loadImage(url("/v.gif"), options: .fromLoaderOnly)
-        XCTAssertEqual(full.image?.frames.count, 3)
+        XCTAssertEqual(full.image?.frameCount, 3)
     }
 
     func testWaitStoreCacheWritesTheDiskBeforeCompleting() async throws {
@@ -537,7 +537,7 @@ final class ImageManagerTests: XCTestCase {
         context.transformer = HalfSize()
         let untouched = try await manager.loadImage(url("/anim.gif"), context: context)
         XCTAssertEqual(untouched.image?.width, 32)
-        XCTAssertEqual(untouched.image?.frames.count, 3)
+        XCTAssertEqual(untouched.image?.frameCount, 3)
         let transformed = try await manager.loadImage(url("/anim.gif"), options: [.transformAnimatedImage, .fromLoaderOnly], context: context)
         XCTAssertEqual(transformed.image?.width, 16)
     }

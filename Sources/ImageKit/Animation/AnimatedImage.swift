@@ -34,8 +34,15 @@ public final class AnimatedImage: @unchecked Sendable {
     /// Frames between checkpoints: the most frames a seek replays is one less.
     public let checkpointInterval: Int
 
+    /// The limits given at creation: one canvas is checked against them at once, all frames
+    /// by ``decodedImage()``.
+    public let limits: DecodingLimits
+
     private let lock = NSLock()
     private let source: any AnimationFrameSource
+    /// Buffers of the players playing this image, trimmed with it (weak: a player that ended
+    /// is not kept alive by its image).
+    private var playerBuffers: [WeakFrameBuffer] = []
 
     /// Reads the headers of `data`; no frame is decoded.
     ///
@@ -45,6 +52,7 @@ public final class AnimatedImage: @unchecked Sendable {
     ///   `decompressionBomb`, `zeroPixels`).
     public init(data: Data, limits: DecodingLimits = .default) throws(ImageError) {
         self.data = data
+        self.limits = limits
         let signature = ImageSignature(data)
         let info: (canvas: PixelSize, durations: [Double], loopCount: Int)
         let makeSource: (Int) throws(ImageError) -> any AnimationFrameSource
@@ -137,21 +145,44 @@ public final class AnimatedImage: @unchecked Sendable {
         return source.decodedFrames
     }
 
-    /// Drops the checkpoints (memory pressure): later seeks replay from the start until they
-    /// are taken again.
+    /// Memory pressure: drops the checkpoints (later seeks replay from the start until they are
+    /// taken again) and the frames that the players of this image keep for later loops
+    /// (``AnimatedImagePlayer/trimBuffer()``). The memory cache calls it when it is trimmed.
     public func trim() {
         lock.lock()
-        defer { lock.unlock() }
         source.trim()
+        playerBuffers.removeAll { $0.buffer == nil }
+        let buffers = playerBuffers.compactMap(\.buffer)
+        lock.unlock()
+        for buffer in buffers { buffer.trim() }
+    }
+
+    /// Registers a player's buffer so that ``trim()`` reaches it.
+    func register(_ buffer: AnimationFrameBuffer) {
+        lock.lock()
+        defer { lock.unlock() }
+        playerBuffers.removeAll { $0.buffer == nil }
+        playerBuffers.append(WeakFrameBuffer(buffer: buffer))
     }
 
     /// Every frame decoded, as the coders' eager decode gives them.
+    ///
+    /// - Throws: ``ImageError``: `decompressionBomb` when all frames together exceed
+    ///   ``limits`` (``DecodingLimits/maxTotalBytes``), before any is decoded; the decoder's
+    ///   errors.
     public func decodedImage() throws(ImageError) -> DecodedImage {
+        try limits.check(width: width, height: height, frames: frameCount)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
-        for index in 0..<frameCount { frames.append(try frame(at: index)) }
+        for index in 0..<frameCount {
+            frames.append(ImageFrame(bitmap: try frame(at: index, takingCheckpoints: false), duration: durations[index]))
+        }
         return DecodedImage(frames: frames, loopCount: loopCount, format: format)
     }
+}
+
+private struct WeakFrameBuffer {
+    weak var buffer: AnimationFrameBuffer?
 }
 
 /// Random access over an ``AnimationCursor``.

@@ -15,7 +15,8 @@ import Foundation
 /// and more; smaller ones decode faster than a hand-off between threads). Frames already
 /// shown are kept for later loops while they fit in ``maxBufferBytes``; by default that is
 /// SDWebImage's rule, `min(20 % of the memory available to the process, 60 % of the memory free
-/// now)`. ``trimBuffer()`` drops them (memory pressure); the next loop decodes them again.
+/// now)`. ``trimBuffer()`` drops them (memory pressure), and so does ``AnimatedImage/trim()``
+/// (which the memory cache calls when it is trimmed); the next loop decodes them again.
 ///
 /// ```swift
 /// let animation = try AnimatedImage(data: data)
@@ -64,6 +65,7 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
         self.clock = clock
         self.maxBufferBytes = Swift.max(0, maxBufferBytes ?? Self.defaultMaxBufferBytes())
         buffer = AnimationFrameBuffer(maxBytes: self.maxBufferBytes)
+        image.register(buffer)
     }
 
     /// SDWebImage's default buffer size: `Swift.min(20 % of the memory available to the process

@@ -100,10 +100,15 @@ public final class MemoryCache: ImageMemoryCaching {
         _ = removed
     }
 
+    /// Evicts least recently used images until the total cost is at most `cost`; the lazy
+    /// animations that stay drop what they can rebuild (``AnimatedImage/trim()``: seek
+    /// checkpoints and their players' kept frames).
     public func trim(toCost cost: Int) {
-        state.withLock { state in
+        let animations: [AnimatedImage] = state.withLock { state in
             while state.totalCost > max(cost, 0), let last = state.tail { state.remove(last) }
+            return state.index.values.compactMap { state.slots[$0].image?.animation }
         }
+        for animation in animations { animation.trim() }
     }
 
     public var totalCost: Int { state.withLock { $0.totalCost } }
@@ -221,18 +226,25 @@ struct WeakImage {
     var template: DecodedImage
     var references: [Reference]
     var durations: [Double]
+    /// A lazy image's decoder, held as weakly as its pixels.
+    weak var animation: AnimatedImage?
+    let isLazy: Bool
 
     init(_ image: DecodedImage) {
         references = image.frames.map { Reference($0.bitmap) }
         durations = image.frames.map(\.duration)
+        animation = image.animation
+        isLazy = image.isLazy
         // The template keeps everything but the pixels: frames are rebuilt from the references.
         template = image
         template.frames = []
+        template.animation = nil
     }
 
-    var isAlive: Bool { references.allSatisfy { $0.bitmap != nil } }
+    var isAlive: Bool { references.allSatisfy { $0.bitmap != nil } && (!isLazy || animation != nil) }
 
     func revive() -> DecodedImage? {
+        if isLazy && animation == nil { return nil }
         var frames: [ImageFrame] = []
         frames.reserveCapacity(references.count)
         for (reference, duration) in zip(references, durations) {
@@ -241,6 +253,7 @@ struct WeakImage {
         }
         var image = template
         image.frames = frames
+        image.animation = animation
         return image
     }
 }

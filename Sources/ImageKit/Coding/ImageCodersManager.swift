@@ -53,7 +53,24 @@ public final class ImageCodersManager: ImageCoding {
             }
             throw ImageError(.unsupportedFormat, "no decoder for \(signature.format) data")
         }
+        if options.decodesFramesLazily, let lazy = Self.lazyAnimation(data, signature: signature, coder: coder, options: options) {
+            return lazy
+        }
         return try coder.decode(data, options: options)
+    }
+
+    /// `data` as a lazy animation, when the options allow one and it is an animation of more
+    /// than one frame that a built-in coder would decode at full size. nil: decode eagerly
+    /// (which also reports whatever was wrong with the data).
+    private static func lazyAnimation(_ data: Data, signature: ImageSignature, coder: any ImageCoding,
+                                      options: ImageDecodingOptions) -> DecodedImage? {
+        guard !options.firstFrameOnly, signature.format == .gif || signature.isAnimated,
+              coder is GIFCoder || coder is PNGCoder || coder is WebPCoder,
+              let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else { return nil }
+        if let thumbnail = options.thumbnailPixelSize,
+           thumbnail.width < animation.width || thumbnail.height < animation.height { return nil }
+        if let budget = options.scaleDownLimitBytes, animation.frameBytes > budget { return nil }
+        return try? DecodedImage(animation: animation)
     }
 
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {

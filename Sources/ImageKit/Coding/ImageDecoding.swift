@@ -102,11 +102,18 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``DecodedImage/defaultScaleDownLimitBytes``). The budget is divided across the frames of
     /// an animation. nil = no scale-down.
     public var scaleDownLimitBytes: Int?
+    /// Return an animated GIF, APNG or WebP as a lazy image (``DecodedImage/animation``: the
+    /// bytes, the first frame, the rest decoded on demand) instead of decoding every frame.
+    /// ``limits`` then apply to one canvas. Honoured by ``ImageCodersManager`` for its built-in
+    /// coders, when the canvas needs no scaling (a ``thumbnailPixelSize`` or
+    /// ``scaleDownLimitBytes`` smaller than the canvas decodes eagerly, scaled). Default false;
+    /// ``ImageManager`` sets it unless ``ImageLoadOptions/preloadAllFrames`` is given.
+    public var decodesFramesLazily: Bool
 
     public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
                 allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
                 thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
-                scaleDownLimitBytes: Int? = nil) {
+                scaleDownLimitBytes: Int? = nil, decodesFramesLazily: Bool = false) {
         self.firstFrameOnly = firstFrameOnly
         self.appliesOrientation = appliesOrientation
         self.allowsPartialImages = allowsPartialImages
@@ -114,6 +121,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         self.thumbnailPixelSize = thumbnailPixelSize
         self.preservesAspectRatio = preservesAspectRatio
         self.scaleDownLimitBytes = scaleDownLimitBytes
+        self.decodesFramesLazily = decodesFramesLazily
     }
 
     /// True when the options may make the output smaller than the source.

@@ -57,8 +57,12 @@ public struct ImageLoadOptions: OptionSet, Sendable, Hashable {
     /// Decode only the first frame of an animation; a cached animation is returned as a still
     /// copy of its first frame (OPT-19, CQS-05).
     public static let decodeFirstFrameOnly = ImageLoadOptions(rawValue: 1 << 19)
-    /// Decode every frame of an animation up front. ImageKit's decoders always decode all
-    /// frames today, so this is the behaviour with or without the flag (OPT-20).
+    /// Decode every frame of an animation up front: the image's ``DecodedImage/frames`` hold
+    /// them all (frames × canvas bytes, checked against the decode limits as a whole). Without
+    /// it an animation is delivered lazy — its bytes and first frame, the other frames decoded
+    /// on demand (``DecodedImage/animation``; the limits apply to one canvas) — unless a
+    /// transformer with ``transformAnimatedImage`` needs the frames. A lazy image cached in
+    /// memory is decoded whole on delivery to a load with this flag (OPT-20).
     public static let preloadAllFrames = ImageLoadOptions(rawValue: 1 << 20)
     /// ImageKit has one image type (``DecodedImage``), so every result matches; ignored (OPT-21).
     public static let matchAnimatedImageClass = ImageLoadOptions(rawValue: 1 << 21)

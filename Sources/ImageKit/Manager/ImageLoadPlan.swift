@@ -40,8 +40,8 @@ final class ImageLoadPlan: Sendable {
     /// belong to each caller.
     static let jobOptions: ImageLoadOptions = [
         .refreshCached, .handleCookies, .allowInvalidSSLCertificates, .transformAnimatedImage, .scaleDownLargeImages,
-        .queryMemoryData, .fromCacheOnly, .fromLoaderOnly, .avoidDecodeImage, .decodeFirstFrameOnly, .waitStoreCache,
-        .revalidateStaleEntries,
+        .queryMemoryData, .fromCacheOnly, .fromLoaderOnly, .avoidDecodeImage, .decodeFirstFrameOnly, .preloadAllFrames,
+        .waitStoreCache, .revalidateStaleEntries,
     ]
 
     var queriesCache: Bool { !options.contains(.fromLoaderOnly) && context.queryCacheType != .none }
@@ -80,7 +80,15 @@ final class ImageLoadPlan: Sendable {
     }
 
     func result(from hit: ImageCacheQueryResult) -> ImageLoadResult {
-        ImageLoadResult(image: hit.image, data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+        ImageLoadResult(image: delivering(hit.image), data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+    }
+
+    /// A cached image as this load wants it: with ``ImageLoadOptions/preloadAllFrames``, a lazy
+    /// animation decoded whole (SDWebImage preloads the cached `SDAnimatedImage` the same way);
+    /// one whose frames do not all decode is delivered lazy, as cached.
+    func delivering(_ image: DecodedImage?) -> DecodedImage? {
+        guard let image, image.isLazy, options.contains(.preloadAllFrames) else { return image }
+        return (try? image.loadingAllFrames()) ?? image
     }
 
     /// No image and no error (a `.fromCacheOnly` miss, a vetoed download: ERR-05).
@@ -103,6 +111,10 @@ extension ImageManager {
 
         var decoding = context.decodingOptions ?? .default
         decoding.firstFrameOnly = decoding.firstFrameOnly || options.contains(.decodeFirstFrameOnly)
+        // Animations play from their bytes (ANI-01) unless every frame is wanted now: by the
+        // caller, or by a transformer that transforms animations.
+        decoding.decodesFramesLazily = !options.contains(.preloadAllFrames)
+            && !(context.transformer != nil && options.contains(.transformAnimatedImage))
         var key = context.cacheKeyFilter.map { CacheKey(url: url, filter: $0) } ?? CacheKey(urlString)
         if let thumbnail = context.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             decoding.thumbnailPixelSize = thumbnail

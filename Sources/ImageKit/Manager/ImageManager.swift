@@ -334,7 +334,8 @@ public final class ImageManager: Sendable {
         guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
               context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
               context.decodingOptions?.appliesOrientation ?? true,
-              options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly])
+              options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly,
+                                        .preloadAllFrames])
         else { return nil }
         let key = CacheKey(urlString)
         guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else { return nil }
@@ -358,7 +359,7 @@ public final class ImageManager: Sendable {
            plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
            let image = plan.cache.imageFromMemory(forKey: plan.key) {
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
-            return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
+            return ImageLoadResult(image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
         }
         guard
               let answer = plan.cache.querySynchronously(plan.key, cacheType: plan.context.queryCacheType,

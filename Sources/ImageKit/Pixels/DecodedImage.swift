@@ -31,8 +31,27 @@ public enum ImageOrientation: Int, Sendable, Hashable, CaseIterable {
 ///
 /// All frames have the same size (animations are composited onto their canvas). The memory
 /// ``cost`` — `bytesPerRow × height × frames` — is what caches charge for it.
+///
+/// An animation is held one of two ways. **Eager** (what a coder's `decode` returns):
+/// ``frames`` holds every composited frame. **Lazy** (what ``ImageManager`` returns unless
+/// ``ImageLoadOptions/preloadAllFrames`` is given, and a decode with
+/// ``ImageDecodingOptions/decodesFramesLazily``): ``animation`` holds the encoded bytes and
+/// decodes frames on demand, and ``frames`` holds only the first frame, the poster a still
+/// consumer shows. Code that wants every frame asks ``frameCount`` and ``frame(at:)``, which
+/// answer for both, or plays ``animation`` with an ``AnimatedImagePlayer``;
+/// ``loadingAllFrames()`` turns a lazy image into an eager one.
+///
+/// ```swift
+/// let result = try await ImageManager.shared.loadImage(with: url)
+/// if let animation = result.image?.animation {
+///     for try await frame in AnimatedImagePlayer(animation) { show(frame.bitmap) }
+/// }
+/// ```
 public struct DecodedImage: Sendable {
+    /// Every frame of an eager image; the first frame only of a lazy one (see ``animation``).
     public var frames: [ImageFrame]
+    /// The on-demand decoder of a lazy animation (nil for stills and eager animations).
+    public var animation: AnimatedImage?
     /// How many times an animation plays: 0 = forever. Still images report 1 (SDWebImage reports
     /// the container's stored value: GIF's NETSCAPE2.0 count, WebP's ANIM loop count, APNG's
     /// num_plays; a GIF without the extension plays once).
@@ -61,24 +80,62 @@ public struct DecodedImage: Sendable {
         self.isPartial = isPartial
     }
 
+    /// A lazy animation: its first frame as the poster, the rest decoded on demand by
+    /// `animation`; the loop count and format are the animation's.
+    public init(animation: AnimatedImage) throws(ImageError) {
+        self.init(frames: [try animation.frame(at: 0)], loopCount: animation.loopCount, format: animation.format)
+        self.animation = animation
+    }
+
     /// The first frame's bitmap: what a still-image consumer shows.
     public var bitmap: Bitmap { frames[0].bitmap }
     public var width: Int { frames.first?.bitmap.width ?? 0 }
     public var height: Int { frames.first?.bitmap.height ?? 0 }
-    public var isAnimated: Bool { frames.count > 1 }
-    /// True when no frame has a pixel with alpha < 255 (as far as the decoder knows).
-    public var isOpaque: Bool { frames.allSatisfy { $0.bitmap.isOpaque } }
+    /// Frames in the image: all of an animation's, lazy or eager.
+    public var frameCount: Int { animation?.frameCount ?? frames.count }
+    public var isAnimated: Bool { frameCount > 1 }
+    /// Whether the frames after the first are decoded on demand (``animation`` is set).
+    public var isLazy: Bool { animation != nil }
+    /// True when no frame has a pixel with alpha < 255 (as far as the decoder knows). A lazy
+    /// animation reports false: its later frames are not known.
+    public var isOpaque: Bool { animation == nil && frames.allSatisfy { $0.bitmap.isOpaque } }
     /// The sum of frame durations, in seconds.
-    public var totalDuration: Double { frames.reduce(0) { $0 + $1.duration } }
+    public var totalDuration: Double { animation?.totalDuration ?? frames.reduce(0) { $0 + $1.duration } }
 
-    /// Memory cost in bytes: `bytesPerRow × height × frameCount` (DESIGN §2).
+    /// Frame `index`, eager or lazy (a lazy image decodes it: see ``AnimatedImage/frame(at:)``).
+    ///
+    /// - Throws: ``ImageError``: `invalidArgument` outside `0..<frameCount`; a lazy decoder's
+    ///   errors for damaged data.
+    public func frame(at index: Int) throws(ImageError) -> ImageFrame {
+        if let animation { return try animation.frame(at: index) }
+        guard frames.indices.contains(index) else {
+            throw ImageError(.invalidArgument, "frame \(index) of an image of \(frames.count) frames")
+        }
+        return frames[index]
+    }
+
+    /// The image with every frame in ``frames``: itself when eager; a lazy animation decoded
+    /// whole (frames × canvas bytes: the limits of ``AnimatedImage/decodedImage()`` apply).
+    public func loadingAllFrames() throws(ImageError) -> DecodedImage {
+        guard let animation else { return self }
+        var eager = try animation.decodedImage()
+        eager.orientation = orientation
+        eager.isOrientationApplied = isOrientationApplied
+        return eager
+    }
+
+    /// Memory cost in bytes: `bytesPerRow × height × frameCount` for an eager image (DESIGN §2);
+    /// for a lazy one what it holds: the encoded bytes and the decoder's canvases (the poster
+    /// is the decoder's last frame, so it is not counted twice).
     public var cost: Int {
-        frames.reduce(0) { $0 + $1.bitmap.bytesPerRow * $1.bitmap.height }
+        if let animation { return animation.data.count + max(animation.retainedBytes, bitmap.bytesPerRow * bitmap.height) }
+        return frames.reduce(0) { $0 + $1.bitmap.bytesPerRow * $1.bitmap.height }
     }
 
     /// The first frame alone, as a still image.
     public var firstFrame: DecodedImage {
         var copy = self
+        copy.animation = nil
         copy.frames = Array(frames.prefix(1))
         copy.frames[0].duration = 0
         copy.loopCount = 1

@@ -4,9 +4,10 @@ extension DecodedImage {
     /// Every frame's bitmap replaced by `transform(bitmap)`, durations and loop count kept.
     ///
     /// The pixels are made upright first (``applyingOrientation()``) so that a transformer
-    /// works on what a viewer sees, whatever the decoder was asked.
+    /// works on what a viewer sees, whatever the decoder was asked. A lazy animation is decoded
+    /// whole first (``loadingAllFrames()``): the result is an eager image.
     public func mappingFrames(_ transform: (Bitmap) throws(ImageError) -> Bitmap) throws(ImageError) -> DecodedImage {
-        var copy = try applyingOrientation()
+        var copy = try loadingAllFrames().applyingOrientation()
         for index in copy.frames.indices {
             copy.frames[index].bitmap = try transform(copy.frames[index].bitmap)
         }

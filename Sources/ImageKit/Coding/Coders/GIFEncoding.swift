@@ -15,6 +15,7 @@ enum GIFEncoding {
     }
 
     static func encode(_ image: DecodedImage, firstFrameOnly: Bool) throws(ImageError) -> Data {
+        let image = firstFrameOnly ? image : try image.loadingAllFrames()
         guard let first = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         let frames = firstFrameOnly ? [first] : image.frames
         let width = first.bitmap.width, height = first.bitmap.height

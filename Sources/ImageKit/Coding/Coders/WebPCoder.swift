@@ -178,6 +178,7 @@ public struct WebPCoder: ImageCoding {
 
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
         guard format == .webp else { throw ImageError(.encodingFailed, "WebPCoder cannot encode \(format)") }
+        let image = options.firstFrameOnly ? image : try image.loadingAllFrames()
         guard let first = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         guard first.bitmap.width <= 16383, first.bitmap.height <= 16383 else {
             throw ImageError(.encodingFailed, "WebP cannot hold \(first.bitmap.width)×\(first.bitmap.height) pixels (max 16383 per side)")
