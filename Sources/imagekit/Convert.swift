@@ -5,7 +5,10 @@ import ImageKit
 struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode an image and encode it in the format OUT's extension names.",
-        discussion: "Output formats: .jpg/.jpeg, .png, .webp, .gif. Animated input stays animated for .gif and .webp."
+        discussion: """
+            Output formats: .jpg/.jpeg, .png, .webp, .gif. Animated input (GIF, APNG, animated WebP) stays animated \
+            for .gif, .png (APNG) and .webp, with its frame durations and loop count; JPEG keeps the first frame.
+            """
     )
 
     @Argument(help: "Input image.") var input: String
@@ -25,7 +28,7 @@ struct Convert: ParsableCommand {
             let options = ImageEncodingOptions(quality: quality > 1 ? quality / 100 : quality, lossless: lossless)
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
-            print("\(output): \(format) \(image.width)x\(image.height), \(format == .gif || format == .webp ? image.frames.count : 1) frame(s), \(encoded.count) bytes")
+            print("\(output): \(format) \(image.width)x\(image.height), \(format == .jpeg ? 1 : image.frameCount) frame(s), \(encoded.count) bytes")
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
             throw ExitCode(1)

@@ -53,10 +53,10 @@ final class EncoderRoundTripTests: XCTestCase {
         XCTAssertGreaterThan(psnr(decoded.bitmap, bitmap), 25)
     }
 
-    func testAnimatedGIFAndWebPStayAnimated() throws {
+    func testAnimatedGIFAPNGAndWebPStayAnimated() throws {
         let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 16, colors: 3 + $0), duration: 0.2) }
         let animation = DecodedImage(frames: frames, loopCount: 0, format: .gif)
-        for format in [ImageFormat.gif, .webp] {
+        for format in [ImageFormat.gif, .webp, .png] {
             let options = ImageEncodingOptions(lossless: true)
             let decoded = try roundTrip(animation, as: format, options: options)
             XCTAssertEqual(decoded.frames.count, 3, "\(format)")
@@ -66,8 +66,57 @@ final class EncoderRoundTripTests: XCTestCase {
                 XCTAssertEqual(frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(format) frame \(index)")
             }
         }
-        let still = try roundTrip(animation, as: .png)
-        XCTAssertEqual(still.frames.count, 1, "PNG gets the first frame")
+        let still = try roundTrip(animation, as: .png, options: .init(firstFrameOnly: true))
+        XCTAssertEqual(still.frames.count, 1, "firstFrameOnly: a still PNG of the first frame")
+        XCTAssertTrue(samePixels(still.bitmap, frames[0].bitmap))
+    }
+
+    /// Every animated file of the corpus, through the APNG writer: the same frames, durations
+    /// and loop count (the writer stores each frame as the rectangle that changed).
+    func testEveryCorpusAnimationRoundTripsThroughAPNG() throws {
+        let entries = try Corpus.requireEntries().filter {
+            $0.isValid && ($0.frames ?? 1) > 1 && ["GIF", "PNG", "WEBP"].contains($0.format)
+        }
+        XCTAssertGreaterThan(entries.count, 50)
+        for entry in entries {
+            let original = try coders.decode(try entry.data)
+            let apng = try coders.encode(original, as: .png, options: .init(compressionLevel: 1))
+            XCTAssertTrue(ImageSignature(apng).isAnimated, entry.path)
+            let decoded = try coders.decode(apng)
+            XCTAssertEqual(decoded.frames.count, original.frames.count, entry.path)
+            XCTAssertEqual(decoded.loopCount, original.loopCount, entry.path)
+            for (index, (frame, expected)) in zip(decoded.frames, original.frames).enumerated() {
+                // APNG readers show delays of 10 ms or less for 100 ms (WebP's do not).
+                let shown = expected.duration <= 0.010 ? 0.1 : expected.duration
+                XCTAssertEqual(frame.duration, shown, accuracy: 0.0005, "\(entry.path) frame \(index)")
+                XCTAssertEqual(frame.bitmap.canonicalSHA256(), expected.bitmap.canonicalSHA256(), "\(entry.path) frame \(index)")
+            }
+        }
+    }
+
+    func testAPNGWriterStoresChangedRectanglesAndLongDelays() throws {
+        // Frame 1 changes a 3×2 block; frame 2 equals frame 1.
+        let base = TestImages.gradient(width: 40, height: 30)
+        var changed = try PixelBuffer(width: 40, height: 30)
+        changed.copyPixels(from: base)
+        for y in 10..<12 { for x in 5..<8 { (changed.row(y) + 4 * x).update(repeating: 0x7F, count: 4) } }
+        let second = changed.freeze(isOpaque: false)
+        XCTAssertEqual(APNGEncoding.changedRect(from: base, to: second), PixelRect(x: 5, y: 10, width: 3, height: 2))
+        XCTAssertEqual(APNGEncoding.changedRect(from: second, to: second), PixelRect(x: 0, y: 0, width: 1, height: 1))
+        XCTAssertEqual(APNGEncoding.delayFraction(0.04).0, 40)
+        XCTAssertEqual(APNGEncoding.delayFraction(0.04).1, 1000)
+        XCTAssertEqual(APNGEncoding.delayFraction(300).1, 100)
+        XCTAssertEqual(APNGEncoding.delayFraction(-1).0, 0)
+
+        let image = DecodedImage(frames: [ImageFrame(bitmap: base, duration: 0.04), ImageFrame(bitmap: second, duration: 120),
+                                          ImageFrame(bitmap: second, duration: 0.5)], loopCount: 3, format: .png)
+        let data = try coders.encode(image, as: .png, options: .default)
+        let animation = try AnimatedImage(data: data)
+        XCTAssertEqual(animation.durations, [0.04, 120, 0.5])
+        XCTAssertEqual(animation.loopCount, 3)
+        for index in 0..<3 { XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, image.frames[index].bitmap)) }
+        // The still fallback a viewer without APNG shows is frame 0.
+        XCTAssertTrue(samePixels(try PNGCoder.decodeStill(data.withUnsafeBytes { $0 }, limits: .default, ignoreCRC: false), base))
     }
 
     func testPreferredEncodingFormatFollowsCQS03() {

@@ -211,12 +211,13 @@ public final class ImageCache: ImageCaching {
     }
 
     /// CQS-03: a lazy animation's own bytes; else the image's own format when ImageKit encodes
-    /// it, else animated → GIF, alpha → PNG, otherwise JPEG. Speed over size: PNG at zlib level 1.
+    /// it (GIF, APNG and WebP keep animations), else animated → GIF, alpha → PNG, otherwise JPEG.
+    /// Speed over size: PNG at zlib level 1.
     static func reencode(_ image: DecodedImage, coders: ImageCodersManager) throws(ImageError) -> Data {
         // A lazy animation still has its encoded bytes: never re-encode decoded frames then.
         if let animation = image.animation { return animation.data }
         let format: ImageFormat
-        if image.format.isCodecSupported && (!image.isAnimated || image.format == .gif || image.format == .webp) {
+        if image.format.isCodecSupported && (!image.isAnimated || [.gif, .webp, .png].contains(image.format)) {
             format = image.format
         } else {
             format = image.preferredEncodingFormat

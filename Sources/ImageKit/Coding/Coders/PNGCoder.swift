@@ -8,6 +8,9 @@ import Foundation
 /// APNG decodes to its animation frames composited on the IHDR-sized canvas; a default image
 /// that is not part of the animation is returned only with
 /// ``ImageDecodingOptions/firstFrameOnly``, as a viewer that does not animate shows it.
+///
+/// An animated image encodes as an APNG (every frame, durations and loop count kept) unless
+/// ``ImageEncodingOptions/firstFrameOnly`` is given.
 public struct PNGCoder: ImageCoding {
     public init() {}
 
@@ -206,6 +209,9 @@ public struct PNGCoder: ImageCoding {
 
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
         guard format == .png else { throw ImageError(.encodingFailed, "PNGCoder cannot encode \(format)") }
+        if image.isAnimated && !options.firstFrameOnly {
+            return try APNGEncoding.encode(try image.loadingAllFrames(), level: options.compressionLevel ?? 6)
+        }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         return try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
     }
