@@ -146,9 +146,11 @@ public final class AnimatedImage: @unchecked Sendable {
     }
 
     /// Memory pressure: drops the checkpoints (later seeks replay from the start until they are
-    /// taken again) and the frames that the players of this image keep for later loops
-    /// (``AnimatedImagePlayer/trimBuffer()``). The memory cache calls it when it is trimmed.
+    /// taken again), the frames that the players of this image keep for later loops
+    /// (``AnimatedImagePlayer/trimBuffer()``) and the spare frame memory kept for reuse. The
+    /// memory cache calls it when it is trimmed.
     public func trim() {
+        PixelMemory.releaseSpares()
         lock.lock()
         source.trim()
         playerBuffers.removeAll { $0.buffer == nil }

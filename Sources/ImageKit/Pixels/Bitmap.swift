@@ -12,9 +12,13 @@ public final class Bitmap: @unchecked Sendable {
     /// True when every pixel's alpha is 255 (known from the format, or checked).
     public let isOpaque: Bool
     let baseAddress: UnsafeMutableRawPointer
+    /// Freed as ``PixelMemory`` mapped it (see ``PixelBuffer``).
+    private let isMapped: Bool
 
-    init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool) {
+    init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool,
+         isMapped: Bool = false) {
         self.baseAddress = baseAddress
+        self.isMapped = isMapped
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
@@ -22,7 +26,7 @@ public final class Bitmap: @unchecked Sendable {
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height)
+        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height, mapped: isMapped)
     }
 
     /// The bytes held: `bytesPerRow × height`.
