@@ -2,8 +2,8 @@
 # machine that has only Swift: `deps` installs the C libraries when pkg-config cannot find them.
 
 SWIFT ?= swift
-DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev nginx openssl
-PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux
+DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev nginx openssl
+PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
@@ -42,7 +42,7 @@ test-asan: deps
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
-TSAN_SUITES := MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests
+TSAN_SUITES := MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 

@@ -32,11 +32,13 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: "libpng-dev"),
         systemLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
         systemLibrary("CWebP", pkgConfig: "libwebpdemux", apt: "libwebp-dev"),
+        systemLibrary("CDeflate", pkgConfig: "libdeflate", apt: "libdeflate-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
-        // setjmp/longjmp, curl's variadic setters). Every symbol is prefixed `ik_`.
+        // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
+        // (the PNG fast path's unfiltering). Every symbol is prefixed `ik_`.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CCurl", "CPNG"],
+            dependencies: ["CCurl", "CPNG", "CDeflate"],
             path: "Sources/CImageCodecs/Shims"
         ),
         .target(

@@ -21,6 +21,8 @@ typedef enum {
     IK_ERR_REFUSED = 3,
     /// Out of memory or another failure that is not the data's fault.
     IK_ERR_INTERNAL = 4,
+    /// This path does not handle the data; decode it with the general one (libpng).
+    IK_ERR_UNSUPPORTED = 5,
 } ik_status;
 
 // MARK: - PNG
@@ -34,6 +36,8 @@ typedef struct {
     int interlaced;
     /// 1 when the decoded pixels can hold alpha < 255 (alpha channel or tRNS).
     int has_alpha;
+    /// Bytes the decoder needs besides the output (the fast path's inflated stream); 0 for libpng.
+    size_t working_bytes;
 } ik_png_info;
 
 /// Asked once, after the header is read, for the memory to decode RGBA8 rows into. Returns the
@@ -48,6 +52,19 @@ typedef void *_Nullable (*ik_png_alloc_fn)(void *_Nullable context, const ik_png
 ik_status ik_png_decode_rgba(const void *_Nonnull data, size_t size, int ignore_crc,
                              ik_png_alloc_fn _Nonnull alloc, void *_Nullable context,
                              ik_png_info *_Nonnull info, char *_Nonnull message, size_t message_size);
+
+/// The one-shot fast path (ik_png_fast.c): chunks CRC-checked (critical ones and tRNS, unless
+/// `check_crc` is 0), the IDAT stream inflated in one call by libdeflate, rows unfiltered with
+/// SSE2 and expanded with the same transforms as `ik_png_decode_rgba`, byte for byte. Returns
+/// IK_ERR_UNSUPPORTED for anything it leaves to libpng (any chunk or stream libpng treats
+/// specially: damage, CRC mismatch, chunks out of place, APNG), possibly after `alloc` ran; the
+/// caller then decodes with `ik_png_decode_rgba`. `info->working_bytes` is set before `alloc`.
+ik_status ik_png_fast_decode(const void *_Nonnull data, size_t size, int check_crc, ik_png_alloc_fn _Nonnull alloc,
+                             void *_Nullable context, ik_png_info *_Nonnull info, char *_Nonnull message,
+                             size_t message_size);
+
+/// CRC-32 (PNG, zlib) of `size` bytes, continuing from `crc` (0 to start), by libdeflate.
+uint32_t ik_crc32(uint32_t crc, const void *_Nonnull data, size_t size);
 
 /// Called once per decoded row, top to bottom, with `width * 4` bytes of RGBA8 (straight alpha).
 typedef void (*ik_png_row_fn)(void *_Nullable context, const unsigned char *_Nonnull row, uint32_t y);

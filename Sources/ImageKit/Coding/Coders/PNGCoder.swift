@@ -40,9 +40,12 @@ public struct PNGCoder: ImageCoding {
         }
     }
 
-    /// Decodes one complete PNG stream (the default image) with libpng.
-    static func decodeStill(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool) throws(ImageError) -> Bitmap {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
+    /// Decodes one complete PNG stream (the default image): the fast path when it takes the
+    /// file, else libpng.
+    /// (`usesFastPath` false: libpng only, for tests that compare the two.)
+    static func decodeStill(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool,
+                            usesFastPath: Bool = true) throws(ImageError) -> Bitmap {
+        guard bytes.baseAddress != nil, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
         // IHDR's method bytes: libpng accepts some values the PNG specification does not.
         if bytes.count >= 29, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
             guard bytes[26] == 0, bytes[27] == 0, bytes[28] <= 1 else {
@@ -50,44 +53,87 @@ public struct PNGCoder: ImageCoding {
             }
         }
         if !ignoreCRC, let defect = PNGChunks.headerDefect(bytes) { throw ImageError(.badImageData, "PNG: \(defect)") }
+        if usesFastPath, let bitmap = try decodeStillFast(bytes, limits: limits, checksCRC: !ignoreCRC) { return bitmap }
+        return try decodeStillWithLibpng(bytes, limits: limits, ignoreCRC: ignoreCRC)
+    }
+
+    /// The one-shot path (`ik_png_fast.c`: libdeflate inflate, SSE2 unfilter, the same pixels as
+    /// libpng); nil when it leaves the file to libpng (damage, chunks libpng treats specially,
+    /// APNG). Its inflated stream counts against ``DecodingLimits/maxWorkingBytes``.
+    static func decodeStillFast(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, checksCRC: Bool) throws(ImageError) -> Bitmap? {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
+        return try decodeRGBA(limits: limits, checksWorkingBytes: true) { alloc, context, info, message, count in
+            ik_png_fast_decode(base, bytes.count, checksCRC ? 1 : 0, alloc, context, info, message, count)
+        }
+    }
+
+    /// libpng's decode of a whole PNG.
+    static func decodeStillWithLibpng(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool) throws(ImageError) -> Bitmap {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
+        guard let bitmap = try decodeRGBA(limits: limits, checksWorkingBytes: false, { alloc, context, info, message, count in
+            ik_png_decode_rgba(base, bytes.count, ignoreCRC ? 1 : 0, alloc, context, info, message, count)
+        }) else {
+            throw ImageError(.internalError, "libpng declined the PNG")
+        }
+        return bitmap
+    }
+
+    /// Runs a C decode that asks for its RGBA8 output through an `ik_png_alloc_fn`, checking the
+    /// limits there, and maps its status to a bitmap, nil (`IK_ERR_UNSUPPORTED`) or an error.
+    private static func decodeRGBA(
+        limits: DecodingLimits, checksWorkingBytes: Bool,
+        _ decode: (ik_png_alloc_fn, UnsafeMutableRawPointer, UnsafeMutablePointer<ik_png_info>, UnsafeMutablePointer<CChar>, Int) -> ik_status
+    ) throws(ImageError) -> Bitmap? {
         final class Allocation {
-            var limits: DecodingLimits
+            let limits: DecodingLimits
+            let checksWorkingBytes: Bool
             var pixels: UnsafeMutableRawPointer?
             var bytesPerRow = 0
             var byteCount = 0
             var error: ImageError?
-            init(limits: DecodingLimits) { self.limits = limits }
+            init(limits: DecodingLimits, checksWorkingBytes: Bool) {
+                self.limits = limits
+                self.checksWorkingBytes = checksWorkingBytes
+            }
             deinit { if let pixels { PixelMemory.deallocate(pixels, byteCount: byteCount) } }
         }
-        let allocation = Allocation(limits: limits)
+        let allocation = Allocation(limits: limits, checksWorkingBytes: checksWorkingBytes)
         var info = ik_png_info()
         var message = [CChar](repeating: 0, count: 256)
         let status = withExtendedLifetime(allocation) {
-            ik_png_decode_rgba(base, bytes.count, ignoreCRC ? 1 : 0, { context, info, stride in
-                let allocation = Unmanaged<Allocation>.fromOpaque(context!).takeUnretainedValue()
-                let width = Int(info.pointee.width), height = Int(info.pointee.height)
-                do throws(ImageError) {
-                    try allocation.limits.check(width: width, height: height)
-                    let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
-                    allocation.pixels = pixels
-                    allocation.bytesPerRow = bytesPerRow
-                    allocation.byteCount = bytesPerRow * height
-                    stride.pointee = bytesPerRow
-                    return pixels
-                } catch {
-                    allocation.error = error
-                    return nil
-                }
-            }, Unmanaged.passUnretained(allocation).toOpaque(), &info, &message, message.count)
+            message.withUnsafeMutableBufferPointer { message in
+                decode({ context, info, stride in
+                    let allocation = Unmanaged<Allocation>.fromOpaque(context!).takeUnretainedValue()
+                    let width = Int(info.pointee.width), height = Int(info.pointee.height)
+                    do throws(ImageError) {
+                        try allocation.limits.check(width: width, height: height)
+                        if allocation.checksWorkingBytes {
+                            try allocation.limits.checkWorking(Int(clamping: info.pointee.working_bytes), outputBytes: width * height * 4,
+                                                               "the PNG's inflated data")
+                        }
+                        let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
+                        allocation.pixels = pixels
+                        allocation.bytesPerRow = bytesPerRow
+                        allocation.byteCount = bytesPerRow * height
+                        stride.pointee = bytesPerRow
+                        return pixels
+                    } catch {
+                        allocation.error = error
+                        return nil
+                    }
+                }, Unmanaged.passUnretained(allocation).toOpaque(), &info, message.baseAddress!, message.count)
+            }
         }
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         switch status {
         case IK_OK:
-            guard let pixels = allocation.pixels else { throw ImageError(.internalError, "libpng returned no pixels") }
+            guard let pixels = allocation.pixels else { throw ImageError(.internalError, "the PNG decoder returned no pixels") }
             allocation.pixels = nil
             let buffer = PixelBuffer(adopting: pixels, width: Int(info.width), height: Int(info.height),
                                      bytesPerRow: allocation.bytesPerRow)
             return buffer.freeze(isOpaque: info.has_alpha == 0)
+        case IK_ERR_UNSUPPORTED:
+            return nil
         case IK_ERR_REFUSED:
             throw allocation.error ?? ImageError(.internalError, "could not allocate the PNG's pixels")
         case IK_ERR_TRUNCATED:

@@ -1,0 +1,513 @@
+#include "ik_shims.h"
+
+#include <libdeflate.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+// The one-shot PNG path: chunks walked and CRC-checked here, the IDAT stream inflated in one call
+// by libdeflate, rows unfiltered (SSE2 for 3- and 4-byte pixels) and expanded straight into the
+// caller's RGBA8 rows with the transforms of ik_png.c (palette and gray expanded, tRNS to alpha,
+// 16-bit samples to their high byte, Adam7 resolved, no gamma).
+//
+// It handles clean files only. Anything libpng treats specially — a CRC mismatch, a chunk out of
+// place, a tRNS libpng would ignore, a filter type over 4, a zlib stream that is damaged, short or
+// long — returns IK_PNG_FAST_FALLBACK before or after writing rows, and the caller decodes the
+// file with libpng, whose answer (image, warning-only image or typed error) is then the answer.
+
+enum { IK_PNG_FAST_FALLBACK = IK_ERR_UNSUPPORTED };
+
+static uint32_t ik_be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+#define IK_TAG(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+
+// MARK: libdeflate decompressor, one per thread
+
+static pthread_key_t ik_deflate_key;
+static pthread_once_t ik_deflate_once = PTHREAD_ONCE_INIT;
+
+static void ik_deflate_free(void *decompressor) { libdeflate_free_decompressor(decompressor); }
+static void ik_deflate_make_key(void) { pthread_key_create(&ik_deflate_key, ik_deflate_free); }
+
+static struct libdeflate_decompressor *ik_decompressor(void) {
+    pthread_once(&ik_deflate_once, ik_deflate_make_key);
+    struct libdeflate_decompressor *decompressor = pthread_getspecific(ik_deflate_key);
+    if (!decompressor) {
+        decompressor = libdeflate_alloc_decompressor();
+        if (decompressor && pthread_setspecific(ik_deflate_key, decompressor) != 0) {
+            libdeflate_free_decompressor(decompressor);
+            return NULL;
+        }
+    }
+    return decompressor;
+}
+
+uint32_t ik_crc32(uint32_t crc, const void *data, size_t size) { return libdeflate_crc32(crc, data, size); }
+
+// MARK: Unfiltering
+
+/// The Paeth predictor without branches (photo data makes its branches unpredictable): a unless
+/// b is strictly closer, then c when it is strictly closer than that — libpng's tie order.
+static inline int ik_paeth(int a, int b, int c) {
+    int pa = abs(b - c), pb = abs(a - c), pc = abs(a + b - 2 * c);
+    int nearer = pb < pa ? b : a;
+    int distance = pb < pa ? pb : pa;
+    return pc < distance ? c : nearer;
+}
+
+static void ik_unfilter_scalar(int filter, unsigned char *row, const unsigned char *prior, size_t length, size_t bpp) {
+    size_t i;
+    switch (filter) {
+    case 1:
+        for (i = bpp; i < length; i++) row[i] = (unsigned char)(row[i] + row[i - bpp]);
+        break;
+    case 2:
+        for (i = 0; i < length; i++) row[i] = (unsigned char)(row[i] + prior[i]);
+        break;
+    case 3:
+        for (i = 0; i < bpp && i < length; i++) row[i] = (unsigned char)(row[i] + (prior[i] >> 1));
+        for (; i < length; i++) row[i] = (unsigned char)(row[i] + ((row[i - bpp] + prior[i]) >> 1));
+        break;
+    case 4:
+        for (i = 0; i < bpp && i < length; i++) row[i] = (unsigned char)(row[i] + prior[i]);
+        for (; i < length; i++) row[i] = (unsigned char)(row[i] + ik_paeth(row[i - bpp], prior[i], prior[i - bpp]));
+        break;
+    default:
+        break;
+    }
+}
+
+#if defined(__SSE2__)
+// One pixel (3 or 4 bytes) at a time in the low lanes of an SSE register: the filters depend on
+// the pixel to the left, so the parallelism is across the pixel's channels.
+static inline __attribute__((always_inline)) __m128i ik_load_pixel(const unsigned char *p, size_t bpp) {
+    uint32_t value = 0;
+    memcpy(&value, p, bpp);
+    return _mm_cvtsi32_si128((int)value);
+}
+
+static inline __attribute__((always_inline)) void ik_store_pixel(unsigned char *p, __m128i pixel, size_t bpp) {
+    uint32_t value = (uint32_t)_mm_cvtsi128_si32(pixel);
+    memcpy(p, &value, bpp);
+}
+
+static inline __attribute__((always_inline)) void ik_unfilter_sub_sse2(unsigned char *row, size_t length, size_t bpp) {
+    __m128i left = _mm_setzero_si128();
+    for (size_t i = 0; i + bpp <= length; i += bpp) {
+        left = _mm_add_epi8(left, ik_load_pixel(row + i, bpp));
+        ik_store_pixel(row + i, left, bpp);
+    }
+}
+
+static inline __attribute__((always_inline)) void ik_unfilter_avg_sse2(unsigned char *row, const unsigned char *prior, size_t length, size_t bpp) {
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i one = _mm_set1_epi8(1);
+    __m128i left = zero;
+    for (size_t i = 0; i + bpp <= length; i += bpp) {
+        __m128i above = ik_load_pixel(prior + i, bpp);
+        // floor((a + b) / 2) = avg_epu8 (which rounds up) minus the rounding bit (a ^ b) & 1.
+        __m128i average = _mm_sub_epi8(_mm_avg_epu8(left, above), _mm_and_si128(_mm_xor_si128(left, above), one));
+        left = _mm_add_epi8(average, ik_load_pixel(row + i, bpp));
+        ik_store_pixel(row + i, left, bpp);
+    }
+}
+
+static __m128i ik_abs_epi16(__m128i x) {
+    __m128i negative = _mm_srai_epi16(x, 15);
+    return _mm_sub_epi16(_mm_xor_si128(x, negative), negative);
+}
+
+static __m128i ik_if_then_else(__m128i condition, __m128i yes, __m128i no) {
+    return _mm_or_si128(_mm_and_si128(condition, yes), _mm_andnot_si128(condition, no));
+}
+
+static inline __attribute__((always_inline)) void ik_unfilter_paeth_sse2(unsigned char *row, const unsigned char *prior, size_t length, size_t bpp) {
+    const __m128i zero = _mm_setzero_si128();
+    __m128i a = zero, c = zero;  // left and upper-left, widened to 16 bits
+    for (size_t i = 0; i + bpp <= length; i += bpp) {
+        __m128i b = _mm_unpacklo_epi8(ik_load_pixel(prior + i, bpp), zero);
+        __m128i pa = ik_abs_epi16(_mm_sub_epi16(b, c));          // |p - a| = |b - c|
+        __m128i pb = ik_abs_epi16(_mm_sub_epi16(a, c));          // |p - b| = |a - c|
+        __m128i pc = ik_abs_epi16(_mm_sub_epi16(_mm_add_epi16(a, b), _mm_add_epi16(c, c)));
+        // a when pa <= pb and pa <= pc, else b when pb <= pc, else c.
+        __m128i smallest = _mm_min_epi16(pc, _mm_min_epi16(pa, pb));
+        __m128i predictor = ik_if_then_else(_mm_cmpeq_epi16(smallest, pa), a,
+                                            ik_if_then_else(_mm_cmpeq_epi16(smallest, pb), b, c));
+        __m128i raw = _mm_unpacklo_epi8(ik_load_pixel(row + i, bpp), zero);
+        __m128i value = _mm_and_si128(_mm_add_epi16(raw, predictor), _mm_set1_epi16(0xFF));
+        ik_store_pixel(row + i, _mm_packus_epi16(value, value), bpp);
+        c = b;
+        a = value;
+    }
+}
+#endif
+
+/// Undoes one row's filter. Returns 0, or -1 for a filter type libpng rejects.
+static int ik_unfilter(int filter, unsigned char *row, const unsigned char *prior, size_t length, size_t bpp) {
+    if (filter == 0) return 0;
+    if (filter > 4) return -1;
+#if defined(__SSE2__)
+    // The pixel size as a constant in each call, so that the 3- and 4-byte loads and stores
+    // compile to plain moves (a variable size is a call to memcpy).
+    if (bpp == 3 && filter != 2) {
+        if (filter == 1) ik_unfilter_sub_sse2(row, length, 3);
+        else if (filter == 3) ik_unfilter_avg_sse2(row, prior, length, 3);
+        else ik_unfilter_paeth_sse2(row, prior, length, 3);
+        return 0;
+    }
+    if (bpp == 4 && filter != 2) {
+        if (filter == 1) ik_unfilter_sub_sse2(row, length, 4);
+        else if (filter == 3) ik_unfilter_avg_sse2(row, prior, length, 4);
+        else ik_unfilter_paeth_sse2(row, prior, length, 4);
+        return 0;
+    }
+#endif
+    ik_unfilter_scalar(filter, row, prior, length, bpp);
+    return 0;
+}
+
+// MARK: Expansion to RGBA8
+
+typedef struct {
+    int color_type;
+    int bit_depth;
+    /// Palette and gray (depth <= 8) images: the RGBA pixel of every sample value.
+    uint32_t table[256];
+    int has_trns;
+    /// tRNS colour of gray (in [0]) and RGB images, at the image's bit depth.
+    uint16_t trns[3];
+} ik_png_expander;
+
+static uint32_t ik_rgba(unsigned r, unsigned g, unsigned b, unsigned a) {
+    unsigned char bytes[4] = {(unsigned char)r, (unsigned char)g, (unsigned char)b, (unsigned char)a};
+    uint32_t value;
+    memcpy(&value, bytes, 4);
+    return value;
+}
+
+/// Writes `width` RGBA8 pixels from one unfiltered row.
+static void ik_expand_row(const ik_png_expander *e, const unsigned char *src, unsigned char *dst, uint32_t width) {
+    uint32_t x;
+    int depth = e->bit_depth;
+    switch (e->color_type) {
+    case 3:
+    case 0:
+        if (depth == 16) {  // gray 16
+            for (x = 0; x < width; x++, src += 2, dst += 4) {
+                unsigned value = (unsigned)src[0] << 8 | src[1];
+                unsigned alpha = e->has_trns && value == e->trns[0] ? 0 : 255;
+                dst[0] = dst[1] = dst[2] = src[0];
+                dst[3] = (unsigned char)alpha;
+            }
+        } else if (depth == 8) {
+            uint32_t *out = (uint32_t *)(void *)dst;
+            for (x = 0; x < width; x++) out[x] = e->table[src[x]];
+        } else {
+            uint32_t *out = (uint32_t *)(void *)dst;
+            unsigned mask = (1u << depth) - 1, perByte = 8u / (unsigned)depth;
+            for (x = 0; x < width; x++) {
+                unsigned shift = 8u - (unsigned)depth * (x % perByte + 1);
+                out[x] = e->table[(src[x / perByte] >> shift) & mask];
+            }
+        }
+        break;
+    case 2:
+        if (depth == 8) {
+            for (x = 0; x < width; x++, src += 3, dst += 4) {
+                dst[0] = src[0];
+                dst[1] = src[1];
+                dst[2] = src[2];
+                dst[3] = e->has_trns && src[0] == e->trns[0] && src[1] == e->trns[1] && src[2] == e->trns[2] ? 0 : 255;
+            }
+        } else {
+            for (x = 0; x < width; x++, src += 6, dst += 4) {
+                unsigned r = (unsigned)src[0] << 8 | src[1], g = (unsigned)src[2] << 8 | src[3], b = (unsigned)src[4] << 8 | src[5];
+                dst[0] = src[0];
+                dst[1] = src[2];
+                dst[2] = src[4];
+                dst[3] = e->has_trns && r == e->trns[0] && g == e->trns[1] && b == e->trns[2] ? 0 : 255;
+            }
+        }
+        break;
+    case 4:
+        if (depth == 8) {
+            for (x = 0; x < width; x++, src += 2, dst += 4) {
+                dst[0] = dst[1] = dst[2] = src[0];
+                dst[3] = src[1];
+            }
+        } else {
+            for (x = 0; x < width; x++, src += 4, dst += 4) {
+                dst[0] = dst[1] = dst[2] = src[0];
+                dst[3] = src[2];
+            }
+        }
+        break;
+    case 6:
+        if (depth == 8) {
+            memcpy(dst, src, (size_t)width * 4);
+        } else {
+            for (x = 0; x < width; x++, src += 8, dst += 4) {
+                dst[0] = src[0];
+                dst[1] = src[2];
+                dst[2] = src[4];
+                dst[3] = src[6];
+            }
+        }
+        break;
+    }
+}
+
+// MARK: Decode
+
+static int ik_channels(int color_type) {
+    switch (color_type) {
+    case 0: return 1;
+    case 2: return 3;
+    case 3: return 1;
+    case 4: return 2;
+    case 6: return 4;
+    default: return 0;
+    }
+}
+
+static int ik_valid_depth(int color_type, int depth) {
+    switch (color_type) {
+    case 0: return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+    case 3: return depth == 1 || depth == 2 || depth == 4 || depth == 8;
+    case 2: case 4: case 6: return depth == 8 || depth == 16;
+    default: return 0;
+    }
+}
+
+static const int ik_adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+
+static size_t ik_row_bytes(uint32_t width, int channels, int depth) {
+    return ((size_t)width * (size_t)channels * (size_t)depth + 7) / 8;
+}
+
+ik_status ik_png_fast_decode(const void *data, size_t size, int check_crc, ik_png_alloc_fn alloc, void *context,
+                             ik_png_info *info, char *message, size_t message_size) {
+    const unsigned char *bytes = (const unsigned char *)data;
+    static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (message_size > 0) message[0] = 0;
+    memset(info, 0, sizeof(*info));
+    if (size < 8 + 25 || memcmp(bytes, signature, 8) != 0) return IK_PNG_FAST_FALLBACK;
+
+    // Walk every chunk through IEND, as libpng does (it reads to IEND).
+    const unsigned char *ihdr = NULL, *palette = NULL, *trns = NULL;
+    uint32_t palette_length = 0, trns_length = 0;
+    const unsigned char *first_idat = NULL;
+    size_t idat_total = 0, idat_chunks = 0;
+    int idat_done = 0, seen_iend = 0;
+    size_t offset = 8;
+    while (offset + 12 <= size) {
+        uint32_t length = ik_be32(bytes + offset);
+        uint32_t type = ik_be32(bytes + offset + 4);
+        if (length > 0x7FFFFFFFu || length > size - offset - 12) return IK_PNG_FAST_FALLBACK;
+        const unsigned char *payload = bytes + offset + 8;
+        int critical = (bytes[offset + 4] & 0x20) == 0;
+        if ((critical || type == IK_TAG('t', 'R', 'N', 'S')) && check_crc &&
+            libdeflate_crc32(0, bytes + offset + 4, (size_t)length + 4) != ik_be32(payload + length)) {
+            return IK_PNG_FAST_FALLBACK;
+        }
+        if (offset == 8 && type != IK_TAG('I', 'H', 'D', 'R')) return IK_PNG_FAST_FALLBACK;
+        switch (type) {
+        case IK_TAG('I', 'H', 'D', 'R'):
+            if (ihdr || length != 13) return IK_PNG_FAST_FALLBACK;
+            ihdr = payload;
+            break;
+        case IK_TAG('P', 'L', 'T', 'E'):
+            if (palette || first_idat || trns || length == 0 || length % 3 != 0 || length > 768) return IK_PNG_FAST_FALLBACK;
+            palette = payload;
+            palette_length = length;
+            break;
+        case IK_TAG('t', 'R', 'N', 'S'):
+            if (trns || first_idat) return IK_PNG_FAST_FALLBACK;
+            trns = payload;
+            trns_length = length;
+            break;
+        case IK_TAG('I', 'D', 'A', 'T'):
+            if (idat_done) return IK_PNG_FAST_FALLBACK;
+            if (!first_idat) first_idat = payload;
+            idat_total += length;
+            idat_chunks++;
+            break;
+        case IK_TAG('I', 'E', 'N', 'D'):
+            if (length != 0) return IK_PNG_FAST_FALLBACK;
+            seen_iend = 1;
+            break;
+        case IK_TAG('a', 'c', 'T', 'L'):
+        case IK_TAG('f', 'c', 'T', 'L'):
+        case IK_TAG('f', 'd', 'A', 'T'):
+            return IK_PNG_FAST_FALLBACK;  // APNG: ImageKit's own frame walker handles these
+        default:
+            if (critical) return IK_PNG_FAST_FALLBACK;
+            break;
+        }
+        if (first_idat && type != IK_TAG('I', 'D', 'A', 'T')) idat_done = 1;
+        offset += (size_t)length + 12;
+        if (seen_iend) break;
+    }
+    if (!ihdr || !first_idat || !seen_iend) return IK_PNG_FAST_FALLBACK;
+
+    uint32_t width = ik_be32(ihdr), height = ik_be32(ihdr + 4);
+    int depth = ihdr[8], color_type = ihdr[9], interlace = ihdr[12];
+    if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu || ihdr[10] != 0 || ihdr[11] != 0 ||
+        interlace > 1 || !ik_valid_depth(color_type, depth)) {
+        return IK_PNG_FAST_FALLBACK;
+    }
+    if (color_type == 3 && (!palette || palette_length / 3 > (1u << depth))) return IK_PNG_FAST_FALLBACK;
+    if ((color_type == 0 || color_type == 4) && palette) return IK_PNG_FAST_FALLBACK;
+
+    ik_png_expander expander;
+    memset(&expander, 0, sizeof(expander));
+    expander.color_type = color_type;
+    expander.bit_depth = depth;
+    if (trns) {
+        // tRNS as libpng applies it; one libpng would ignore (with a warning) goes to libpng.
+        if (color_type == 3) {
+            if (trns_length == 0 || trns_length > palette_length / 3) return IK_PNG_FAST_FALLBACK;
+        } else if (color_type == 0) {
+            if (trns_length != 2) return IK_PNG_FAST_FALLBACK;
+            expander.trns[0] = (uint16_t)(trns[0] << 8 | trns[1]);
+            if (depth < 16 && expander.trns[0] > (1u << depth) - 1) return IK_PNG_FAST_FALLBACK;
+        } else if (color_type == 2) {
+            if (trns_length != 6) return IK_PNG_FAST_FALLBACK;
+            for (int i = 0; i < 3; i++) {
+                expander.trns[i] = (uint16_t)(trns[2 * i] << 8 | trns[2 * i + 1]);
+                if (depth == 8 && expander.trns[i] > 255) return IK_PNG_FAST_FALLBACK;
+            }
+        } else {
+            return IK_PNG_FAST_FALLBACK;
+        }
+        expander.has_trns = 1;
+    }
+    if (color_type == 3) {
+        uint32_t entries = palette_length / 3;
+        for (uint32_t i = 0; i < 256; i++) {
+            // Indices past the palette are black, as libpng's zero-filled 256-entry palette.
+            unsigned r = i < entries ? palette[3 * i] : 0, g = i < entries ? palette[3 * i + 1] : 0,
+                     b = i < entries ? palette[3 * i + 2] : 0;
+            unsigned a = trns && i < trns_length ? trns[i] : 255;
+            expander.table[i] = ik_rgba(r, g, b, a);
+        }
+    } else if (color_type == 0 && depth <= 8) {
+        unsigned scale = depth == 1 ? 255 : depth == 2 ? 85 : depth == 4 ? 17 : 1;
+        for (uint32_t i = 0; i < (1u << depth); i++) {
+            unsigned a = expander.has_trns && i == expander.trns[0] ? 0 : 255;
+            expander.table[i] = ik_rgba(i * scale, i * scale, i * scale, a);
+        }
+    }
+
+    int channels = ik_channels(color_type);
+    size_t bpp = ((size_t)channels * (size_t)depth + 7) / 8;
+    // The inflated stream: every pass's rows, each with its filter byte.
+    size_t expected = 0, widest = 0;
+    for (int pass = 0; pass < (interlace ? 7 : 1); pass++) {
+        uint32_t x0 = interlace ? (uint32_t)ik_adam7[pass][0] : 0, y0 = interlace ? (uint32_t)ik_adam7[pass][1] : 0;
+        uint32_t dx = interlace ? (uint32_t)ik_adam7[pass][2] : 1, dy = interlace ? (uint32_t)ik_adam7[pass][3] : 1;
+        uint32_t pass_width = width > x0 ? (width - x0 + dx - 1) / dx : 0;
+        uint32_t pass_height = height > y0 ? (height - y0 + dy - 1) / dy : 0;
+        if (pass_width == 0 || pass_height == 0) continue;
+        size_t row = ik_row_bytes(pass_width, channels, depth) + 1;
+        if (row > widest) widest = row;
+        if ((SIZE_MAX - expected) / pass_height < row) return IK_PNG_FAST_FALLBACK;
+        expected += row * pass_height;
+    }
+
+    info->width = width;
+    info->height = height;
+    info->bit_depth = depth;
+    info->color_type = color_type;
+    info->interlaced = interlace != 0;
+    info->has_alpha = (color_type & 4) != 0 || trns != NULL;
+    info->working_bytes = expected + (idat_chunks > 1 ? idat_total : 0) + (interlace ? (size_t)width * 4 : 0);
+
+    size_t stride = 0;
+    unsigned char *out = (unsigned char *)alloc(context, info, &stride);
+    if (!out) return IK_ERR_REFUSED;
+
+    struct libdeflate_decompressor *decompressor = ik_decompressor();
+    unsigned char *stream = (unsigned char *)malloc(expected);
+    unsigned char *joined = NULL;
+    unsigned char *scattered = NULL;
+    const unsigned char *idat = first_idat;
+    if (idat_chunks > 1) {
+        joined = (unsigned char *)malloc(idat_total);
+        if (joined) {
+            size_t at = 0;
+            for (size_t walk = 8; walk + 12 <= size;) {
+                uint32_t length = ik_be32(bytes + walk);
+                if (ik_be32(bytes + walk + 4) == IK_TAG('I', 'D', 'A', 'T')) {
+                    memcpy(joined + at, bytes + walk + 8, length);
+                    at += length;
+                }
+                walk += (size_t)length + 12;
+                if (at == idat_total) break;
+            }
+        }
+        idat = joined;
+    }
+    if (interlace) scattered = (unsigned char *)malloc((size_t)width * 4);
+    if (!decompressor || !stream || !idat || (interlace && !scattered)) {
+        free(stream);
+        free(joined);
+        free(scattered);
+        snprintf(message, message_size, "out of memory for the PNG's inflated data");
+        return IK_ERR_INTERNAL;
+    }
+    size_t produced = 0;
+    enum libdeflate_result result = libdeflate_zlib_decompress(decompressor, idat, idat_total, stream, expected, &produced);
+    free(joined);
+    int status = IK_OK;
+    if (result != LIBDEFLATE_SUCCESS || produced != expected) {
+        status = IK_PNG_FAST_FALLBACK;  // damaged, short or long: libpng's rules decide
+    } else {
+        unsigned char *cursor = stream;
+        for (int pass = 0; pass < (interlace ? 7 : 1) && status == IK_OK; pass++) {
+            uint32_t x0 = interlace ? (uint32_t)ik_adam7[pass][0] : 0, y0 = interlace ? (uint32_t)ik_adam7[pass][1] : 0;
+            uint32_t dx = interlace ? (uint32_t)ik_adam7[pass][2] : 1, dy = interlace ? (uint32_t)ik_adam7[pass][3] : 1;
+            uint32_t pass_width = width > x0 ? (width - x0 + dx - 1) / dx : 0;
+            uint32_t pass_height = height > y0 ? (height - y0 + dy - 1) / dy : 0;
+            if (pass_width == 0 || pass_height == 0) continue;
+            size_t row_bytes = ik_row_bytes(pass_width, channels, depth);
+            const unsigned char *prior = NULL;
+            for (uint32_t y = 0; y < pass_height; y++) {
+                unsigned char *row = cursor + 1;
+                int filter = cursor[0];
+                // The first row's "prior" is zeros: Up adds nothing, Avg and Paeth see 0 above.
+                if (!prior && (filter == 2 || filter == 3 || filter == 4)) {
+                    if (filter == 2) filter = 0;
+                    else if (filter == 4) filter = 1;  // Paeth with a = left, b = c = 0 is Sub
+                    else {
+                        for (size_t i = bpp; i < row_bytes; i++) row[i] = (unsigned char)(row[i] + (row[i - bpp] >> 1));
+                        filter = 0;
+                    }
+                }
+                if (ik_unfilter(filter, row, prior, row_bytes, bpp) != 0) {
+                    status = IK_PNG_FAST_FALLBACK;
+                    break;
+                }
+                if (!interlace) {
+                    ik_expand_row(&expander, row, out + (size_t)y * stride, width);
+                } else {
+                    ik_expand_row(&expander, row, scattered, pass_width);
+                    unsigned char *line = out + (size_t)(y0 + y * dy) * stride;
+                    for (uint32_t x = 0; x < pass_width; x++) memcpy(line + (size_t)(x0 + x * dx) * 4, scattered + (size_t)x * 4, 4);
+                }
+                prior = row;
+                cursor += row_bytes + 1;
+            }
+        }
+    }
+    free(stream);
+    free(scattered);
+    return (ik_status)status;
+}
