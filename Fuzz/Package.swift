@@ -4,7 +4,7 @@ import PackageDescription
 // `make fuzz`: libFuzzer targets over ImageKit's entry points (run.sh builds them with
 // -sanitize=fuzzer,address and runs each). A package of its own: the fuzzer build flags must
 // not reach `make test`.
-let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzGIFBlocks",
+let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzPNGFast", "FuzzGIFBlocks",
                "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager"]
 
 let package = Package(

@@ -14,6 +14,22 @@ final class FuzzRegressionTests: XCTestCase {
         for name in names {
             let data = try Data(contentsOf: Self.directory.appendingPathComponent(name))
             switch name.split(separator: "-").first {
+            case "FuzzPNGFast":
+                // The fast path takes only what libpng decodes, with libpng's pixels.
+                let fast = try? data.withImageBytes { bytes throws(ImageError) in
+                    try PNGCoder.decodeStillFast(bytes, limits: .default, checksCRC: false)
+                }
+                if let fast = fast ?? nil {
+                    do {
+                        let reference = try data.withImageBytes { bytes throws(ImageError) in
+                            try PNGCoder.decodeStillWithLibpng(bytes, limits: .default, ignoreCRC: true)
+                        }
+                        XCTAssertTrue(samePixels(fast, reference), name)
+                    } catch {
+                        // zlib rejects some malformed deflate streams that libdeflate decodes.
+                        XCTAssertTrue(error.message.contains("IDAT: invalid"), "\(name): \(error)")
+                    }
+                }
             case "FuzzDiskMetadata":
                 _ = DiskCacheMetadata.decode(Array(data), lastAccessDate: nil)
                 XCTAssertNil(HTTPDate.parse(String(decoding: data, as: UTF8.self)), name)

@@ -312,6 +312,11 @@ ik_status ik_png_fast_decode(const void *data, size_t size, int check_crc, ik_pn
         uint32_t type = ik_be32(bytes + offset + 4);
         if (length > 0x7FFFFFFFu || length > size - offset - 12) return IK_PNG_FAST_FALLBACK;
         const unsigned char *payload = bytes + offset + 8;
+        // libpng rejects a chunk type that is not four ASCII letters.
+        for (int i = 4; i < 8; i++) {
+            unsigned char letter = (unsigned char)(bytes[offset + i] | 0x20);
+            if (letter < 'a' || letter > 'z') return IK_PNG_FAST_FALLBACK;
+        }
         int critical = (bytes[offset + 4] & 0x20) == 0;
         if ((critical || type == IK_TAG('t', 'R', 'N', 'S')) && check_crc &&
             libdeflate_crc32(0, bytes + offset + 4, (size_t)length + 4) != ik_be32(payload + length)) {
