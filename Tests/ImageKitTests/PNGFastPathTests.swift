@@ -138,6 +138,21 @@ final class PNGFastPathTests: XCTestCase {
         XCTAssertNil(fast(cases[1].1), "a CRC mismatch goes to libpng")
     }
 
+    func testTheLibdeflateWriterIsReadByLibpngAtEveryLevel() throws {
+        for (width, height) in [(1, 1), (7, 3), (64, 48), (301, 17)] {
+            for alpha in [false, true] {
+                let bitmap = TestImages.gradient(width: width, height: height, alpha: alpha, seed: width)
+                for level in [0, 1, 6, 12] {
+                    let png = try PNGCoder.encode(bitmap, keepAlpha: alpha, level: level)
+                    let what = "\(width)×\(height) alpha \(alpha) level \(level)"
+                    guard case .success(let decoded) = rawLibpng(png) else { return XCTFail("\(what): libpng cannot read it") }
+                    XCTAssertTrue(samePixels(decoded, bitmap), what)
+                    XCTAssertNotNil(fast(png), "\(what): the fast path reads it too")
+                }
+            }
+        }
+    }
+
     func testTheInflatedStreamCountsAgainstTheWorkingLimit() throws {
         var generator = SplitMix(seed: 3)
         let rows = PNGBuilder.rawRows(width: 300, height: 200, bytesPerRow: 1200, filter: 0, generator: &generator)

@@ -97,11 +97,12 @@ void ik_png_progressive_progress(const ik_png_progressive *_Nonnull decoder, int
 const ik_png_info *_Nonnull ik_png_progressive_info(const ik_png_progressive *_Nonnull decoder);
 void ik_png_progressive_free(ik_png_progressive *_Nullable decoder);
 
-/// Encodes RGBA8 rows (straight alpha) as PNG: RGBA when `keep_alpha`, else RGB. The result is
-/// malloc'ed; free it with `ik_free`. `compression` is a zlib level 0...9 (-1: default).
-ik_status ik_png_encode_rgba(const void *_Nonnull pixels, uint32_t width, uint32_t height, size_t stride,
-                             int keep_alpha, int compression, void *_Nullable *_Nonnull out_data,
-                             size_t *_Nonnull out_size, char *_Nonnull message, size_t message_size);
+/// Encodes RGBA8 rows (straight alpha) as an 8-bit PNG, RGBA when `keep_alpha`, else RGB
+/// (ik_png_encode_fast.c): each row filtered as libpng's heuristic chooses, the rows compressed in
+/// one libdeflate call at `level` (0...12; 1...9 compare with zlib's levels). The result is
+/// malloc'ed; free it with `ik_free`.
+ik_status ik_png_fast_encode(const void *_Nonnull pixels, uint32_t width, uint32_t height, size_t stride,
+                             int keep_alpha, int level, void *_Nullable *_Nonnull out_data, size_t *_Nonnull out_size);
 
 void ik_free(void *_Nullable pointer);
 

@@ -1,7 +1,8 @@
 import CImageCodecs
 import Foundation
 
-/// Animated PNG writing: libpng compresses every frame as a PNG of its own; ImageKit takes the
+/// Animated PNG writing: every frame is encoded as a PNG of its own (``PNGCoder``'s libdeflate
+/// writer); ImageKit takes the
 /// IDAT data out of them and writes the animation around it (`acTL`, an `fcTL` per frame, the
 /// first frame's data as `IDAT` — so a viewer without APNG shows frame 0 — and the others as
 /// `fdAT`).
@@ -101,21 +102,12 @@ enum APNGEncoding {
         }
     }
 
-    /// `rect` of `bitmap` as a standalone PNG, compressed by libpng straight from the bitmap's
-    /// rows (no copy).
+    /// `rect` of `bitmap` as a standalone PNG, encoded straight from the bitmap's rows (no copy).
     private static func encodeRegion(_ bitmap: Bitmap, _ rect: PixelRect, keepAlpha: Bool, level: Int) throws(ImageError) -> Data {
-        var output: UnsafeMutableRawPointer?
-        var size = 0
-        var message = [CChar](repeating: 0, count: 256)
-        let status = bitmap.withUnsafeBytes { pixels in
-            ik_png_encode_rgba(pixels.baseAddress! + rect.y * bitmap.bytesPerRow + rect.x * 4, UInt32(rect.width),
-                               UInt32(rect.height), bitmap.bytesPerRow, keepAlpha ? 1 : 0, Int32(min(max(level, 0), 9)),
-                               &output, &size, &message, message.count)
+        try bitmap.withUnsafeBytes { pixels throws(ImageError) in
+            try PNGCoder.encodeRows(pixels.baseAddress! + rect.y * bitmap.bytesPerRow + rect.x * 4, width: rect.width,
+                                    height: rect.height, bytesPerRow: bitmap.bytesPerRow, keepAlpha: keepAlpha, level: level)
         }
-        guard status == IK_OK, let output else {
-            throw ImageError(.encodingFailed, "PNG: \(string(fromCBuffer: message))")
-        }
-        return Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in ik_free(pointer) })
     }
 
     private static func be32(_ value: UInt32) -> [UInt8] {

@@ -263,15 +263,22 @@ public struct PNGCoder: ImageCoding {
     }
 
     static func encode(_ bitmap: Bitmap, keepAlpha: Bool, level: Int = 6) throws(ImageError) -> Data {
+        try bitmap.withUnsafeBytes { pixels throws(ImageError) in
+            try encodeRows(pixels.baseAddress!, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow,
+                           keepAlpha: keepAlpha, level: level)
+        }
+    }
+
+    /// `width × height` RGBA8 pixels at `pixels` (rows `bytesPerRow` apart) as an 8-bit RGB or
+    /// RGBA PNG: libpng's row-filter heuristic, one libdeflate compression at `level` (0...12).
+    static func encodeRows(_ pixels: UnsafeRawPointer, width: Int, height: Int, bytesPerRow: Int, keepAlpha: Bool,
+                           level: Int) throws(ImageError) -> Data {
         var output: UnsafeMutableRawPointer?
         var size = 0
-        var message = [CChar](repeating: 0, count: 256)
-        let status = bitmap.withUnsafeBytes { pixels in
-            ik_png_encode_rgba(pixels.baseAddress!, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
-                               keepAlpha ? 1 : 0, Int32(min(max(level, 0), 9)), &output, &size, &message, message.count)
-        }
+        let status = ik_png_fast_encode(pixels, UInt32(width), UInt32(height), bytesPerRow, keepAlpha ? 1 : 0,
+                                        Int32(min(max(level, 0), 12)), &output, &size)
         guard status == IK_OK, let output else {
-            throw ImageError(.encodingFailed, "PNG: \(string(fromCBuffer: message))")
+            throw ImageError(.encodingFailed, "PNG: could not encode \(width)×\(height) pixels")
         }
         return Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in ik_free(pointer) })
     }
