@@ -10,7 +10,8 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var firstFrameOnly: Bool
     /// Write a progressive JPEG (scans of increasing detail) instead of a baseline one.
     public var progressive: Bool
-    /// zlib's effort for PNG, 0 (store) … 9 (smallest); nil: libpng's default, 6.
+    /// The PNG writer's deflate effort (libdeflate), 0 (store) … 12 (smallest); 1…9 compare with
+    /// zlib's levels. nil: 6.
     public var compressionLevel: Int?
 
     public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
