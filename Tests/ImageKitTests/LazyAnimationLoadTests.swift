@@ -161,7 +161,9 @@ final class LazyAnimationLoadTests: XCTestCase {
         let data = Self.gif
         loader.answer("/a.gif", .data(data))
         let manager = makeManager()
-        _ = try await manager.loadImage(url("/a.gif"))
+        // On disk before the next load: a variant looks for its original there
+        // (`originalQueryCacheType` defaults to disk, as in SDWebImage).
+        _ = try await manager.loadImage(url("/a.gif"), options: .waitStoreCache)
         var context = ImageLoadContext()
         context.transformer = ImageFlippingTransformer(horizontal: true, vertical: false)
         let flipped = try await manager.loadImage(url("/a.gif"), options: .transformAnimatedImage, context: context)
