@@ -23,12 +23,15 @@ public struct PNGCoder: ImageCoding {
                !(options.firstFrameOnly && animation.defaultImageHidden) {
                 return try Self.decodeAnimation(animation, bytes: bytes, options: options)
             }
-            // Scaled decodes of non-interlaced PNGs stream: rows are shrunk as libpng reads
-            // them, so the full-size image is never held.
+            // Scaled decodes of large non-interlaced PNGs stream: rows are shrunk as libpng reads
+            // them, so the full-size image is never held. Up to `streamingThresholdBytes` of
+            // RGBA the fast path's full decode + resample is faster (1.4–2× on 3 MP photos) for
+            // a bounded amount of memory.
             if options.scalesDown, bytes.count >= 29, bytes[28] == 0, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
                 let full = PixelSize(width: Int(PNGChunks.u32(bytes, 16)), height: Int(PNGChunks.u32(bytes, 20)))
                 let target = DecodeTarget.size(for: full, options: options)
-                if target != full, full.width > 0, full.height > 0 {
+                let (fullBytes, overflow) = full.width.multipliedReportingOverflow(by: full.height * 4)
+                if target != full, full.width > 0, full.height > 0, overflow || fullBytes > Self.streamingThresholdBytes {
                     let bitmap = try Self.decodeStreaming(bytes, target: target, limits: options.limits)
                     return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
                 }
@@ -39,6 +42,11 @@ public struct PNGCoder: ImageCoding {
             return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
         }
     }
+
+    /// Scaled decodes of sources larger than this (RGBA bytes, 16 MiB ≈ 4 MP) stream through
+    /// libpng, holding a few rows; smaller ones are decoded whole by the fast path and resampled,
+    /// which is faster and holds at most this much plus the inflated stream.
+    static let streamingThresholdBytes = 16 << 20
 
     /// Decodes one complete PNG stream (the default image): the fast path when it takes the
     /// file, else libpng.
