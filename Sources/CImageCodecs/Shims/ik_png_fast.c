@@ -208,7 +208,24 @@ static void ik_expand_row(const ik_png_expander *e, const unsigned char *src, un
             }
         } else if (depth == 8) {
             uint32_t *out = (uint32_t *)(void *)dst;
-            for (x = 0; x < width; x++) out[x] = e->table[src[x]];
+            x = 0;
+#if defined(__SSE2__)
+            if (e->color_type == 0 && !e->has_trns) {
+                // Gray to RGBA, 16 pixels at a time: g → g g g 255.
+                const __m128i opaque = _mm_set1_epi16((short)0xFF00);
+                for (; x + 16 <= width; x += 16) {
+                    __m128i gray = _mm_loadu_si128((const __m128i *)(const void *)(src + x));
+                    __m128i gg_low = _mm_unpacklo_epi8(gray, gray), gg_high = _mm_unpackhi_epi8(gray, gray);
+                    __m128i ga_low = _mm_or_si128(_mm_unpacklo_epi8(gray, _mm_setzero_si128()), opaque);
+                    __m128i ga_high = _mm_or_si128(_mm_unpackhi_epi8(gray, _mm_setzero_si128()), opaque);
+                    _mm_storeu_si128((__m128i *)(void *)(out + x), _mm_unpacklo_epi16(gg_low, ga_low));
+                    _mm_storeu_si128((__m128i *)(void *)(out + x + 4), _mm_unpackhi_epi16(gg_low, ga_low));
+                    _mm_storeu_si128((__m128i *)(void *)(out + x + 8), _mm_unpacklo_epi16(gg_high, ga_high));
+                    _mm_storeu_si128((__m128i *)(void *)(out + x + 12), _mm_unpackhi_epi16(gg_high, ga_high));
+                }
+            }
+#endif
+            for (; x < width; x++) out[x] = e->table[src[x]];
         } else {
             uint32_t *out = (uint32_t *)(void *)dst;
             unsigned mask = (1u << depth) - 1, perByte = 8u / (unsigned)depth;
