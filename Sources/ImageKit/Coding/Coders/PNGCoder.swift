@@ -1,10 +1,14 @@
 import CImageCodecs
 import Foundation
 
-/// PNG and APNG decoding and encoding with libpng.
+/// PNG and APNG decoding and encoding.
 ///
 /// Every colour type and bit depth decodes to RGBA8 (palette and gray expanded, tRNS to alpha,
-/// 16-bit samples reduced to their high byte, interlacing resolved, no gamma correction). An
+/// 16-bit samples reduced to their high byte, interlacing resolved, no gamma correction). A
+/// whole PNG goes through the one-shot fast path (libdeflate inflate, SSE2 unfilter: about twice
+/// libpng's speed, the same pixels) unless the file needs libpng's rules (damage, unusual
+/// chunks), then through libpng; large scaled decodes stream rows through libpng. Encoding
+/// uses ImageKit's libdeflate writer (libpng's filter heuristic, one compression call). An
 /// APNG decodes to its animation frames composited on the IHDR-sized canvas; a default image
 /// that is not part of the animation is returned only with
 /// ``ImageDecodingOptions/firstFrameOnly``, as a viewer that does not animate shows it.
