@@ -149,6 +149,20 @@ static inline __attribute__((always_inline)) void ik_unfilter_paeth_sse2(unsigne
 }
 #endif
 
+/// Two consecutive Paeth rows of one-byte pixels at once: `first` over `prior`, `second` over
+/// `first`. Byte i of `second` needs bytes i and i-1 of `first`, so the two serial chains run
+/// interleaved, one step apart, and the processor overlaps them (each alone is bound by the
+/// predictor's latency, not by arithmetic).
+static void ik_unfilter_paeth_1x2(unsigned char *first, unsigned char *second, const unsigned char *prior, size_t length) {
+    if (length == 0) return;
+    first[0] = (unsigned char)(first[0] + prior[0]);
+    second[0] = (unsigned char)(second[0] + first[0]);
+    for (size_t i = 1; i < length; i++) {
+        first[i] = (unsigned char)(first[i] + ik_paeth(first[i - 1], prior[i], prior[i - 1]));
+        second[i] = (unsigned char)(second[i] + ik_paeth(second[i - 1], first[i], first[i - 1]));
+    }
+}
+
 /// Undoes one row's filter. Returns 0, or -1 for a filter type libpng rejects.
 static int ik_unfilter(int filter, unsigned char *row, const unsigned char *prior, size_t length, size_t bpp) {
     if (filter == 0) return 0;
@@ -512,6 +526,16 @@ ik_status ik_png_fast_decode(const void *data, size_t size, int check_crc, ik_pn
                         for (size_t i = bpp; i < row_bytes; i++) row[i] = (unsigned char)(row[i] + (row[i - bpp] >> 1));
                         filter = 0;
                     }
+                }
+                if (filter == 4 && bpp == 1 && prior && !interlace && y + 1 < pass_height && cursor[row_bytes + 1] == 4) {
+                    unsigned char *next = row + row_bytes + 1;
+                    ik_unfilter_paeth_1x2(row, next, prior, row_bytes);
+                    ik_expand_row(&expander, row, out + (size_t)y * stride, width);
+                    ik_expand_row(&expander, next, out + (size_t)(y + 1) * stride, width);
+                    prior = next;
+                    cursor += 2 * (row_bytes + 1);
+                    y++;
+                    continue;
                 }
                 if (ik_unfilter(filter, row, prior, row_bytes, bpp) != 0) {
                     status = IK_PNG_FAST_FALLBACK;
