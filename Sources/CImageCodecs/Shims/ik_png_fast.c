@@ -147,6 +147,35 @@ static inline __attribute__((always_inline)) void ik_unfilter_paeth_sse2(unsigne
         a = value;
     }
 }
+
+/// One Paeth step on widened pixels: the predictor from a (left), b (above), c (upper left).
+static inline __attribute__((always_inline)) __m128i ik_paeth_predict_sse2(__m128i a, __m128i b, __m128i c) {
+    __m128i pa = ik_abs_epi16(_mm_sub_epi16(b, c));
+    __m128i pb = ik_abs_epi16(_mm_sub_epi16(a, c));
+    __m128i pc = ik_abs_epi16(_mm_sub_epi16(_mm_add_epi16(a, b), _mm_add_epi16(c, c)));
+    __m128i smallest = _mm_min_epi16(pc, _mm_min_epi16(pa, pb));
+    return ik_if_then_else(_mm_cmpeq_epi16(smallest, pa), a, ik_if_then_else(_mm_cmpeq_epi16(smallest, pb), b, c));
+}
+
+/// Two consecutive Paeth rows of 3- or 4-byte pixels, interleaved as ik_unfilter_paeth_1x2 does.
+static inline __attribute__((always_inline)) void ik_unfilter_paeth_sse2_x2(unsigned char *first, unsigned char *second,
+                                                                          const unsigned char *prior, size_t length, size_t bpp) {
+    const __m128i zero = _mm_setzero_si128(), mask = _mm_set1_epi16(0xFF);
+    __m128i a0 = zero, c0 = zero, a1 = zero, c1 = zero;
+    for (size_t i = 0; i + bpp <= length; i += bpp) {
+        __m128i b0 = _mm_unpacklo_epi8(ik_load_pixel(prior + i, bpp), zero);
+        __m128i raw0 = _mm_unpacklo_epi8(ik_load_pixel(first + i, bpp), zero);
+        __m128i value0 = _mm_and_si128(_mm_add_epi16(raw0, ik_paeth_predict_sse2(a0, b0, c0)), mask);
+        ik_store_pixel(first + i, _mm_packus_epi16(value0, value0), bpp);
+        __m128i raw1 = _mm_unpacklo_epi8(ik_load_pixel(second + i, bpp), zero);
+        __m128i value1 = _mm_and_si128(_mm_add_epi16(raw1, ik_paeth_predict_sse2(a1, value0, c1)), mask);
+        ik_store_pixel(second + i, _mm_packus_epi16(value1, value1), bpp);
+        c0 = b0;
+        a0 = value0;
+        c1 = value0;
+        a1 = value1;
+    }
+}
 #endif
 
 /// Two consecutive Paeth rows of one-byte pixels at once: `first` over `prior`, `second` over
@@ -527,9 +556,19 @@ ik_status ik_png_fast_decode(const void *data, size_t size, int check_crc, ik_pn
                         filter = 0;
                     }
                 }
-                if (filter == 4 && bpp == 1 && prior && !interlace && y + 1 < pass_height && cursor[row_bytes + 1] == 4) {
+                if (filter == 4 && (bpp == 1 || bpp == 3 || bpp == 4) && prior && !interlace && y + 1 < pass_height &&
+                    cursor[row_bytes + 1] == 4) {
                     unsigned char *next = row + row_bytes + 1;
-                    ik_unfilter_paeth_1x2(row, next, prior, row_bytes);
+                    if (bpp == 1) ik_unfilter_paeth_1x2(row, next, prior, row_bytes);
+#if defined(__SSE2__)
+                    else if (bpp == 3) ik_unfilter_paeth_sse2_x2(row, next, prior, row_bytes, 3);
+                    else ik_unfilter_paeth_sse2_x2(row, next, prior, row_bytes, 4);
+#else
+                    else {
+                        ik_unfilter_scalar(4, row, prior, row_bytes, bpp);
+                        ik_unfilter_scalar(4, next, row, row_bytes, bpp);
+                    }
+#endif
                     ik_expand_row(&expander, row, out + (size_t)y * stride, width);
                     ik_expand_row(&expander, next, out + (size_t)(y + 1) * stride, width);
                     prior = next;
