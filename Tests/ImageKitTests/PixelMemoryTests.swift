@@ -2,33 +2,63 @@ import Foundation
 import XCTest
 @testable import ImageKit
 
-/// Mapped pixel memory (played animation frames): returned to the system or kept as a bounded
-/// spare for the next frame of its size.
+/// Large pixel memory is mapped: returned to the system or kept as a bounded spare for the next
+/// buffer of about its size.
 final class PixelMemoryTests: XCTestCase {
     override func tearDown() { PixelMemory.releaseSpares() }
 
     func testAFreedMappedFrameIsReusedForTheNextOfItsSize() throws {
         PixelMemory.releaseSpares()
         let size = 3 << 20
-        let first = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64, mapped: true))
+        let first = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64))
         first.storeBytes(of: 0xAB, as: UInt8.self)
         (first + size - 1).storeBytes(of: 0xCD, as: UInt8.self)
-        PixelMemory.deallocate(first, byteCount: size, mapped: true)
-        let second = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64, mapped: true))
-        XCTAssertEqual(second, first, "the spare is handed out again")
-        PixelMemory.deallocate(second, byteCount: size, mapped: true)
+        PixelMemory.deallocate(first, byteCount: size)
+        let second = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64))
+        XCTAssertEqual(page(second), page(first), "the spare is handed out again")
+        XCTAssertNotEqual(second, first, "at another offset into the page (no 4K aliasing with the last buffer)")
+        XCTAssertEqual(Int(bitPattern: second) % 64, 0)
+        PixelMemory.deallocate(second, byteCount: size)
         // Another size maps afresh; the spares stay within their limits.
         var pointers: [UnsafeMutableRawPointer] = []
         for index in 0..<8 {
-            pointers.append(try XCTUnwrap(PixelMemory.allocate(byteCount: (2 << 20) + index * 4096, alignment: 64, mapped: true)))
+            pointers.append(try XCTUnwrap(PixelMemory.allocate(byteCount: (2 << 20) + index * 4096, alignment: 64)))
         }
         for (index, pointer) in pointers.enumerated() {
-            PixelMemory.deallocate(pointer, byteCount: (2 << 20) + index * 4096, mapped: true)
+            PixelMemory.deallocate(pointer, byteCount: (2 << 20) + index * 4096)
         }
         PixelMemory.releaseSpares()
-        let fresh = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64, mapped: true))
-        XCTAssertEqual(UInt(bitPattern: fresh) % UInt(PixelMemory.hugePageSize), 0, "huge-page aligned")
-        PixelMemory.deallocate(fresh, byteCount: size, mapped: true)
+        let fresh = try XCTUnwrap(PixelMemory.allocate(byteCount: size, alignment: 64))
+        XCTAssertEqual(page(fresh) % UInt(PixelMemory.hugePageSize), 0, "the mapping is huge-page aligned")
+        PixelMemory.deallocate(fresh, byteCount: size)
+    }
+
+    func testASpareServesSmallerBuffersAndTheCachesTrimReleasesIt() throws {
+        PixelMemory.releaseSpares()
+        let large = 12 << 20, smaller = 7 << 20, tiny = 5 << 20
+        let first = try XCTUnwrap(PixelMemory.allocate(byteCount: large, alignment: 64))
+        PixelMemory.deallocate(first, byteCount: large)
+        XCTAssertEqual(PixelMemory.spareBytes, large + 4096, "the mapping: the bytes and a page for the offset")
+        // More than half the spare's size: served by it, the excess returned to the system.
+        let second = try XCTUnwrap(PixelMemory.allocate(byteCount: smaller, alignment: 64))
+        XCTAssertEqual(page(second), page(first))
+        XCTAssertEqual(PixelMemory.spareBytes, 0)
+        (second + smaller - 1).storeBytes(of: 0x5A, as: UInt8.self)
+        PixelMemory.deallocate(second, byteCount: smaller)
+        XCTAssertEqual(PixelMemory.spareBytes, smaller + 4096)
+        // Less than half: a fresh mapping; the spare stays.
+        let third = try XCTUnwrap(PixelMemory.allocate(byteCount: tiny / 2, alignment: 64))
+        XCTAssertNotEqual(page(third), page(first))
+        PixelMemory.deallocate(third, byteCount: tiny / 2)
+        // Bitmaps go through the same memory; trimming a memory cache releases the spares.
+        do { _ = try PixelBuffer(width: 1024, height: 1024).freeze(isOpaque: true) }
+        XCTAssertGreaterThan(PixelMemory.spareBytes, 0)
+        MemoryCache().trim(toCost: 0)
+        XCTAssertEqual(PixelMemory.spareBytes, 0)
+        // Nothing beyond the limits is kept.
+        let pointers = try (0..<6).map { _ in try XCTUnwrap(PixelMemory.allocate(byteCount: 20 << 20, alignment: 64)) }
+        for pointer in pointers { PixelMemory.deallocate(pointer, byteCount: 20 << 20) }
+        XCTAssertLessThanOrEqual(PixelMemory.spareBytes, PixelMemory.spareLimitBytes)
     }
 
     func testPlayedFramesAreMappedAndDecodeAsBefore() throws {
@@ -43,4 +73,6 @@ final class PixelMemoryTests: XCTestCase {
         }
         animation.trim()
     }
+
+    private func page(_ pointer: UnsafeMutableRawPointer) -> UInt { UInt(bitPattern: pointer) & ~UInt(4095) }
 }

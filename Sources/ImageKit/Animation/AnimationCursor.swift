@@ -113,7 +113,7 @@ final class GIFAnimationCursor: AnimationCursor {
             let run = GIFDecoding(bytes: input, options: options, completeFramesOnly: false)
             _ = try run.advance(session!.gif, reader: session!.reader, state: &state) {
                 (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
-                if copying { frame = try canvas.snapshot(isOpaque: false, mapped: true) }
+                if copying { frame = try canvas.snapshot(isOpaque: false) }
                 emitted = true
                 return false
             }
@@ -131,7 +131,7 @@ final class GIFAnimationCursor: AnimationCursor {
         }
         state.position.pendingEmitted = true
         state.position.emittedCount += 1
-        return copying ? try state.canvas.snapshot(isOpaque: false, mapped: true) : nil
+        return copying ? try state.canvas.snapshot(isOpaque: false) : nil
     }
 
     func checkpoint() throws(ImageError) -> AnimationCheckpoint<GIFRunState.Position> { try state.checkpoint() }
@@ -166,7 +166,7 @@ final class APNGAnimationCursor: AnimationCursor {
 
     func decodeNext() throws(ImageError) -> Bitmap {
         try skipNext()
-        return try state.canvas.snapshot(isOpaque: false, mapped: true)
+        return try state.canvas.snapshot(isOpaque: false)
     }
 
     func skipNext() throws(ImageError) {
@@ -213,7 +213,7 @@ final class WebPAnimationCursor: AnimationCursor {
         var frame: Bitmap?
         try data.withImageBytes { bytes throws(ImageError) in
             _ = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
-                if copying { frame = try canvas.snapshot(isOpaque: false, mapped: true) }
+                if copying { frame = try canvas.snapshot(isOpaque: false) }
             }
         }
         return frame

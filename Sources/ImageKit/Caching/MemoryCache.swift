@@ -102,13 +102,15 @@ public final class MemoryCache: ImageMemoryCaching {
 
     /// Evicts least recently used images until the total cost is at most `cost`; the lazy
     /// animations that stay drop what they can rebuild (``AnimatedImage/trim()``: seek
-    /// checkpoints and their players' kept frames).
+    /// checkpoints and their players' kept frames), and the idle pixel memory kept for reuse is
+    /// returned to the system (``PixelMemory/releaseSpares()``).
     public func trim(toCost cost: Int) {
         let animations: [AnimatedImage] = state.withLock { state in
             while state.totalCost > max(cost, 0), let last = state.tail { state.remove(last) }
             return state.index.values.compactMap { state.slots[$0].image?.animation }
         }
         for animation in animations { animation.trim() }
+        PixelMemory.releaseSpares()
     }
 
     public var totalCost: Int { state.withLock { $0.totalCost } }

@@ -32,11 +32,10 @@ struct AnimationCanvas: ~Copyable {
         }
     }
 
-    /// A copy of the canvas as a frame. `mapped` for copies made and dropped at a high rate
-    /// (played frames, saved canvases): their memory goes back to the system when freed
-    /// (``PixelMemory``).
-    func snapshot(isOpaque: Bool, mapped: Bool = false) throws(ImageError) -> Bitmap {
-        let copy = try PixelBuffer(width: width, height: height, mapped: mapped)
+    /// A copy of the canvas as a frame (played frames and saved canvases are made and dropped at
+    /// a high rate: ``PixelMemory`` reuses their memory).
+    func snapshot(isOpaque: Bool) throws(ImageError) -> Bitmap {
+        let copy = try PixelBuffer(width: width, height: height)
         copy.baseAddress.copyMemory(from: pixels.baseAddress, byteCount: pixels.byteCount)
         return copy.freeze(isOpaque: isOpaque)
     }

@@ -12,13 +12,9 @@ public final class Bitmap: @unchecked Sendable {
     /// True when every pixel's alpha is 255 (known from the format, or checked).
     public let isOpaque: Bool
     let baseAddress: UnsafeMutableRawPointer
-    /// Freed as ``PixelMemory`` mapped it (see ``PixelBuffer``).
-    private let isMapped: Bool
 
-    init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool,
-         isMapped: Bool = false) {
+    init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool) {
         self.baseAddress = baseAddress
-        self.isMapped = isMapped
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
@@ -26,7 +22,7 @@ public final class Bitmap: @unchecked Sendable {
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height, mapped: isMapped)
+        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height)
     }
 
     /// The bytes held: `bytesPerRow × height`.

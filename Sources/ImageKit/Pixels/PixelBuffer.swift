@@ -16,8 +16,6 @@ public struct PixelBuffer: ~Copyable {
     public let bytesPerRow: Int
     /// The first byte of the first row.
     public let baseAddress: UnsafeMutableRawPointer
-    /// The memory is a mapping of its own (``PixelMemory``), unmapped when freed.
-    let isMapped: Bool
 
     /// Rows are 64-byte aligned so that vector code and the C libraries see aligned rows; the
     /// padding costs at most 60 bytes per row.
@@ -27,12 +25,6 @@ public struct PixelBuffer: ~Copyable {
     /// - Throws: ``ImageError/Code/zeroPixels`` for an empty size, ``ImageError/Code/internalError``
     ///   when the size overflows.
     public init(width: Int, height: Int) throws(ImageError) {
-        try self.init(width: width, height: height, mapped: false)
-    }
-
-    /// With `mapped`, memory that goes straight back to the system when freed: for buffers made
-    /// and dropped at a high rate, such as played animation frames (see ``PixelMemory``).
-    init(width: Int, height: Int, mapped: Bool) throws(ImageError) {
         guard width > 0, height > 0 else {
             throw ImageError(.zeroPixels, "an image of \(width)×\(height) pixels has no pixels")
         }
@@ -45,20 +37,18 @@ public struct PixelBuffer: ~Copyable {
         guard !rowOverflow, !overflow else {
             throw ImageError(.internalError, "\(width)×\(height) pixels overflow the address space")
         }
-        guard let memory = PixelMemory.allocate(byteCount: total, alignment: Self.rowAlignment, mapped: mapped) else {
+        guard let memory = PixelMemory.allocate(byteCount: total, alignment: Self.rowAlignment) else {
             throw ImageError(.internalError, "out of memory for \(width)×\(height) pixels")
         }
         self.width = width
         self.height = height
         self.bytesPerRow = stride
         self.baseAddress = memory
-        self.isMapped = mapped
     }
 
     /// Takes ownership of memory allocated with ``allocate(width:height:)``.
     init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int) {
         self.baseAddress = baseAddress
-        self.isMapped = false
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
@@ -107,12 +97,12 @@ public struct PixelBuffer: ~Copyable {
     /// Hands the memory to an immutable ``Bitmap`` without copying it.
     public consuming func freeze(isOpaque: Bool) -> Bitmap {
         let bitmap = Bitmap(adopting: baseAddress, width: width, height: height,
-                            bytesPerRow: bytesPerRow, isOpaque: isOpaque, isMapped: isMapped)
+                            bytesPerRow: bytesPerRow, isOpaque: isOpaque)
         discard self
         return bitmap
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress, byteCount: byteCount, mapped: isMapped)
+        PixelMemory.deallocate(baseAddress, byteCount: byteCount)
     }
 }

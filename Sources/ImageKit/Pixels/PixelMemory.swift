@@ -6,20 +6,21 @@ import Darwin
 
 /// Where pixel memory comes from.
 ///
-/// A fresh 48 MB bitmap costs about 12 000 page faults on first touch — about a third of a
-/// 4000×3000 JPEG decode (measured: 110 ms into fresh malloc memory, 76 ms into a reused
-/// buffer). Large buffers are therefore 2 MiB-aligned and advised as transparent huge pages,
-/// which brings the same decode to about 83 ms without keeping a pool of idle buffers alive.
-/// Memory is never zero-filled here: decoders overwrite it.
+/// Buffers of at least ``mappingThreshold`` bytes (1 MiB: a 512×512 bitmap) are private
+/// mappings of their own (`mmap`), 2 MiB-aligned and advised as transparent huge pages from two
+/// huge pages up; smaller ones come from malloc. Memory is never zero-filled here: decoders
+/// overwrite it.
 ///
-/// Animation frames made for playback are *mapped* instead (`mmap`): glibc serves blocks under
-/// 32 MB from its heaps once one has been freed (its mmap threshold rises to the largest block
-/// freed) and keeps freed blocks in each thread's arena, so playing a 1000×1000 animation — a
-/// 4 MB frame made and dropped per frame, on two threads — held 90–170 MB resident for 12 MB of
-/// live frames; mapped, 46 MB. A freed mapping is kept as a spare for the next frame of its size
-/// (at most ``spareLimitCount`` spares and ``spareLimitBytes`` bytes, all process-wide): a fresh
-/// mapping per frame faulted its pages in again and halved the frame rate.
-/// ``releaseSpares()`` unmaps them. Stills keep malloc.
+/// A freed mapping is kept as a *spare* for the next buffer of about its size (at most
+/// ``spareLimitCount`` spares and ``spareLimitBytes`` bytes, process-wide, each for at most
+/// ``spareLifetime`` seconds), because fresh memory is what large images cost most: the kernel
+/// zero-fills every page on first touch. Measured on a 12 MP photo (`bench --filter transform/`):
+/// a centre crop took 2.7 ms into fresh memory, most of it `clear_page`, and a grayscale 12.6 ms;
+/// a 4000×3000 JPEG decode 110 ms into fresh memory and 76 ms into reused memory. glibc does not
+/// help here: it maps blocks this large itself on worker threads and unmaps them when freed.
+/// Mappings (not malloc) also keep a played animation bounded: glibc kept freed 4 MB frames in
+/// its heaps and arenas, so playing a 1000×1000 animation held 90–170 MB resident; mapped, 46 MB.
+/// ``releaseSpares()`` unmaps the spares at once (the memory cache's trim calls it).
 public enum PixelMemory {
     /// Buffers at least this large get huge-page advice (two huge pages).
     static let hugePageThreshold = 4 << 20
@@ -35,15 +36,15 @@ public enum PixelMemory {
     // under --sanitize=thread ("Invalid bitcast"). An uncontended pthread lock is ~20 ns.
     private static let usage = Locked<(current: Int, peak: Int)>((0, 0))
 
-    /// Allocations of at least this many bytes may be mapped (see ``allocate(byteCount:alignment:mapped:)``).
+    /// Allocations of at least this many bytes are mapped (on Linux).
     static let mappingThreshold = 1 << 20
 
-    /// Allocates `byteCount` bytes; free them with ``deallocate(_:byteCount:mapped:)`` and the
-    /// same count and `mapped`. With `mapped` (honoured from ``mappingThreshold`` bytes, on
-    /// Linux) the memory is a private mapping of its own, returned to the system when freed.
-    static func allocate(byteCount: Int, alignment: Int, mapped: Bool = false) -> UnsafeMutableRawPointer? {
+    /// Allocates `byteCount` bytes; free them with ``deallocate(_:byteCount:)`` and the same
+    /// count. From ``mappingThreshold`` bytes on Linux the memory is a private mapping (a spare
+    /// one when there is one of about the size), kept as a spare or unmapped when freed.
+    static func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer? {
         let pointer: UnsafeMutableRawPointer?
-        if isMapped(byteCount, mapped) {
+        if isMapped(byteCount) {
             pointer = mapAligned(byteCount: byteCount)
         } else {
             pointer = rawAllocate(byteCount: byteCount, alignment: alignment)
@@ -69,17 +70,22 @@ public enum PixelMemory {
         return pointer
     }
 
-    static func deallocate(_ pointer: UnsafeMutableRawPointer, byteCount: Int, mapped: Bool = false) {
+    static func deallocate(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
         usage.withLock { $0.current -= byteCount }
         #if os(Linux)
-        if isMapped(byteCount, mapped) {
+        if isMapped(byteCount) {
             let length = mappedLength(byteCount)
-            let kept = spares.withLock { spares in
+            // The mapping starts at the page boundary below (the offset is less than a page).
+            let pointer = UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: pointer) & ~UInt(4095))!
+            let now = monotonicSeconds()
+            let (kept, expired) = spares.withLock { spares -> (Bool, [Spare]) in
+                let expired = spares.removeExpired(now: now)
                 guard spares.count < spareLimitCount,
-                      spares.reduce(length, { $0 + $1.length }) <= spareLimitBytes else { return false }
-                spares.append((UInt(bitPattern: pointer), length))
-                return true
+                      spares.reduce(length, { $0 + $1.length }) <= spareLimitBytes else { return (false, expired) }
+                spares.append(Spare(address: UInt(bitPattern: pointer), length: length, freedAt: now))
+                return (true, expired)
             }
+            unmap(expired)
             if !kept { munmap(pointer, length) }
             return
         }
@@ -89,29 +95,69 @@ public enum PixelMemory {
 
     /// Freed mappings kept for reuse: at most this many …
     static let spareLimitCount = 4
-    /// … holding at most this many bytes together.
-    static let spareLimitBytes = 32 << 20
-    private static let spares = Locked<[(address: UInt, length: Int)]>([])
+    /// … holding at most this many bytes together (one 12 MP bitmap and change) …
+    static let spareLimitBytes = 64 << 20
+    /// … for at most this many seconds (checked whenever pixel memory is allocated or freed).
+    static let spareLifetime = 10.0
+    /// A spare serves a request up to this factor smaller than itself; the excess is unmapped.
+    static let spareReuseFactor = 2
 
-    /// Unmaps the spare mappings kept for reuse (memory pressure; ``AnimatedImage/trim()``).
-    static func releaseSpares() {
+    struct Spare {
+        var address: UInt
+        var length: Int
+        var freedAt: Double
+    }
+    private static let spares = Locked<[Spare]>([])
+
+    /// Unmaps the spare mappings kept for reuse (memory pressure, ``MemoryCache/trim(toCost:)``,
+    /// ``AnimatedImage/trim()``).
+    public static func releaseSpares() {
         let released = spares.withLock { spares in defer { spares.removeAll() }; return spares }
+        unmap(released)
+    }
+
+    /// Bytes held by spare mappings now.
+    public static var spareBytes: Int { spares.withLock { $0.reduce(0) { $0 + $1.length } } }
+
+    private static func unmap(_ released: [Spare]) {
         #if os(Linux)
         for spare in released { munmap(UnsafeMutableRawPointer(bitPattern: spare.address), spare.length) }
         #endif
     }
 
-    private static func isMapped(_ byteCount: Int, _ mapped: Bool) -> Bool {
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    private static func isMapped(_ byteCount: Int) -> Bool {
         #if os(Linux)
-        return mapped && byteCount >= mappingThreshold
+        return byteCount >= mappingThreshold
         #else
         return false
         #endif
     }
 
+    /// The mapping for `byteCount` bytes, with room for the largest ``colourOffset(_:)``.
     private static func mappedLength(_ byteCount: Int) -> Int {
         let page = 4096
-        return (byteCount + page - 1) / page * page
+        return (byteCount + colourSpan + page - 1) / page * page
+    }
+
+    /// Buffers start this many bytes into their mapping at most …
+    private static let colourSpan = 4096 - 64
+    /// … at a multiple of 64 that changes from one allocation to the next. Every mapping starts
+    /// on a 2 MiB boundary, so without this a source and the buffer made from it share their
+    /// addresses' low 12 bits, and a quarter turn's loads and stores falsely depend on each
+    /// other (4K aliasing): measured 3.55 ms instead of 0.53 for a 1 MP turn.
+    private static let colour = Locked(0)
+
+    private static func colourOffset() -> Int {
+        colour.withLock { value in
+            value = (value + 23) % 63
+            return value * 64
+        }
     }
 
     /// `byteCount` bytes of fresh anonymous memory, on a huge-page boundary when large enough
@@ -119,11 +165,22 @@ public enum PixelMemory {
     private static func mapAligned(byteCount: Int) -> UnsafeMutableRawPointer? {
         #if os(Linux)
         let length = mappedLength(byteCount)
-        let reused = spares.withLock { spares -> UInt? in
-            guard let index = spares.firstIndex(where: { $0.length == length }) else { return nil }
-            return spares.remove(at: index).address
+        let now = monotonicSeconds()
+        let (reused, expired) = spares.withLock { spares -> (Spare?, [Spare]) in
+            let expired = spares.removeExpired(now: now)
+            // The smallest spare that is large enough, and not wastefully so.
+            let candidates = spares.indices.filter {
+                spares[$0].length >= length && spares[$0].length / spareReuseFactor <= length
+            }
+            guard let index = candidates.min(by: { spares[$0].length < spares[$1].length }) else { return (nil, expired) }
+            return (spares.remove(at: index), expired)
         }
-        if let reused { return UnsafeMutableRawPointer(bitPattern: reused) }
+        unmap(expired)
+        if let reused {
+            let start = UnsafeMutableRawPointer(bitPattern: reused.address)!
+            if reused.length > length { munmap(start + length, reused.length - length) }
+            return start + colourOffset()
+        }
         let align = byteCount >= hugePageSize ? hugePageSize : 4096
         let (padded, overflow) = length.addingReportingOverflow(align - 4096)
         guard !overflow else { return nil }
@@ -137,9 +194,19 @@ public enum PixelMemory {
         if tail > 0 { munmap(start + length, tail) }
         // Advice only: without THP (or with it off) the kernel ignores it.
         if byteCount >= hugePageSize { _ = madvise(start, length, MADV_HUGEPAGE) }
-        return start
+        return start + colourOffset()
         #else
         return nil
         #endif
+    }
+}
+
+private extension Array where Element == PixelMemory.Spare {
+    /// Removes and returns the spares freed more than ``PixelMemory/spareLifetime`` ago.
+    mutating func removeExpired(now: Double) -> [PixelMemory.Spare] {
+        guard contains(where: { now - $0.freedAt > PixelMemory.spareLifetime }) else { return [] }
+        let expired = filter { now - $0.freedAt > PixelMemory.spareLifetime }
+        removeAll { now - $0.freedAt > PixelMemory.spareLifetime }
+        return expired
     }
 }

@@ -232,7 +232,7 @@ struct GIFDecoding {
                 let desc = gif.pointee.Image
                 let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
                 let rect = state.canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
-                let saved = state.position.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false, mapped: true) : nil
+                let saved = state.position.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false) : nil
                 let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
                 drawing = true
                 partialDelay = state.position.control.DelayTime

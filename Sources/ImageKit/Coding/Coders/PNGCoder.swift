@@ -248,7 +248,7 @@ public struct PNGCoder: ImageCoding {
         let rect = state.canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
         var dispose = frame.dispose
         if index == 0 && dispose == 2 { dispose = 1 } // nothing to go back to: clear instead
-        let saved = dispose == 2 ? try state.canvas.snapshot(isOpaque: false, mapped: true) : nil
+        let saved = dispose == 2 ? try state.canvas.snapshot(isOpaque: false) : nil
 
         let pixels: Bitmap
         if frame.usesDefaultImage && frame.width == animation.width && frame.height == animation.height {
