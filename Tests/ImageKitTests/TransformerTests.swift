@@ -1,10 +1,12 @@
 import Foundation
 import XCTest
 @testable import ImageKit
+import CImageCodecs
 
 /// The transformers as pure functions on bitmaps: exact geometry pixel for pixel, filters
 /// against straightforward reference implementations, keys as SDWebImage renders them.
 final class TransformerTests: XCTestCase {
+    private var avx2Label = "allowed"
     /// A bitmap whose pixel (x, y) is (x, y, x + 7y, 255): every pixel distinct (sides up to
     /// 256), so a geometric transform can be checked exactly.
     func numbered(width: Int, height: Int) -> Bitmap {
@@ -64,12 +66,19 @@ final class TransformerTests: XCTestCase {
     }
 
     func testOrientationsStillMatchTheirDefinition() throws {
-        let source = numbered(width: 6, height: 4)
-        // EXIF: .right is stored turned 90° counter-clockwise, so showing it turns clockwise.
-        assertPixels(try source.applying(.right), equal: { x, y in (y, 3 - x) }, source: source)
-        assertPixels(try source.applying(.leftMirrored), equal: { x, y in (y, x) }, source: source)
-        assertPixels(try source.applying(.rightMirrored), equal: { x, y in (5 - y, 3 - x) }, source: source)
-        assertPixels(try source.applying(.downMirrored), equal: { x, y in (x, 3 - y) }, source: source)
+        // Sizes around the 4 × 4 blocks and 32 × 32 tiles of the transposing kernel.
+        for (width, height) in [(6, 4), (1, 1), (3, 9), (37, 45), (64, 33)] {
+            let source = numbered(width: width, height: height)
+            let w = width - 1, h = height - 1
+            // EXIF: .right is stored turned 90° counter-clockwise, so showing it turns clockwise.
+            assertPixels(try source.applying(.right), equal: { x, y in (y, h - x) }, source: source)
+            assertPixels(try source.applying(.left), equal: { x, y in (w - y, x) }, source: source)
+            assertPixels(try source.applying(.leftMirrored), equal: { x, y in (y, x) }, source: source)
+            assertPixels(try source.applying(.rightMirrored), equal: { x, y in (w - y, h - x) }, source: source)
+            assertPixels(try source.applying(.downMirrored), equal: { x, y in (x, h - y) }, source: source)
+            assertPixels(try source.applying(.upMirrored), equal: { x, y in (w - x, y) }, source: source)
+            assertPixels(try source.applying(.down), equal: { x, y in (w - x, h - y) }, source: source)
+        }
     }
 
     func testCropIsExactAndClamped() throws {
@@ -156,6 +165,82 @@ final class TransformerTests: XCTestCase {
         XCTAssertThrowsError(try flat.blurred(sigma: -1))
     }
 
+    /// The vector paths work in tiles of 4 pixels × 16 rows and strips of 16 pixels, with AVX2 or
+    /// SSE2 box passes: every size (tiny ones and those that are not multiples of the tiles) and
+    /// every radius must give exactly what the plain cascade of box passes gives.
+    func testBlurEqualsThePlainBoxCascadeAtEverySize() throws {
+        try withAndWithoutAVX2 { try checkBlurAgainstTheBoxCascade() }
+    }
+
+    private func checkBlurAgainstTheBoxCascade() throws {
+        let sizes = [(1, 1), (3, 2), (5, 17), (33, 19), (130, 7), (7, 130), (18, 33), (64, 16)]
+        for (width, height) in sizes {
+            for sigma in [1.5, 4.0, 100.0] {
+                for translucent in [false, true] {
+                    let source = TestImages.gradient(width: width, height: height, alpha: translucent, seed: width + height)
+                    let ours = try source.blurred(sigma: sigma)
+                    let radii = BoxBlur.radii(sigma: min(sigma, Bitmap.maximumBlurSigma))
+                    let expected = ReferenceFilters.boxCascade(source, radii: radii)
+                    let differing = zip(ours.packedRGBA(), expected).filter { $0 != $1 }.count
+                    XCTAssertEqual(differing, 0, "\(width)×\(height), sigma \(sigma), translucent \(translucent), AVX2 \(avx2Label): bytes that differ")
+                }
+            }
+        }
+        for (width, height) in [(1, 1), (1, 5), (6, 1), (3, 2)] {
+            let flat = TestImages.blocks(width: width, height: height, colors: 1)
+            XCTAssertTrue(try flat.blurred(sigma: 100).packedRGBA() == flat.packedRGBA(), "a flat \(width)×\(height) image stays as it is")
+        }
+    }
+
+    /// In-memory resizes take the fixed-point path (C, 14-bit weights, 8-bit intermediate); the
+    /// streaming float Resampler is the reference: box factors 1, 2 (the fused 2 × 2 path, odd
+    /// and even widths), 3 and 7, up- and downscales, opaque and translucent.
+    func testFixedPointResizeAgreesWithTheFloatResampler() throws {
+        try withAndWithoutAVX2 { try checkFixedPointResize() }
+    }
+
+    /// Runs `body` with the AVX2 loops allowed (where the processor has them), then forbidden.
+    private func withAndWithoutAVX2(_ body: () throws -> Void) rethrows {
+        defer { ik_set_avx2_allowed(1); avx2Label = "allowed" }
+        avx2Label = "allowed"
+        try body()
+        ik_set_avx2_allowed(0)
+        avx2Label = "forbidden"
+        try body()
+    }
+
+    private func checkFixedPointResize() throws {
+        let cases: [(PixelSize, PixelSize)] = [
+            (PixelSize(width: 403, height: 302), PixelSize(width: 100, height: 75)),
+            (PixelSize(width: 402, height: 301), PixelSize(width: 131, height: 97)),
+            (PixelSize(width: 401, height: 300), PixelSize(width: 64, height: 48)),
+            (PixelSize(width: 97, height: 61), PixelSize(width: 90, height: 57)),
+            (PixelSize(width: 50, height: 30), PixelSize(width: 123, height: 77)),
+            (PixelSize(width: 700, height: 20), PixelSize(width: 33, height: 3)),
+            (PixelSize(width: 3, height: 200), PixelSize(width: 1, height: 10)),
+        ]
+        for (source, target) in cases {
+            for translucent in [false, true] {
+                let bitmap = TestImages.gradient(width: source.width, height: source.height, alpha: translucent, seed: 7)
+                let fixed = try bitmap.resized(to: target, mode: .exact)
+                let streaming = try Resampler(source: source, target: target, isOpaque: bitmap.isOpaque,
+                                              reducingGap: Bitmap.resizeReducingGap)
+                for y in 0..<bitmap.height { bitmap.withRow(y) { streaming.push(row: $0.baseAddress!) } }
+                let reference = streaming.finish()
+                XCTAssertEqual(fixed.width, target.width)
+                XCTAssertEqual(fixed.isOpaque, !translucent)
+                XCTAssertGreaterThanOrEqual(psnr(ReferenceFilters.premultiplied(fixed), ReferenceFilters.premultiplied(reference),
+                                                 includeAlpha: true), 45,
+                                            "\(source) → \(target), translucent \(translucent), AVX2 \(avx2Label)")
+            }
+        }
+        // Flat stays flat through every stage (weights sum to exactly 1).
+        let flat = TestImages.blocks(width: 301, height: 203, colors: 1)
+        let flatColours = Set(flat.packedRGBA())
+        XCTAssertEqual(Set(try flat.resized(to: PixelSize(width: 77, height: 51), mode: .exact).packedRGBA()), flatColours)
+        XCTAssertEqual(Set(try flat.resized(to: PixelSize(width: 150, height: 101), mode: .exact).packedRGBA()), flatColours)
+    }
+
     func testFreeRotationSizeCentreAndEdges() throws {
         let source = TestImages.blocks(width: 101, height: 51, colors: 1)
         let turned = try source.rotated(byRadians: 30 * .pi / 180, fitSize: true)
@@ -233,6 +318,20 @@ final class TransformerTests: XCTestCase {
             XCTAssertEqual(g.a, p.a)
         }
         XCTAssertFalse(gray.isOpaque)
+        // Every pixel, widths that leave 0–3 pixels after the four-pixel steps.
+        for width in [1, 6, 7, 33] {
+            let source = TestImages.gradient(width: width, height: 5, alpha: true, seed: width)
+            let gray = try source.grayscaled()
+            for y in 0..<5 {
+                for x in 0..<width {
+                    let p = source[x, y], g = gray[x, y]
+                    let weighted: Int = 19595 * Int(p.r) + 38470 * Int(p.g) + 7471 * Int(p.b)
+                    let luma = UInt8((weighted + 32768) >> 16)
+                    let expected: (UInt8, UInt8, UInt8, UInt8) = (luma, luma, luma, p.a)
+                    XCTAssertTrue(g == expected, "(\(x), \(y)) of \(width)")
+                }
+            }
+        }
         XCTAssertEqual(RGBAColor(hex: "#FF8000"), RGBAColor(red: 255, green: 128, blue: 0, alpha: 255))
         XCTAssertEqual(RGBAColor(hex: "11223344")?.hexString, "#11223344")
         XCTAssertNil(RGBAColor(hex: "#12345"))
@@ -317,6 +416,61 @@ extension Bitmap {
 
 /// Straightforward, slow reference filters in Double: what the fast paths must agree with.
 enum ReferenceFilters {
+    /// ImageKit's blur written plainly: premultiply (unless opaque), box passes of the given radii
+    /// along rows (edges repeated, `(sum + r) × ⌈2¹⁶/(2r+1)⌉ >> 16` in 16 bits), bytes saturated,
+    /// the same along columns, then straight alpha through 16.16 reciprocals.
+    static func boxCascade(_ source: Bitmap, radii: [Int]) -> [UInt8] {
+        let width = source.width, height = source.height
+        var values = [Int](repeating: 0, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let p = source[x, y]
+                let a = Int(p.a)
+                for (c, v) in [Int(p.r), Int(p.g), Int(p.b)].enumerated() {
+                    let product = v * a + 128
+                    values[(y * width + x) * 4 + c] = source.isOpaque ? v : (product + (product >> 8)) >> 8
+                }
+                values[(y * width + x) * 4 + 3] = a
+            }
+        }
+        func passes(_ line: [Int]) -> [Int] {
+            var line = line
+            for radius in radii where radius > 0 {
+                let box = 2 * radius + 1, multiplier = (65536 + box - 1) / box
+                line = line.indices.map { position in
+                    var sum = 0
+                    for k in -radius...radius { sum += line[min(max(position + k, 0), line.count - 1)] }
+                    return (((sum + box / 2) & 0xFFFF) * multiplier) >> 16
+                }
+            }
+            return line.map { min($0, 255) }
+        }
+        for y in 0..<height {
+            for c in 0..<4 {
+                let line = passes((0..<width).map { values[(y * width + $0) * 4 + c] })
+                for x in 0..<width { values[(y * width + x) * 4 + c] = line[x] }
+            }
+        }
+        for x in 0..<width {
+            for c in 0..<4 {
+                let line = passes((0..<height).map { values[($0 * width + x) * 4 + c] })
+                for y in 0..<height { values[(y * width + x) * 4 + c] = line[y] }
+            }
+        }
+        if !source.isOpaque {
+            for index in stride(from: 0, to: values.count, by: 4) {
+                let a = values[index + 3]
+                if a == 255 { continue }
+                for c in 0..<3 {
+                    if a == 0 { values[index + c] = 0; continue }
+                    let reciprocal = (255 * 65536 + a / 2) / a
+                    values[index + c] = min((values[index + c] * reciprocal + 32768) >> 16, 255)
+                }
+            }
+        }
+        return values.map { UInt8($0) }
+    }
+
     static func premultipliedPixel(_ bitmap: Bitmap, _ x: Int, _ y: Int) -> [Double] {
         let p = bitmap[x, y]
         let a = Double(p.a) / 255

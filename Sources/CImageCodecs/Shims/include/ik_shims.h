@@ -162,6 +162,52 @@ enum { IK_JPEG_DC_OK = 0, IK_JPEG_DC_UNSUPPORTED = 1, IK_JPEG_DC_ERROR = 2 };
 int ik_jpeg_decode_dc(const uint8_t *_Nonnull data, size_t size, uint8_t *_Nonnull rgba, size_t stride,
                       int out_width, int out_height);
 
+// MARK: - Blur
+
+/// Blurs RGBA8 `source` into `destination` (same size, separate memory) with a cascade of box
+/// blurs of the given radii (each 0...127; 0 skips), rows first, then columns; edges repeat their
+/// outermost pixels. With `premultiply`, colours are weighted by alpha while blurring (for images
+/// that are not opaque). SSE2, and AVX2 where the processor has it. IK_ERR_INTERNAL: bad
+/// arguments or out of memory for the two line buffers.
+ik_status ik_box_blur_rgba(const uint8_t *_Nonnull source, size_t source_stride, uint8_t *_Nonnull destination,
+                           size_t destination_stride, int width, int height, const int *_Nonnull radii,
+                           int radius_count, int premultiply);
+
+// MARK: - Resampling
+
+/// Scales RGBA8 `source` (src_w × src_h) to `destination` (dst_w × dst_h): an integer box
+/// average of box_x × box_y pixels first (box_y ≤ 257), then a horizontal and a vertical filter
+/// with 14-bit weights: output pixel x takes `h_counts[x]` taps from reduced column
+/// `h_starts[x]` with weights `h_weights[x * h_stride ...]` (each pixel's weights summing to
+/// 1 << 14), and likewise for rows. The intermediate is 8-bit, as in Pillow. With `premultiply`
+/// the filtering happens in premultiplied alpha. IK_ERR_INTERNAL: bad arguments or out of memory.
+ik_status ik_resample_rgba(const uint8_t *_Nonnull source, size_t source_stride, int src_w, int src_h, int box_x,
+                           int box_y, uint8_t *_Nonnull destination, size_t destination_stride, int dst_w, int dst_h,
+                           const int32_t *_Nonnull h_starts, const int32_t *_Nonnull h_counts,
+                           const int16_t *_Nonnull h_weights, int h_stride, const int32_t *_Nonnull v_starts,
+                           const int32_t *_Nonnull v_counts, const int16_t *_Nonnull v_weights, int v_stride,
+                           int premultiply);
+
+// MARK: - Quarter turns
+
+/// Fills `out_width × out_height` RGBA8 pixels: output pixel (ox, oy) is the source pixel at byte
+/// `origin + ox * step_x + oy * step_y`, where step_x is ± the source stride and step_y ± 4 (the
+/// orientations that swap width and height). 4 × 4 SSE2 transposes in 32 × 32 tiles.
+void ik_remap_transposed_rgba(const uint8_t *_Nonnull source, size_t source_stride, uint8_t *_Nonnull destination,
+                              size_t destination_stride, int out_width, int out_height, ptrdiff_t origin,
+                              ptrdiff_t step_x, ptrdiff_t step_y);
+
+// MARK: - Grayscale
+
+/// Writes RGBA8 `source` in shades of grey into `destination` (may be the same memory):
+/// L = (19595 R + 38470 G + 7471 B + 2^15) >> 16 in the colour channels, alpha kept.
+void ik_grayscale_rgba(const uint8_t *_Nonnull source, size_t source_stride, uint8_t *_Nonnull destination,
+                       size_t destination_stride, int width, int height);
+
+/// Allows (the default) or forbids the AVX2 copies of the blur and resampling loops, so that
+/// tests can run the SSE2 ones on a processor that has AVX2.
+void ik_set_avx2_allowed(int allowed);
+
 // MARK: - threads
 
 /// Names the calling thread (at most 15 bytes are kept), as debuggers and `top -H` show it.

@@ -1,0 +1,376 @@
+// Fixed-point resampling of an RGBA8 bitmap held in memory (see FixedPointResample.swift; the
+// streaming float path for decoders is Resampler.swift).
+//
+// An optional integer box reduction (16-bit column sums of box_y rows, then box_x pixels per
+// reduced column) feeds a ring of reduced rows; each output row is filtered vertically from the
+// ring into one reduced-width row, then horizontally into the output, so the costlier horizontal
+// filter runs on output rows only. Both filters take 14-bit integer weights (precomputed by the
+// caller, summing to 1 << 14) and multiply two taps per pmaddwd lane pair: neighbouring pixels'
+// channels interleaved for the horizontal filter, two rows' bytes interleaved for the vertical
+// one; AVX2 where the processor has it. The intermediate row is 8-bit, as in Pillow. A source that
+// is not opaque is premultiplied row by row on the way in and unpremultiplied on the way out.
+#include "ik_shims.h"
+#include "ik_pixels.h"
+
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define IK_HAS_AVX2_DISPATCH 1
+#define IK_AVX2 __attribute__((target("avx2")))
+#else
+#define IK_HAS_AVX2_DISPATCH 0
+#endif
+
+#define PRECISION 14
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE uint8_t clamp_byte(int32_t value) {
+    return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
+}
+
+ALWAYS_INLINE int32_t load_pair(const int16_t *weights) {
+    int32_t pair;
+    memcpy(&pair, weights, 4);
+    return pair;
+}
+
+// MARK: - Horizontal
+
+/// `count` output pixels of one row; `weights` has `stride` entries per output pixel.
+static void filter_row_default(const uint8_t *restrict row, uint8_t *restrict out, int count, const int32_t *starts,
+                               const int32_t *counts, const int16_t *weights, int stride) {
+    for (int x = 0; x < count; x++) {
+        const uint8_t *p = row + (size_t)starts[x] * 4;
+        const int16_t *w = weights + (size_t)x * stride;
+        const int taps = counts[x];
+#if defined(__SSE2__)
+        const __m128i zero = _mm_setzero_si128();
+        __m128i sum = _mm_set1_epi32(1 << (PRECISION - 1));
+        int k = 0;
+        for (; k + 2 <= taps; k += 2) {
+            __m128i pixels = _mm_loadl_epi64((const __m128i *)(p + 4 * k));
+            // r0 r1 g0 g1 b0 b1 a0 a1, widened: pmaddwd then adds each channel's two taps.
+            pixels = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 4)), zero);
+            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixels, _mm_set1_epi32(load_pair(w + k))));
+        }
+        if (k < taps) {
+            int32_t one;
+            memcpy(&one, p + 4 * k, 4);
+            __m128i pixel = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(one), zero), zero);
+            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixel, _mm_set1_epi32((uint16_t)w[k])));
+        }
+        sum = _mm_srai_epi32(sum, PRECISION);
+        sum = _mm_packs_epi32(sum, sum);
+        int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(sum, sum));
+        memcpy(out + 4 * (size_t)x, &packed, 4);
+#else
+        int32_t sum[4] = {1 << (PRECISION - 1), 1 << (PRECISION - 1), 1 << (PRECISION - 1), 1 << (PRECISION - 1)};
+        for (int k = 0; k < taps; k++)
+            for (int c = 0; c < 4; c++) sum[c] += p[4 * k + c] * w[k];
+        for (int c = 0; c < 4; c++) out[4 * (size_t)x + c] = clamp_byte(sum[c] >> PRECISION);
+#endif
+    }
+}
+
+#if IK_HAS_AVX2_DISPATCH
+/// As filter_row_default, four taps per step: pixels 0 2 1 3 → (0,1) and (2,3) channel-interleaved
+/// in the two halves of one 16-lane vector, one pmaddwd against (w0 w1 | w2 w3).
+IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restrict out, int count,
+                                    const int32_t *starts, const int32_t *counts, const int16_t *weights, int stride) {
+    for (int x = 0; x < count; x++) {
+        const uint8_t *p = row + (size_t)starts[x] * 4;
+        const int16_t *w = weights + (size_t)x * stride;
+        const int taps = counts[x];
+        __m256i wide = _mm256_setzero_si256();
+        int k = 0;
+        for (; k + 4 <= taps; k += 4) {
+            __m128i pixels = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(p + 4 * k)), _MM_SHUFFLE(3, 1, 2, 0));
+            pixels = _mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 8));
+            __m256i taps4 = _mm256_set_epi32(load_pair(w + k + 2), load_pair(w + k + 2), load_pair(w + k + 2),
+                                             load_pair(w + k + 2), load_pair(w + k), load_pair(w + k),
+                                             load_pair(w + k), load_pair(w + k));
+            wide = _mm256_add_epi32(wide, _mm256_madd_epi16(_mm256_cvtepu8_epi16(pixels), taps4));
+        }
+        const __m128i zero = _mm_setzero_si128();
+        __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1)),
+                                    _mm_set1_epi32(1 << (PRECISION - 1)));
+        for (; k + 2 <= taps; k += 2) {
+            __m128i pixels = _mm_loadl_epi64((const __m128i *)(p + 4 * k));
+            pixels = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 4)), zero);
+            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixels, _mm_set1_epi32(load_pair(w + k))));
+        }
+        if (k < taps) {
+            int32_t one;
+            memcpy(&one, p + 4 * k, 4);
+            __m128i pixel = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(one), zero), zero);
+            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixel, _mm_set1_epi32((uint16_t)w[k])));
+        }
+        sum = _mm_srai_epi32(sum, PRECISION);
+        sum = _mm_packs_epi32(sum, sum);
+        int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(sum, sum));
+        memcpy(out + 4 * (size_t)x, &packed, 4);
+    }
+}
+#endif
+
+// MARK: - Vertical
+
+/// One output row from `taps` rows of `bytes` bytes each.
+#define VERTICAL_BODY(VEC, BYTES, LOADU, STOREU, SETZERO, SET1_32, UNPACKLO8, UNPACKHI8, MADD, ADD32, SRAI32,     \
+                      PACKS32, PACKUS16)                                                                           \
+    size_t i = 0;                                                                                                  \
+    const VEC zero = SETZERO();                                                                                    \
+    const VEC rounding = SET1_32(1 << (PRECISION - 1));                                                            \
+    for (; i + BYTES <= bytes; i += BYTES) {                                                                       \
+        VEC s0 = rounding, s1 = rounding, s2 = rounding, s3 = rounding;                                            \
+        int k = 0;                                                                                                 \
+        for (; k < taps; k += 2) {                                                                                 \
+            VEC a = LOADU(rows[k] + i);                                                                            \
+            VEC b = k + 1 < taps ? LOADU(rows[k + 1] + i) : zero;                                                  \
+            VEC c = SET1_32(k + 1 < taps ? load_pair(weights + k) : (int32_t)(uint16_t)weights[k]);                \
+            VEC low = UNPACKLO8(a, b), high = UNPACKHI8(a, b);                                                     \
+            s0 = ADD32(s0, MADD(UNPACKLO8(low, zero), c));                                                         \
+            s1 = ADD32(s1, MADD(UNPACKHI8(low, zero), c));                                                         \
+            s2 = ADD32(s2, MADD(UNPACKLO8(high, zero), c));                                                        \
+            s3 = ADD32(s3, MADD(UNPACKHI8(high, zero), c));                                                        \
+        }                                                                                                          \
+        VEC first = PACKS32(SRAI32(s0, PRECISION), SRAI32(s1, PRECISION));                                        \
+        VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                        \
+        STOREU(out + i, PACKUS16(first, second));                                                                  \
+    }                                                                                                              \
+    for (; i < bytes; i++) {                                                                                       \
+        int32_t sum = 1 << (PRECISION - 1);                                                                        \
+        for (int k = 0; k < taps; k++) sum += rows[k][i] * weights[k];                                            \
+        out[i] = clamp_byte(sum >> PRECISION);                                                                     \
+    }
+
+#if defined(__SSE2__)
+#define SSE_LOADU(p) _mm_loadu_si128((const __m128i *)(p))
+#define SSE_STOREU(p, v) _mm_storeu_si128((__m128i *)(p), (v))
+static void filter_column_default(const uint8_t *const *rows, int taps, const int16_t *weights, uint8_t *out,
+                                  size_t bytes) {
+    VERTICAL_BODY(__m128i, 16, SSE_LOADU, SSE_STOREU, _mm_setzero_si128, _mm_set1_epi32, _mm_unpacklo_epi8,
+                  _mm_unpackhi_epi8, _mm_madd_epi16, _mm_add_epi32, _mm_srai_epi32, _mm_packs_epi32, _mm_packus_epi16)
+}
+#else
+static void filter_column_default(const uint8_t *const *rows, int taps, const int16_t *weights, uint8_t *out,
+                                  size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) {
+        int32_t sum = 1 << (PRECISION - 1);
+        for (int k = 0; k < taps; k++) sum += rows[k][i] * weights[k];
+        out[i] = clamp_byte(sum >> PRECISION);
+    }
+}
+#endif
+
+#if IK_HAS_AVX2_DISPATCH
+#define AVX_LOADU(p) _mm256_loadu_si256((const __m256i *)(p))
+#define AVX_STOREU(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+// The unpacks and packs work within 128-bit halves; a pack undoes its unpack, so the bytes come
+// back in place.
+IK_AVX2 static void filter_column_avx2(const uint8_t *const *rows, int taps, const int16_t *weights, uint8_t *out,
+                                       size_t bytes) {
+    VERTICAL_BODY(__m256i, 32, AVX_LOADU, AVX_STOREU, _mm256_setzero_si256, _mm256_set1_epi32, _mm256_unpacklo_epi8,
+                  _mm256_unpackhi_epi8, _mm256_madd_epi16, _mm256_add_epi32, _mm256_srai_epi32, _mm256_packs_epi32,
+                  _mm256_packus_epi16)
+}
+#endif
+
+// MARK: - Box reduction
+
+/// Averages 2 × 2 pixels of two rows straight into the reduced row (the common box of a resize
+/// to between a third and a quarter): no sums kept between the rows. Returns the columns done.
+static int reduce_2x2(const uint8_t *restrict row0, const uint8_t *restrict row1, uint8_t *restrict out,
+                      int src_w) {
+    int column = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128(), two = _mm_set1_epi16(2);
+    for (; 2 * column + 4 <= src_w; column += 2) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(row0 + (size_t)column * 8));
+        __m128i b = _mm_loadu_si128((const __m128i *)(row1 + (size_t)column * 8));
+        __m128i low = _mm_add_epi16(_mm_unpacklo_epi8(a, zero), _mm_unpacklo_epi8(b, zero));
+        __m128i high = _mm_add_epi16(_mm_unpackhi_epi8(a, zero), _mm_unpackhi_epi8(b, zero));
+        __m128i pairs = _mm_add_epi16(_mm_unpacklo_epi64(low, high), _mm_unpackhi_epi64(low, high));
+        pairs = _mm_srli_epi16(_mm_add_epi16(pairs, two), 2);
+        _mm_storel_epi64((__m128i *)(out + (size_t)column * 4), _mm_packus_epi16(pairs, pairs));
+    }
+#endif
+    for (; 2 * column + 2 <= src_w; column++) {
+        for (int c = 0; c < 4; c++) {
+            size_t i = (size_t)column * 8 + c;
+            out[(size_t)column * 4 + c] = (uint8_t)((row0[i] + row0[i + 4] + row1[i] + row1[i + 4] + 2) >> 2);
+        }
+    }
+    return column;
+}
+
+/// Starts the 16-bit sums with a row's bytes.
+static void widen_into_sums(uint16_t *restrict sums, const uint8_t *restrict row, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) sums[i] = row[i];
+}
+
+/// Adds a row's bytes to 16-bit sums.
+static void add_to_sums(uint16_t *restrict sums, const uint8_t *restrict row, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) sums[i] = (uint16_t)(sums[i] + row[i]);
+}
+
+/// Averages the band's columns `box_x` at a time (the last column may be narrower). The sums
+/// stay below 2^24, so floats hold them exactly; the quotient is rounded to nearest.
+static void reduce_columns(const uint16_t *sums, int src_w, int box_x, int rows, uint8_t *out, int reduced_w) {
+    const float regular = 1.0f / (float)(box_x * rows);
+    int column = 0;
+#if defined(__SSE2__)
+    if (box_x == 2) {
+        // Two columns (four pixels) per step; pairs of 16-bit sums fit 16 bits (rows ≤ 128).
+        const __m128i zero = _mm_setzero_si128();
+        const __m128 scale = _mm_set1_ps(regular);
+        for (; column + 2 <= reduced_w && 2 * column + 4 <= src_w && rows <= 128; column += 2) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)(sums + (size_t)column * 8));
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(sums + (size_t)column * 8 + 8));
+            __m128i pairs = _mm_add_epi16(_mm_unpacklo_epi64(v0, v1), _mm_unpackhi_epi64(v0, v1));
+            __m128i low = _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(_mm_unpacklo_epi16(pairs, zero)), scale));
+            __m128i high = _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(_mm_unpackhi_epi16(pairs, zero)), scale));
+            __m128i bytes = _mm_packs_epi32(low, high);
+            _mm_storel_epi64((__m128i *)(out + (size_t)column * 4), _mm_packus_epi16(bytes, bytes));
+        }
+    }
+#endif
+    for (; column < reduced_w; column++) {
+        int first = column * box_x;
+        int last = first + box_x < src_w ? first + box_x : src_w;
+        float scale = last - first == box_x ? regular : 1.0f / (float)((last - first) * rows);
+#if defined(__SSE2__)
+        const __m128i zero = _mm_setzero_si128();
+        __m128i total = zero;
+        for (int x = first; x < last; x++)
+            total = _mm_add_epi32(total, _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)(sums + (size_t)x * 4)), zero));
+        __m128i quotient = _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(total), _mm_set1_ps(scale)));
+        quotient = _mm_packs_epi32(quotient, quotient);
+        int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(quotient, quotient));
+        memcpy(out + (size_t)column * 4, &packed, 4);
+#else
+        uint32_t total[4] = {0, 0, 0, 0};
+        for (int x = first; x < last; x++)
+            for (int c = 0; c < 4; c++) total[c] += sums[(size_t)x * 4 + c];
+        for (int c = 0; c < 4; c++) out[(size_t)column * 4 + c] = clamp_byte((int32_t)((float)total[c] * scale + 0.5f));
+#endif
+    }
+}
+
+// MARK: - Entry point
+
+/// Produces reduced row `band` (box-averaged and premultiplied as needed) into `out`, or returns
+/// the source row itself when there is nothing to do.
+typedef struct {
+    const uint8_t *source;
+    size_t source_stride;
+    int src_w, src_h, box_x, box_y, reduced_w, premultiply;
+    uint8_t *premultiplied;
+    uint16_t *sums;
+} reducer;
+
+static const uint8_t *reduced_row(const reducer *r, int band, uint8_t *out) {
+    const int first = band * r->box_y;
+    const int rows = first + r->box_y <= r->src_h ? r->box_y : r->src_h - first;
+    if (r->box_x == 1 && r->box_y == 1) {
+        const uint8_t *row = r->source + (size_t)band * r->source_stride;
+        if (!r->premultiply) return row;
+        ik_premultiply_row(row, out, r->src_w);
+        return out;
+    }
+    if (r->box_x == 2 && rows == 2 && r->src_w % 2 == 0) {
+        const uint8_t *row0 = r->source + (size_t)first * r->source_stride;
+        const uint8_t *row1 = row0 + r->source_stride;
+        if (r->premultiply) {
+            ik_premultiply_row(row0, r->premultiplied, r->src_w);
+            ik_premultiply_row(row1, r->premultiplied + (size_t)r->src_w * 4, r->src_w);
+            row0 = r->premultiplied;
+            row1 = r->premultiplied + (size_t)r->src_w * 4;
+        }
+        reduce_2x2(row0, row1, out, r->src_w);
+        return out;
+    }
+    for (int y = first; y < first + rows; y++) {
+        const uint8_t *row = r->source + (size_t)y * r->source_stride;
+        if (r->premultiply) {
+            ik_premultiply_row(row, r->premultiplied, r->src_w);
+            row = r->premultiplied;
+        }
+        if (y == first) {
+            widen_into_sums(r->sums, row, (size_t)r->src_w * 4);
+        } else {
+            add_to_sums(r->sums, row, (size_t)r->src_w * 4);
+        }
+    }
+    reduce_columns(r->sums, r->src_w, r->box_x, rows, out, r->reduced_w);
+    return out;
+}
+
+ik_status ik_resample_rgba(const uint8_t *source, size_t source_stride, int src_w, int src_h, int box_x, int box_y,
+                           uint8_t *destination, size_t destination_stride, int dst_w, int dst_h,
+                           const int32_t *h_starts, const int32_t *h_counts, const int16_t *h_weights, int h_stride,
+                           const int32_t *v_starts, const int32_t *v_counts, const int16_t *v_weights, int v_stride,
+                           int premultiply) {
+    if (src_w <= 0 || src_h <= 0 || dst_w <= 0 || dst_h <= 0 || box_x <= 0 || box_y <= 0 || box_y > 257 ||
+        v_stride <= 0)
+        return IK_ERR_INTERNAL;
+    const int reduced_w = (src_w + box_x - 1) / box_x;
+    const size_t reduced_bytes = (size_t)reduced_w * 4;
+    const int boxed = box_x > 1 || box_y > 1;
+    // Vertical first, over a ring of reduced rows (the filter windows move down monotonically and
+    // span at most v_stride rows), then horizontal: the horizontal filter, the costlier one per
+    // pixel, then runs on output rows only.
+    const int ring_rows = v_stride;
+    uint8_t *ring = malloc(reduced_bytes * (size_t)ring_rows);
+    const uint8_t **ring_rows_at = calloc((size_t)ring_rows, sizeof(uint8_t *));
+    uint8_t *column = malloc(reduced_bytes);
+    const uint8_t **taps = malloc(sizeof(uint8_t *) * (size_t)v_stride);
+    reducer r = {source, source_stride, src_w, src_h, box_x, box_y, reduced_w, premultiply,
+                 premultiply && boxed ? malloc((size_t)src_w * 8) : NULL,
+                 boxed ? malloc((size_t)src_w * 4 * sizeof(uint16_t)) : NULL};
+    ik_status status = IK_OK;
+    if (!ring || !ring_rows_at || !column || !taps || (premultiply && boxed && !r.premultiplied) || (boxed && !r.sums)) {
+        status = IK_ERR_INTERNAL;
+        goto done;
+    }
+
+    void (*filter_column)(const uint8_t *const *, int, const int16_t *, uint8_t *, size_t) = filter_column_default;
+    void (*filter_row)(const uint8_t *, uint8_t *, int, const int32_t *, const int32_t *, const int16_t *, int) =
+        filter_row_default;
+#if IK_HAS_AVX2_DISPATCH
+    if (ik_uses_avx2()) {
+        filter_column = filter_column_avx2;
+        filter_row = filter_row_avx2;
+    }
+#endif
+    int produced = 0;
+    for (int y = 0; y < dst_h; y++) {
+        const int first = v_starts[y], count = v_counts[y];
+        if (count > ring_rows || first < produced - ring_rows) {
+            status = IK_ERR_INTERNAL;
+            goto done;
+        }
+        for (; produced < first + count; produced++) {
+            uint8_t *slot = ring + (size_t)(produced % ring_rows) * reduced_bytes;
+            ring_rows_at[produced % ring_rows] = reduced_row(&r, produced, slot);
+        }
+        for (int k = 0; k < count; k++) taps[k] = ring_rows_at[(first + k) % ring_rows];
+        filter_column(taps, count, v_weights + (size_t)y * v_stride, column, reduced_bytes);
+        uint8_t *out = destination + (size_t)y * destination_stride;
+        filter_row(column, out, dst_w, h_starts, h_counts, h_weights, h_stride);
+        if (premultiply) ik_unpremultiply_row(out, dst_w);
+    }
+
+done:
+    free(ring);
+    free(ring_rows_at);
+    free(column);
+    free(taps);
+    free(r.premultiplied);
+    free(r.sums);
+    return status;
+}
