@@ -59,6 +59,11 @@ final class PixelMemoryTests: XCTestCase {
         let pointers = try (0..<6).map { _ in try XCTUnwrap(PixelMemory.allocate(byteCount: 20 << 20, alignment: 64)) }
         for pointer in pointers { PixelMemory.deallocate(pointer, byteCount: 20 << 20) }
         XCTAssertLessThanOrEqual(PixelMemory.spareBytes, PixelMemory.spareLimitBytes)
+        XCTAssertGreaterThan(PixelMemory.spareBytes, 0)
+        // The newest spares stay (the oldest made room for them).
+        let again = try XCTUnwrap(PixelMemory.allocate(byteCount: 20 << 20, alignment: 64))
+        XCTAssertTrue(pointers.suffix(3).map(page).contains(page(again)))
+        PixelMemory.deallocate(again, byteCount: 20 << 20)
     }
 
     func testPlayedFramesAreMappedAndDecodeAsBefore() throws {
