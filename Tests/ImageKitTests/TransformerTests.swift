@@ -332,6 +332,16 @@ final class TransformerTests: XCTestCase {
                 }
             }
         }
+        // 16 MiB and more go out with streaming stores: same pixels.
+        let large = TestImages.gradient(width: 2101, height: 2000, alpha: true, seed: 3)
+        let largeGray = try large.grayscaled()
+        for (x, y) in [(0, 0), (2100, 1999), (1050, 999), (3, 1777), (2097, 5)] {
+            let p = large[x, y], g = largeGray[x, y]
+            let weighted: Int = 19595 * Int(p.r) + 38470 * Int(p.g) + 7471 * Int(p.b)
+            let luma = UInt8((weighted + 32768) >> 16)
+            let expected: (UInt8, UInt8, UInt8, UInt8) = (luma, luma, luma, p.a)
+            XCTAssertTrue(g == expected, "(\(x), \(y)) of the large image")
+        }
         XCTAssertEqual(RGBAColor(hex: "#FF8000"), RGBAColor(red: 255, green: 128, blue: 0, alpha: 255))
         XCTAssertEqual(RGBAColor(hex: "11223344")?.hexString, "#11223344")
         XCTAssertNil(RGBAColor(hex: "#12345"))

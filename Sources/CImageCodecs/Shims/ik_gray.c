@@ -17,6 +17,9 @@ static inline uint32_t gray_pixel(uint32_t pixel) {
 
 void ik_grayscale_rgba(const uint8_t *source, size_t source_stride, uint8_t *destination, size_t destination_stride,
                        int width, int height) {
+    // An output beyond the caches goes out with streaming stores: its lines are not read first.
+    const int streaming = (size_t)width * 4 * (size_t)height >= ((size_t)16 << 20) &&
+                          ((uintptr_t)destination | destination_stride) % 16 == 0;
     for (int y = 0; y < height; y++) {
         const uint8_t *in = source + (size_t)y * source_stride;
         uint8_t *out = destination + (size_t)y * destination_stride;
@@ -36,7 +39,12 @@ void ik_grayscale_rgba(const uint8_t *source, size_t source_stride, uint8_t *des
             __m128i g = _mm_slli_epi32(_mm_and_si128(pixels, green), 7);
             __m128i luma = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(rg, b), _mm_add_epi32(g, rounding)), 16);
             __m128i gray = _mm_or_si128(_mm_or_si128(luma, _mm_slli_epi32(luma, 8)), _mm_slli_epi32(luma, 16));
-            _mm_storeu_si128((__m128i *)(out + 4 * (size_t)x), _mm_or_si128(gray, _mm_and_si128(pixels, alpha)));
+            __m128i result = _mm_or_si128(gray, _mm_and_si128(pixels, alpha));
+            if (streaming) {
+                _mm_stream_si128((__m128i *)(out + 4 * (size_t)x), result);
+            } else {
+                _mm_storeu_si128((__m128i *)(out + 4 * (size_t)x), result);
+            }
         }
 #endif
         for (; x < width; x++) {
@@ -46,4 +54,7 @@ void ik_grayscale_rgba(const uint8_t *source, size_t source_stride, uint8_t *des
             memcpy(out + 4 * (size_t)x, &pixel, 4);
         }
     }
+#if defined(__SSE2__)
+    if (streaming) _mm_sfence();
+#endif
 }
