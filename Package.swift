@@ -35,7 +35,8 @@ let package = Package(
         systemLibrary("CDeflate", pkgConfig: "libdeflate", apt: "libdeflate-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
-        // (the PNG fast path's unfiltering). Every symbol is prefixed `ik_`.
+        // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
+        // symbol is prefixed `ik_`.
         .target(
             name: "CImageCodecs",
             dependencies: ["CCurl", "CPNG", "CDeflate"],
