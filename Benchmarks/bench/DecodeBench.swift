@@ -13,7 +13,7 @@ struct DecodeBench {
         if let directory = options.corpus {
             cases = Self.corpusCases(directory)
         } else {
-            let sizes = options.quick ? [(256, 256), (1024, 768)] : [(256, 256), (1024, 768), (4000, 3000)]
+            let sizes = options.quick ? [(64, 64), (256, 256), (1024, 768)] : [(64, 64), (256, 256), (1024, 768), (4000, 3000)]
             // Generate only the sizes some wanted case name needs.
             let wanted = sizes.filter { size in
                 SyntheticImages.kinds.contains { options.includes("\($0)/\(size.0)x\(size.1)") }
