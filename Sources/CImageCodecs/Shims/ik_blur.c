@@ -20,14 +20,6 @@
 #define ROWS_PER_BLOCK (LANES / 4)
 #define PREFETCH_ROWS 24
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define IK_HAS_AVX2_DISPATCH 1
-#define IK_AVX2 __attribute__((target("avx2")))
-#else
-#define IK_HAS_AVX2_DISPATCH 0
-#endif
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 // MARK: - Box passes
 

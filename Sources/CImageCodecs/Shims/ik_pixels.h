@@ -2,6 +2,18 @@
 #pragma once
 #include <stdint.h>
 
+// The AVX2 copies of the pixel loops: compiled with a target attribute, chosen at run time with
+// ik_uses_avx2() (a package cannot raise the baseline with compiler flags).
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define IK_HAS_AVX2_DISPATCH 1
+#define IK_AVX2 __attribute__((target("avx2")))
+#else
+#define IK_HAS_AVX2_DISPATCH 0
+#endif
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /// `count` RGBA8 pixels with colours multiplied by alpha (c × a / 255, rounded), into `out`.
 void ik_premultiply_row(const uint8_t *_Nonnull row, uint8_t *_Nonnull out, int count);
 

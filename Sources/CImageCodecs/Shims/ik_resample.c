@@ -17,16 +17,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define IK_HAS_AVX2_DISPATCH 1
-#define IK_AVX2 __attribute__((target("avx2")))
-#else
-#define IK_HAS_AVX2_DISPATCH 0
-#endif
-
 #define PRECISION 14
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 ALWAYS_INLINE uint8_t clamp_byte(int32_t value) {
     return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
@@ -40,6 +31,31 @@ ALWAYS_INLINE int32_t load_pair(const int16_t *weights) {
 
 // MARK: - Horizontal
 
+#if defined(__SSE2__)
+/// Taps k… of one output pixel two at a time (and a last odd one), added to `sum`, then the
+/// pixel rounded, clamped and stored: the SSE2 filter's whole loop and the AVX2 filter's tail.
+ALWAYS_INLINE void finish_pixel(__m128i sum, const uint8_t *p, const int16_t *w, int k, int taps, uint8_t *out) {
+    const __m128i zero = _mm_setzero_si128();
+    for (; k + 2 <= taps; k += 2) {
+        __m128i pixels = _mm_loadl_epi64((const __m128i *)(p + 4 * k));
+        // r0 r1 g0 g1 b0 b1 a0 a1, widened: pmaddwd then adds each channel's two taps.
+        pixels = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 4)), zero);
+        sum = _mm_add_epi32(sum, _mm_madd_epi16(pixels, _mm_set1_epi32(load_pair(w + k))));
+    }
+    if (k < taps) {
+        int32_t one;
+        memcpy(&one, p + 4 * k, 4);
+        __m128i pixel = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(one), zero), zero);
+        sum = _mm_add_epi32(sum, _mm_madd_epi16(pixel, _mm_set1_epi32((uint16_t)w[k])));
+    }
+    sum = _mm_srai_epi32(sum, PRECISION);
+    sum = _mm_packs_epi32(sum, sum);
+    int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(sum, sum));
+    memcpy(out, &packed, 4);
+}
+#endif
+
+
 /// `count` output pixels of one row; `weights` has `stride` entries per output pixel.
 static void filter_row_default(const uint8_t *restrict row, uint8_t *restrict out, int count, const int32_t *starts,
                                const int32_t *counts, const int16_t *weights, int stride) {
@@ -48,25 +64,7 @@ static void filter_row_default(const uint8_t *restrict row, uint8_t *restrict ou
         const int16_t *w = weights + (size_t)x * stride;
         const int taps = counts[x];
 #if defined(__SSE2__)
-        const __m128i zero = _mm_setzero_si128();
-        __m128i sum = _mm_set1_epi32(1 << (PRECISION - 1));
-        int k = 0;
-        for (; k + 2 <= taps; k += 2) {
-            __m128i pixels = _mm_loadl_epi64((const __m128i *)(p + 4 * k));
-            // r0 r1 g0 g1 b0 b1 a0 a1, widened: pmaddwd then adds each channel's two taps.
-            pixels = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 4)), zero);
-            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixels, _mm_set1_epi32(load_pair(w + k))));
-        }
-        if (k < taps) {
-            int32_t one;
-            memcpy(&one, p + 4 * k, 4);
-            __m128i pixel = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(one), zero), zero);
-            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixel, _mm_set1_epi32((uint16_t)w[k])));
-        }
-        sum = _mm_srai_epi32(sum, PRECISION);
-        sum = _mm_packs_epi32(sum, sum);
-        int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(sum, sum));
-        memcpy(out + 4 * (size_t)x, &packed, 4);
+        finish_pixel(_mm_set1_epi32(1 << (PRECISION - 1)), p, w, 0, taps, out + 4 * (size_t)x);
 #else
         int32_t sum[4] = {1 << (PRECISION - 1), 1 << (PRECISION - 1), 1 << (PRECISION - 1), 1 << (PRECISION - 1)};
         for (int k = 0; k < taps; k++)
@@ -95,24 +93,9 @@ IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restri
                                              load_pair(w + k), load_pair(w + k));
             wide = _mm256_add_epi32(wide, _mm256_madd_epi16(_mm256_cvtepu8_epi16(pixels), taps4));
         }
-        const __m128i zero = _mm_setzero_si128();
         __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1)),
                                     _mm_set1_epi32(1 << (PRECISION - 1)));
-        for (; k + 2 <= taps; k += 2) {
-            __m128i pixels = _mm_loadl_epi64((const __m128i *)(p + 4 * k));
-            pixels = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 4)), zero);
-            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixels, _mm_set1_epi32(load_pair(w + k))));
-        }
-        if (k < taps) {
-            int32_t one;
-            memcpy(&one, p + 4 * k, 4);
-            __m128i pixel = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(one), zero), zero);
-            sum = _mm_add_epi32(sum, _mm_madd_epi16(pixel, _mm_set1_epi32((uint16_t)w[k])));
-        }
-        sum = _mm_srai_epi32(sum, PRECISION);
-        sum = _mm_packs_epi32(sum, sum);
-        int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(sum, sum));
-        memcpy(out + 4 * (size_t)x, &packed, 4);
+        finish_pixel(sum, p, w, k, taps, out + 4 * (size_t)x);
     }
 }
 #endif
