@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 @testable import ImageKit
 import XCTest
@@ -5,7 +6,7 @@ import XCTest
 /// The DC-only 1/8-scale decoder against TurboJPEG's 1/8 decode of the same files.
 final class JPEGDCDecoderTests: XCTestCase {
     func testMatchesTurboJPEGOnEveryCorpusJPEGItTakes() throws {
-        var taken = 0, declined = 0
+        var taken = 0, declined = 0, progressiveTaken = 0
         var lowest = Double.infinity
         for entry in try Corpus.requireEntries() where entry.format == "JPEG" {
             let data = try entry.data
@@ -14,6 +15,8 @@ final class JPEGDCDecoderTests: XCTestCase {
                 continue
             }
             taken += 1
+            let isProgressive = data.withUnsafeBytes { JPEGMarkers($0).isProgressive }
+            if isProgressive { progressiveTaken += 1 }
             guard let reference = JPEGCoder.eighthScale(data, dcOnly: false) else {
                 XCTFail("\(entry.path): the DC decoder took a file TurboJPEG cannot decode cleanly")
                 continue
@@ -27,9 +30,10 @@ final class JPEGDCDecoderTests: XCTestCase {
             guard dc.width >= 2, dc.height >= 2 else { continue }
             let quality = psnr(halved(dc), halved(reference))
             lowest = min(lowest, quality)
-            XCTAssertGreaterThan(quality, 38, "\(entry.path)")
+            XCTAssertGreaterThan(quality, isProgressive ? 40 : 38, "\(entry.path)")
         }
-        print("DC decoder: took \(taken) corpus JPEGs, declined \(declined); lowest PSNR vs TurboJPEG \(lowest) dB")
+        print("DC decoder: took \(taken) corpus JPEGs (\(progressiveTaken) progressive), declined \(declined); lowest PSNR vs TurboJPEG \(lowest) dB")
+        XCTAssertGreaterThan(progressiveTaken, 0, "progressive JPEGs take the DC-scan path")
         XCTAssertGreaterThan(taken, 40, "clean baseline JPEGs of 16 px or more take the fast path (49 at the time of writing)")
     }
 
@@ -57,6 +61,71 @@ final class JPEGDCDecoderTests: XCTestCase {
         XCTAssertThrowsError(try ImageCodersManager.shared.decode(data.prefix(data.count * 3 / 4), options: options)) { error in
             XCTAssertEqual((error as? ImageError)?.code, .truncatedData)
         }
+    }
+
+    /// Thumbnails through the DC path (baseline and progressive) against TurboJPEG's 1/8 decode
+    /// and the same resample: ≥ 40 dB at every reduction the path is used for, on the corpus's
+    /// progressive files and on corpus photos re-encoded progressive (4:2:0, libjpeg's default
+    /// scan script).
+    func testThumbnailsMatchTurboJPEGAtEveryReductionTheyAreUsedFor() throws {
+        var sources: [(String, Data)] = []
+        for entry in try Corpus.requireEntries() where entry.format == "JPEG" && entry.isValid {
+            let data = try entry.data
+            if data.withUnsafeBytes({ JPEGMarkers($0).isProgressive }) { sources.append((entry.path, data)) }
+        }
+        for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Landscape_1.jpg"] {
+            guard let data = try? Corpus.data(path) else { continue }
+            let image = try ImageCodersManager.shared.decode(data)
+            sources.append((path + " (progressive)", try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: true))))
+            sources.append((path + " (baseline)", try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85))))
+        }
+        var compared = 0, lowest = Double.infinity
+        for (name, data) in sources {
+            guard let reference = JPEGCoder.eighthScale(data, dcOnly: false), JPEGCoder.eighthScale(data, dcOnly: true) != nil else { continue }
+            let full = try XCTUnwrap(data.withUnsafeBytes { bytes -> PixelSize? in
+                let markers = JPEGMarkers(bytes)
+                return PixelSize(width: markers.frameWidth, height: markers.frameHeight)
+            })
+            for reduction in [1.0, 1.5, 2.0, 3.1] {
+                let box = PixelSize(width: max(1, Int(Double(reference.width) / reduction)), height: max(1, Int(Double(reference.height) / reduction)))
+                var options = ImageDecodingOptions(thumbnailPixelSize: box)
+                options.appliesOrientation = false
+                let thumbnail = try ImageCodersManager.shared.decode(data, options: options).frames[0].bitmap
+                guard thumbnail.width * 8 < full.width else { continue } // a larger DCT scale: not this path
+                let expected = try reference.resized(to: PixelSize(width: thumbnail.width, height: thumbnail.height),
+                                                     extent: (Double(full.width) / 8, Double(full.height) / 8), reducingGap: 1)
+                let quality = psnr(thumbnail, expected)
+                lowest = min(lowest, quality)
+                compared += 1
+                XCTAssertGreaterThan(quality, 40, "\(name) at \(thumbnail.width)x\(thumbnail.height)")
+            }
+        }
+        print("DC thumbnails: \(compared) compared with TurboJPEG 1/8 + resample, lowest \(lowest) dB")
+        XCTAssertGreaterThan(compared, 40)
+    }
+
+    /// A progressive file's DC decoder needs only the data up to its DC scans with
+    /// IK_JPEG_DC_PARTIAL, and gives the same picture (within its 2-level bound) as from the
+    /// whole file; shorter prefixes are refused.
+    func testProgressiveDCScansSufficeWithoutTheRest() throws {
+        var checked = 0
+        for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Portrait_3.jpg"] {
+            guard let original = try? Corpus.data(path) else { continue }
+            let image = try ImageCodersManager.shared.decode(original)
+            let data = try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: true))
+            let whole = try XCTUnwrap(JPEGCoder.eighthScale(data, dcOnly: true))
+            let end = data.withUnsafeBytes { ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+            XCTAssertGreaterThan(end, 0, path)
+            XCTAssertLessThan(end, data.count / 3, "\(path): libjpeg's script sends the DC first")
+            let prefix = data.prefix(end)
+            let partial = try XCTUnwrap(JPEGCoder.eighthScale(prefix, dcOnly: true, partial: true), path)
+            XCTAssertGreaterThan(psnr(partial, whole), 45, path)
+            XCTAssertNil(JPEGCoder.eighthScale(prefix, dcOnly: true), "\(path): without the flag the whole file is required")
+            XCTAssertNil(JPEGCoder.eighthScale(data.prefix(end - 3), dcOnly: true, partial: true), "\(path): one scan short")
+            XCTAssertEqual(data.prefix(end - 1).withUnsafeBytes { ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }, 0)
+            checked += 1
+        }
+        XCTAssertEqual(checked, 2)
     }
 
     /// 2x2 box average (odd edges dropped).
