@@ -150,4 +150,78 @@ final class ImageManagerIntegrationTests: XCTestCase {
         XCTAssertFalse(manager.isFailedURL(server.url("/slow.jpg")))
         XCTAssertFalse(manager.isRunning)
     }
+
+    /// A 12 MP photo-like picture (smooth shading, edges and fine texture), encoded as a JPEG.
+    static func photo(progressive: Bool) throws -> [UInt8] {
+        let width = 4000, height = 3000
+        var buffer = try PixelBuffer(width: width, height: height)
+        var seed: UInt32 = 12345
+        for y in 0..<height {
+            let row = buffer.row(y)
+            for x in 0..<width {
+                seed = seed &* 1_664_525 &+ 1_013_904_223
+                let noise = Int(seed >> 28) - 8
+                let ring = ((x - 1800) * (x - 1800) + (y - 1400) * (y - 1400)) / 4000 % 64
+                row[x * 4] = UInt8(clamping: x * 200 / width + noise + ring)
+                row[x * 4 + 1] = UInt8(clamping: y * 180 / height + noise + (x / 300 % 2) * 40)
+                row[x * 4 + 2] = UInt8(clamping: 120 + noise + ((x + y) / 50 % 3) * 30)
+                row[x * 4 + 3] = 255
+            }
+        }
+        let image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg)
+        return Array(try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: progressive)))
+    }
+
+    /// `.thumbnailFromFirstScans`: a 256 px thumbnail of a 12 MP progressive JPEG is made from
+    /// its DC scans; the transfer stops there (at most a third of the bytes), the thumbnail is
+    /// cached, the cut bytes are not; a baseline file with the flag loads whole.
+    func testThumbnailFromFirstScansStopsTheTransfer() async throws {
+        let progressive = try Self.photo(progressive: true)
+        server.route("/progressive.jpg", .init(body: progressive, chunkSize: 32 << 10, delay: .milliseconds(3)))
+        let manager = try makeManager()
+        var context = ImageLoadContext()
+        context.thumbnailPixelSize = PixelSize(256)
+        let result = try await manager.loadImage(server.url("/progressive.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
+                                                 context: context)
+        let thumbnail = try XCTUnwrap(result.image)
+        XCTAssertEqual(thumbnail.width, 256)
+        XCTAssertEqual(thumbnail.height, 192)
+        XCTAssertFalse(thumbnail.isPartial)
+        let received = try XCTUnwrap(result.data).count
+        print("first scans: \(received) of \(progressive.count) bytes (\(result.metrics?.bytesReceived ?? -1) received when cut)")
+        XCTAssertLessThanOrEqual(Int(try XCTUnwrap(result.metrics?.bytesReceived)), progressive.count / 3, "the transfer went on after the DC scans")
+        XCTAssertLessThan(received, progressive.count / 3)
+        // The same thumbnail (within the DC bound) as from the whole file.
+        let whole = try ImageCodersManager.shared.decode(Data(progressive), options: .init(thumbnailPixelSize: PixelSize(256)))
+        XCTAssertGreaterThan(psnrOf(thumbnail.frames[0].bitmap, whole.frames[0].bitmap), 40)
+
+        // The thumbnail is cached; the cut bytes are not an original.
+        let again = try await manager.loadImage(server.url("/progressive.jpg"), options: .thumbnailFromFirstScans, context: context)
+        XCTAssertEqual(again.cacheType, .memory)
+        XCTAssertEqual(server.requests(to: "/progressive.jpg"), 1)
+        let originalKey = manager.cacheKey(for: server.url("/progressive.jpg"))
+        let original = try? await manager.cache.query(originalKey, cacheType: .all, options: [.avoidDecodeImage], decoding: .default)
+        XCTAssertNil(original?.data)
+        XCTAssertNil(original?.image)
+
+        // A baseline file cannot finish early: loaded whole, the original stored.
+        let baseline = try Self.photo(progressive: false)
+        server.route("/baseline.jpg", .init(body: baseline, chunkSize: 64 << 10))
+        let full = try await manager.loadImage(server.url("/baseline.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
+                                               context: context)
+        XCTAssertEqual(full.image?.width, 256)
+        XCTAssertEqual(full.data?.count, baseline.count)
+    }
+
+    private func psnrOf(_ a: Bitmap, _ b: Bitmap) -> Double {
+        var squared = 0.0
+        for y in 0..<a.height {
+            for x in 0..<a.width {
+                let p = a[x, y], q = b[x, y]
+                for (u, v) in [(p.r, q.r), (p.g, q.g), (p.b, q.b)] { squared += Double((Int(u) - Int(v)) * (Int(u) - Int(v))) }
+            }
+        }
+        let mse = squared / Double(a.width * a.height * 3)
+        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
+    }
 }

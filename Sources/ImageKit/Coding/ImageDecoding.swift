@@ -110,6 +110,10 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``ImageManager`` sets it unless ``ImageLoadOptions/preloadAllFrames`` is given.
     public var decodesFramesLazily: Bool
 
+    /// The data is a progressive JPEG cut after its DC scans (the manager's
+    /// ``ImageLoadOptions/thumbnailFromFirstScans``): decode from those alone or fail.
+    var stopsAfterDCScans = false
+
     public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
                 allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
                 thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,

@@ -74,4 +74,23 @@ public struct ImageLoadOptions: OptionSet, Sendable, Hashable {
     /// ImageKit: revalidate a disk hit whose stored Cache-Control / Expires says it is stale
     /// (as ``refreshCached`` does, but only for stale entries). Off unless given.
     public static let revalidateStaleEntries = ImageLoadOptions(rawValue: 1 << 24)
+    /// ImageKit: finish a thumbnail load of a progressive JPEG as soon as its DC scans have
+    /// arrived, and cancel the rest of the transfer.
+    ///
+    /// With a ``ImageLoadContext/thumbnailPixelSize`` at most 1/8 of the image (the same rule as
+    /// the decoder's DC-only path), the first scans of a progressive JPEG — in libjpeg's default
+    /// script, typically the first 5–15 % of the file — already hold every pixel of the
+    /// thumbnail: within 2 levels of what the whole file gives (the DC bits still missing,
+    /// reconstructed at the middle of their range). The manager then decodes, caches and
+    /// delivers the thumbnail and cancels the download. The bytes received are **not stored**
+    /// (there is no original on disk or in memory afterwards; the thumbnail itself is cached as
+    /// usual), and ``ImageLoadResult/data`` holds only the prefix. Loads of anything else (a
+    /// baseline JPEG, another format, a larger thumbnail, a file whose first scans are too
+    /// coarse) run to the end as if the flag were absent.
+    ///
+    /// ```swift
+    /// let context = ImageLoadContext(thumbnailPixelSize: PixelSize(256))
+    /// let result = try await manager.loadImage(url, options: .thumbnailFromFirstScans, context: context)
+    /// ```
+    public static let thumbnailFromFirstScans = ImageLoadOptions(rawValue: 1 << 25)
 }

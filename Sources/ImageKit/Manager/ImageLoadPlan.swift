@@ -41,7 +41,7 @@ final class ImageLoadPlan: Sendable {
     static let jobOptions: ImageLoadOptions = [
         .refreshCached, .handleCookies, .allowInvalidSSLCertificates, .transformAnimatedImage, .scaleDownLargeImages,
         .queryMemoryData, .fromCacheOnly, .fromLoaderOnly, .avoidDecodeImage, .decodeFirstFrameOnly, .preloadAllFrames,
-        .waitStoreCache, .revalidateStaleEntries,
+        .waitStoreCache, .revalidateStaleEntries, .thumbnailFromFirstScans,
     ]
 
     var queriesCache: Bool { !options.contains(.fromLoaderOnly) && context.queryCacheType != .none }

@@ -54,9 +54,11 @@ extension ImageManager {
         if plan.options.contains(.handleCookies) { request.handlesCookies = true }
 
         let response: ImageLoadResponse
+        var decoding = plan.decoding
         switch await load(request, for: job, progressive: !revalidates) {
         case .success(let loaded):
-            response = loaded
+            response = loaded.response
+            decoding.stopsAfterDCScans = loaded.isFirstScansOnly
         case .failure(let error):
             if Task.isCancelled { return }
             fail(job, error)
@@ -77,8 +79,8 @@ extension ImageManager {
         job.beginFinalizing()
         let produced: Produced
         do {
-            produced = try await decodeQueue.run { () throws(ImageError) -> Produced in
-                try Self.produce(from: response.data, plan: plan, image: nil)
+            produced = try await decodeQueue.run { [decoding] () throws(ImageError) -> Produced in
+                try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding)
             }
         } catch {
             if Task.isCancelled { return }
@@ -87,8 +89,11 @@ extension ImageManager {
         }
         if Task.isCancelled { return }
 
-        // 10. Store, then deliver.
-        let storeError = await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
+        // 10. Store, then deliver. Bytes cut after the first scans are no original: only the
+        // thumbnail made from them is kept.
+        let storeError = decoding.stopsAfterDCScans
+            ? await storeVariant(produced, originalData: nil, http: response.cacheHeaders, plan: plan)
+            : await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
         if Task.isCancelled { return }
         var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
                                      cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
@@ -107,7 +112,8 @@ extension ImageManager {
 
     /// Decodes `data` with the plan's options (unless `image` is given), then transforms
     /// (TRK-04: finished images only; animated ones only with `.transformAnimatedImage`).
-    static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?) throws(ImageError) -> Produced {
+    static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
+                        decoding: ImageDecodingOptions? = nil) throws(ImageError) -> Produced {
         if plan.options.contains(.avoidDecodeImage) && image == nil {
             return Produced(decoded: nil, delivered: nil, wasTransformed: false)
         }
@@ -115,7 +121,7 @@ extension ImageManager {
         if let image {
             decoded = image
         } else if let data {
-            decoded = try plan.coders.decode(data, options: plan.decoding)
+            decoded = try plan.coders.decode(data, options: decoding ?? plan.decoding)
         } else {
             throw ImageError(.emptyData, "there are no bytes to decode")
         }
@@ -162,23 +168,54 @@ extension ImageManager {
 
     // MARK: Loader
 
+    /// What the loader delivered: the whole response, or (``ImageLoadOptions/thumbnailFromFirstScans``)
+    /// a progressive JPEG's bytes up to its DC scans, the transfer cancelled.
+    struct LoadOutcome: Sendable {
+        var response: ImageLoadResponse
+        var isFirstScansOnly = false
+    }
+
     /// Runs the loader for `job`: progress to the callers that asked, previews from the bytes so
-    /// far when a caller wants them (`progressive`), cancellable through the job.
-    private func load(_ request: ImageLoadRequest, for job: ImageLoadJob, progressive: Bool) async -> Result<ImageLoadResponse, ImageError> {
+    /// far when a caller wants them (`progressive`), an early finish when the thumbnail needs
+    /// only the first scans; cancellable through the job.
+    private func load(_ request: ImageLoadRequest, for job: ImageLoadJob, progressive: Bool) async -> Result<LoadOutcome, ImageError> {
         let plan = job.plan
-        let progress: (@Sendable (ImageLoadProgress) -> Void)?
-        if job.wantsProgress {
-            progress = { [weak self, weak job] update in
-                guard let self, let job else { return }
-                job.send(.progress(update))
-                if progressive { self.preview(job) }
-            }
-        } else {
-            progress = nil
-        }
+        let early = plan.options.contains(.thumbnailFromFirstScans) && plan.decoding.thumbnailPixelSize != nil
+            && !plan.options.contains(.avoidDecodeImage) ? FirstScansWatch() : nil
+        // The continuation is resumed once: by the loader, or by an early finish before it.
+        let resumed = Locked(false)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResponse, ImageError>, Never>) in
-                let token = plan.loader.load(request, progress: progress) { continuation.resume(returning: $0) }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<LoadOutcome, ImageError>, Never>) in
+                let resume = { @Sendable (result: Result<LoadOutcome, ImageError>) in
+                    let first = resumed.withLock { done -> Bool in
+                        defer { done = true }
+                        return !done
+                    }
+                    if first { continuation.resume(returning: result) }
+                }
+                var progress: (@Sendable (ImageLoadProgress) -> Void)?
+                if job.wantsProgress || early != nil {
+                    let wantsProgress = job.wantsProgress
+                    progress = { [weak self, weak job] update in
+                        guard let self, let job else { return }
+                        if wantsProgress {
+                            job.send(.progress(update))
+                            if progressive { self.preview(job) }
+                        }
+                        if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes),
+                           let data = token.receivedData(), let end = JPEGCoder.firstScansLength(data, options: plan.decoding) {
+                            early.stop()
+                            var metrics = TransferMetrics()
+                            metrics.bytesReceived = Int64(data.count)
+                            let response = ImageLoadResponse(url: request.url, data: data.prefix(end), metrics: metrics)
+                            resume(.success(LoadOutcome(response: response, isFirstScansOnly: true)))
+                            token.cancel()
+                        }
+                    }
+                }
+                let token = plan.loader.load(request, progress: progress) { result in
+                    resume(result.map { LoadOutcome(response: $0) })
+                }
                 job.setLoaderToken(token)
                 if Task.isCancelled { token.cancel() }
             }
@@ -218,4 +255,21 @@ extension ImageManager {
         if blocks { failedURLs.insert(job.plan.urlString) }
         job.finish(.failure(error))
     }
+}
+
+/// When to look for a progressive JPEG's first scans in the bytes received so far: each look
+/// copies them, so looks are spaced by an eighth of what has arrived (at least 16 KiB), and none
+/// follow a finish.
+final class FirstScansWatch: Sendable {
+    private let state = Locked((nextLook: Int64(0), stopped: false))
+
+    func shouldLook(at received: Int64) -> Bool {
+        state.withLock { state in
+            guard !state.stopped, received >= state.nextLook else { return false }
+            state.nextLook = received + max(16 << 10, received / 8)
+            return true
+        }
+    }
+
+    func stop() { state.withLock { $0.stopped = true } }
 }

@@ -55,8 +55,17 @@ public struct JPEGCoder: ImageCoding {
                                              frames: 1, options: options)
         // Decode straight to the smallest DCT-scaled size that still covers the target.
         let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
-        try checkMemory(markers, full: full, decoded: decoded, options: options, dataCount: bytes.count)
-        try checkComplete(markers, bytes, options: options)
+        let usesDC = decoded != full && decoded.width == (full.width + 7) / 8 && decoded.height == (full.height + 7) / 8
+            && Self.dcChromaSuffices(markers, decoded: decoded, target: target)
+        if options.stopsAfterDCScans {
+            guard usesDC, markers.isProgressive, colorspace != Int32(TJCS_CMYK.rawValue), colorspace != Int32(TJCS_YCCK.rawValue) else {
+                throw ImageError(.truncatedData, "the JPEG's first scans do not make this image (only a progressive file's ≤ 1/8 thumbnails)")
+            }
+            try options.limits.check(width: decoded.width, height: decoded.height)
+        } else {
+            try checkMemory(markers, full: full, decoded: decoded, options: options, dataCount: bytes.count)
+            try checkComplete(markers, bytes, options: options)
+        }
 
         let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
         var buffer = try PixelBuffer(width: decoded.width, height: decoded.height)
@@ -66,11 +75,10 @@ public struct JPEGCoder: ImageCoding {
         // 1/8 scale of a clean baseline or progressive file: DC coefficients only (see
         // ik_jpeg_dc.c), when that is libjpeg's 1/8 output (no chroma subsampling) or is reduced
         // enough afterwards that subsampled chroma's 2x2 IDCT and its DC become the same.
-        if !isCMYK, decoded != full, decoded.width == (full.width + 7) / 8, decoded.height == (full.height + 7) / 8,
-           Self.dcChromaSuffices(markers, decoded: decoded, target: target),
-           ik_jpeg_decode_dc(source, bytes.count, buffer.row(0), buffer.bytesPerRow, Int32(decoded.width),
-                             Int32(decoded.height)) == Int32(IK_JPEG_DC_OK) {
+        if !isCMYK, usesDC, Self.decodeDC(source, bytes.count, into: buffer, partial: options.stopsAfterDCScans) {
             status = 0
+        } else if options.stopsAfterDCScans {
+            throw ImageError(.truncatedData, "the JPEG's DC scans are incomplete or damaged")
         } else {
             status = tjDecompress2(handle.raw, source, UInt(bytes.count), buffer.row(0), Int32(decoded.width),
                                    Int32(buffer.bytesPerRow), Int32(decoded.height), Int32(format.rawValue), flags)
@@ -171,6 +179,28 @@ public struct JPEGCoder: ImageCoding {
         var end = 0
         return ik_jpeg_decode_dc_scans(data, count, buffer.row(0), buffer.bytesPerRow, Int32(buffer.width), Int32(buffer.height),
                                        partial ? Int32(IK_JPEG_DC_PARTIAL) : 0, &end) == Int32(IK_JPEG_DC_OK)
+    }
+
+    /// How many leading bytes of `data` make its thumbnail under `options` from the DC scans
+    /// alone (``ImageLoadOptions/thumbnailFromFirstScans``): a progressive JPEG whose target is
+    /// at most 1/8 scale, once those scans have arrived. nil otherwise, or not yet.
+    static func firstScansLength(_ data: Data, options: ImageDecodingOptions) -> Int? {
+        guard options.thumbnailPixelSize != nil else { return nil }
+        return data.withUnsafeBytes { bytes -> Int? in
+            guard bytes.count > 4, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+            let markers = JPEGMarkers(bytes)
+            guard markers.isProgressive, !markers.isArithmetic, markers.firstScanOffset != nil, markers.frameWidth > 0,
+                  markers.frameHeight > 0, markers.sampling.count != 4 else { return nil }
+            let full = PixelSize(width: markers.frameWidth, height: markers.frameHeight)
+            let orientation = markers.orientation ?? .up
+            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
+                                                 frames: 1, options: options)
+            let (decoded, _) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
+            guard decoded != full, decoded.width == (full.width + 7) / 8, decoded.height == (full.height + 7) / 8,
+                  Self.dcChromaSuffices(markers, decoded: decoded, target: target) else { return nil }
+            let end = ik_jpeg_dc_scans_end(base, bytes.count)
+            return end > 0 ? end : nil
+        }
     }
 
     /// The TurboJPEG scaling factors (1/8 … 2), read once.
