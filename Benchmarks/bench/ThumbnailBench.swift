@@ -17,7 +17,8 @@ struct ThumbnailBench {
         var cases: [Case] = []
         if let directory = options.corpus {
             cases = DecodeBench.corpusCases(directory).map { Case(name: "thumb256/" + $0.name.dropFirst("decode/".count), data: $0.data) }
-        } else if Self.generatedNames.contains(where: options.includes) || options.includes("progressive-jpeg-16-chunks/full size") {
+        } else if Self.generatedNames.contains(where: options.includes) || options.includes("progressive-jpeg-16-chunks/full size")
+                    || options.includes("first-scans/jpeg-progressive-4000x3000") {
             cases = generated()
         }
         var rows: [[String]] = []
@@ -50,6 +51,9 @@ struct ThumbnailBench {
                      header: ["case", "source", "thumbnail", "ms", "baseline ms", "speedup", "peak MB", "baseline peak MB", "source MP/s"],
                      rows: rows)
         if options.corpus == nil { progressive(cases.first { $0.name.contains("jpeg-progressive-4000x3000") }) }
+        FirstScansBench(options: options, report: report).run(cases.filter { $0.name.contains("progressive") }.map {
+            (name: String($0.name.dropFirst("thumb256/".count)), data: $0.data)
+        })
     }
 
     /// Bytes of pixel memory one run of `body` needs at its peak.

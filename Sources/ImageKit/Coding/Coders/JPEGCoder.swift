@@ -203,6 +203,40 @@ public struct JPEGCoder: ImageCoding {
         }
     }
 
+    /// A progressive JPEG's first preview from its first DC scans alone (the AC scans after
+    /// them need not have arrived): the 1/8-scale DC picture resized to the size the decode
+    /// would have, marked partial. A fraction of what decoding every scan received costs —
+    /// libjpeg would run the full-size IDCT over blocks that have only their DC. nil when the
+    /// DC scans are not all here yet, or the file is not one the DC decoder takes.
+    static func firstScansPreview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
+        data.withUnsafeBytes { bytes -> DecodedImage? in
+            guard bytes.count > 4, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+            let markers = JPEGMarkers(bytes)
+            guard markers.isProgressive, !markers.isArithmetic, markers.frameWidth >= 16, markers.frameHeight >= 16,
+                  markers.sampling.count != 4 else { return nil }
+            let full = PixelSize(width: markers.frameWidth, height: markers.frameHeight)
+            let orientation = markers.orientation ?? .up
+            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
+                                                 frames: 1, options: options)
+            let eighth = PixelSize(width: (full.width + 7) / 8, height: (full.height + 7) / 8)
+            guard (try? options.limits.check(width: target.width, height: target.height)) != nil,
+                  let buffer = try? PixelBuffer(width: eighth.width, height: eighth.height) else { return nil }
+            var end = 0
+            guard ik_jpeg_decode_dc_scans(base, bytes.count, buffer.row(0), buffer.bytesPerRow, Int32(eighth.width), Int32(eighth.height),
+                                          Int32(IK_JPEG_DC_FIRST_SCANS), &end) == Int32(IK_JPEG_DC_OK) else { return nil }
+            var bitmap = buffer.freeze(isOpaque: true)
+            if target != eighth {
+                guard let resized = try? bitmap.resized(to: target, extent: (Double(full.width) / 8, Double(full.height) / 8),
+                                                        reducingGap: 1) else { return nil }
+                bitmap = resized
+            }
+            var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg, orientation: orientation,
+                                     isOrientationApplied: false, isPartial: true)
+            if options.appliesOrientation { image = (try? image.applyingOrientation()) ?? image }
+            return image
+        }
+    }
+
     /// The TurboJPEG scaling factors (1/8 … 2), read once.
     static let scalingFactors: [(num: Int, denom: Int)] = {
         var count: Int32 = 0

@@ -9,6 +9,8 @@ struct JPEGProgress {
     private var previewedScans = 0
     private var previewedBytes = 0
     private var isProgressive = false
+    private var madeFirstScansPreview = false
+    private var dcPreviewIsFinal = false
 
     /// Complete scans: a scan is complete once the marker after it (another SOS, a table, EOI)
     /// has arrived.
@@ -41,6 +43,23 @@ struct JPEGProgress {
 
     mutating func preview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
         let completed = data.withUnsafeBytes { scan($0) }
+        if isProgressive, !madeFirstScansPreview, scansStarted > 0 {
+            // The first preview from the DC scans alone, as soon as they are here (before the
+            // marker after them), when they come first (libjpeg's script); otherwise, and for
+            // every later scan, TurboJPEG's decode of what has arrived.
+            if let image = JPEGCoder.firstScansPreview(data, options: options) {
+                madeFirstScansPreview = true
+                // A thumbnail of at most 1/8 scale is the final picture already: later scans
+                // could only refine the DC's last bits, so no further previews.
+                dcPreviewIsFinal = JPEGCoder.firstScansLength(data, options: options) != nil
+                previewedScans = max(previewedScans, completed)
+                previewedBytes = data.count
+                return image
+            }
+            if completed == 0 { return nil }
+            madeFirstScansPreview = true
+        }
+        if dcPreviewIsFinal { return nil }
         if isProgressive {
             // Progressive: a new preview per completed scan.
             guard completed > previewedScans else { return nil }
