@@ -57,25 +57,34 @@ final class ProgressiveDecodingTests: XCTestCase {
         XCTAssertLessThanOrEqual(image.width, 300)
     }
 
-    /// A progressive JPEG's first preview comes from its first DC scans alone, at full size,
-    /// close to what TurboJPEG makes of the same bytes.
+    /// A progressive JPEG's first preview (up to 1/4 scale) comes from its first DC scans
+    /// alone; a thumbnail of at most 1/8 gets no further previews (the first is final).
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
         let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/sdwebimage/TestJFIF.jpg"))
         let data = try ImageCodersManager.shared.encode(original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
         let dcEnd = data.withUnsafeBytes { JPEGCoder.firstScansLength(Data($0), options: .init(thumbnailPixelSize: PixelSize(64))) }
         let prefix = data.prefix(try XCTUnwrap(dcEnd))
-        let decoder = ProgressiveDecoder(options: .default)
+        let quarter = PixelSize(width: original.width / 4, height: original.height / 4)
+        let decoder = ProgressiveDecoder(options: .init(thumbnailPixelSize: quarter))
         decoder.update(prefix, isFinal: false)
         let preview = try XCTUnwrap(decoder.preview(), "the DC scans make a preview")
         XCTAssertTrue(preview.isPreview)
-        XCTAssertEqual(preview.width, original.width)
-        XCTAssertEqual(preview.height, original.height)
+        XCTAssertEqual(preview.width, quarter.width)
+        XCTAssertEqual(preview.height, quarter.height)
+        let small = ProgressiveDecoder(options: .init(thumbnailPixelSize: PixelSize(256)))
+        small.update(prefix, isFinal: false)
+        XCTAssertNotNil(small.preview())
+        small.update(data.prefix(data.count * 3 / 4), isFinal: false)
+        XCTAssertNil(small.preview(), "a <= 1/8 thumbnail's DC preview is final")
         // At 1/8 the DC picture is the image (a first scan at 8 % of the bytes).
         let eighth = PixelSize(width: original.width / 8, height: original.height / 8)
         XCTAssertGreaterThan(psnr(try preview.bitmap.resized(to: eighth), try original.bitmap.resized(to: eighth)), 30)
-        // Later previews are TurboJPEG's, one per further scan, and the final is the one-shot decode.
+        // Later previews are TurboJPEG's, and the final is the one-shot decode.
+        decoder.update(data.prefix(data.count * 3 / 4), isFinal: false)
+        XCTAssertNotNil(decoder.preview(), "a 1/4-scale preview improves with the AC scans")
         decoder.update(data, isFinal: true)
-        XCTAssertEqual(try decoder.finalImage().bitmap.canonicalSHA256(), try ImageCodersManager.shared.decode(data).bitmap.canonicalSHA256())
+        XCTAssertEqual(try decoder.finalImage().bitmap.canonicalSHA256(),
+                       try ImageCodersManager.shared.decode(data, options: .init(thumbnailPixelSize: quarter)).bitmap.canonicalSHA256())
     }
 
     func testInterlacedPNGGivesAPreviewPerPass() throws {
