@@ -66,7 +66,7 @@ struct ThumbnailBench {
 
     static let generatedNames = ["thumb256/jpeg-baseline-4000x3000", "thumb256/jpeg-progressive-4000x3000",
                                  "thumb256/png-4000x3000", "thumb256/webp-4000x3000", "thumb256/jpeg-baseline-8000x6000",
-                                 "thumb256/jpeg-progressive-8000x6000"]
+                                 "thumb256/jpeg-progressive-8000x6000", "thumb256/webp-alpha-4000x3000"]
 
     func generated() -> [Case] {
         var cases: [Case] = []
@@ -83,6 +83,11 @@ struct ThumbnailBench {
             if width == 4000 {
                 if let data = try? codecs.encode(photo, as: .png, options: .default) { cases.append(Case(name: "thumb256/png-\(width)x\(height)", data: data)) }
                 if let data = try? codecs.encode(photo, as: .webp, options: .init(quality: 0.8)) { cases.append(Case(name: "thumb256/webp-\(width)x\(height)", data: data)) }
+                let translucent = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: width, height: height, alpha: true))],
+                                               format: .webp)
+                if let data = try? codecs.encode(translucent, as: .webp, options: .init(quality: 0.8)) {
+                    cases.append(Case(name: "thumb256/webp-alpha-\(width)x\(height)", data: data))
+                }
             }
         }
         return cases
