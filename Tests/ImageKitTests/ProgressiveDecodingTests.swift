@@ -62,8 +62,10 @@ final class ProgressiveDecodingTests: XCTestCase {
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
         let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/sdwebimage/TestJFIF.jpg"))
         let data = try ImageCodersManager.shared.encode(original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
-        let dcEnd = data.withUnsafeBytes { JPEGCoder.firstScansLength(Data($0), options: .init(thumbnailPixelSize: PixelSize(64))) }
-        let prefix = data.prefix(try XCTUnwrap(dcEnd))
+        guard case .ready(let dcEnd) = JPEGCoder.firstScans(data, options: .init(thumbnailPixelSize: PixelSize(64))) else {
+            return XCTFail("the DC scans of a libjpeg progressive file are found")
+        }
+        let prefix = data.prefix(dcEnd)
         let quarter = PixelSize(width: original.width / 4, height: original.height / 4)
         let decoder = ProgressiveDecoder(options: .init(thumbnailPixelSize: quarter))
         decoder.update(prefix, isFinal: false)

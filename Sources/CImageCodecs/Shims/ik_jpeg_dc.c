@@ -239,6 +239,36 @@ static inline int get_bit(dc_bits *b) {
     return bit;
 }
 
+/// An SOS segment's fields: the components in scan order (each at most once) with their DC and
+/// AC table numbers, spectral selection and successive approximation.
+typedef struct {
+    int count, order[MAX_COMPONENTS], td[MAX_COMPONENTS], ta[MAX_COMPONENTS];
+    int ss, se, ah, al;
+} dc_scan_header;
+
+/// 0, or IK_JPEG_DC_ERROR for a segment no encoder writes.
+static int parse_scan_header(const dc_frame *f, const uint8_t *segment, size_t n, dc_scan_header *h) {
+    if (n < 1) return IK_JPEG_DC_ERROR;
+    h->count = segment[0];
+    if (h->count < 1 || h->count > f->components || n < 1 + 2 * (size_t)h->count + 3) return IK_JPEG_DC_ERROR;
+    for (int i = 0; i < h->count; i++) {
+        int id = segment[1 + 2 * i], c = -1;
+        for (int j = 0; j < f->components; j++) if (f->ids[j] == id) c = j;
+        if (c < 0) return IK_JPEG_DC_ERROR;
+        for (int k = 0; k < i; k++) if (h->order[k] == c) return IK_JPEG_DC_ERROR;
+        h->order[i] = c;
+        h->td[c] = segment[2 + 2 * i] >> 4;
+        h->ta[c] = segment[2 + 2 * i] & 15;
+        if (h->td[c] > 3 || h->ta[c] > 3) return IK_JPEG_DC_ERROR;
+    }
+    const uint8_t *spectral = segment + 1 + 2 * h->count;
+    h->ss = spectral[0];
+    h->se = spectral[1];
+    h->ah = spectral[2] >> 4;
+    h->al = spectral[2] & 15;
+    return 0;
+}
+
 /// One output row from per-component rows of DC values (dequantised here).
 /// `bias` is added to each dequantised value: half the range of DC bits that have not arrived.
 static void emit_row(const dc_frame *f, const int16_t *const row[MAX_COMPONENTS], const int quant[MAX_COMPONENTS],
@@ -449,23 +479,11 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
         if (pos + 2 > size) goto done;
         size_t length = (size_t)data[pos] << 8 | data[pos + 1];
         if (length < 2 || pos + length > size) goto done;
-        const uint8_t *segment = data + pos + 2;
-        size_t n = length - 2;
-        if (n < 1) goto done;
-        int count = segment[0];
-        if (count < 1 || count > components || n < 1 + 2 * (size_t)count + 3) goto done;
-        int order[MAX_COMPONENTS], td[MAX_COMPONENTS] = {0};
-        for (int i = 0; i < count; i++) {
-            int id = segment[1 + 2 * i], c = -1;
-            for (int j = 0; j < components; j++) if (f->ids[j] == id) c = j;
-            if (c < 0) goto done;
-            for (int k = 0; k < i; k++) if (order[k] == c) goto done;
-            order[i] = c;
-            td[c] = segment[2 + 2 * i] >> 4;
-            if (td[c] > 3) goto done;
-        }
-        const uint8_t *spectral = segment + 1 + 2 * count;
-        int ss = spectral[0], se = spectral[1], ah = spectral[2] >> 4, al = spectral[2] & 15;
+        dc_scan_header h;
+        if (parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) goto done;
+        int count = h.count;
+        const int *order = h.order, *td = h.td;
+        int ss = h.ss, se = h.se, ah = h.ah, al = h.al;
         const uint8_t *scan = data + pos + length;
         const uint8_t *scan_end;
         if (ss == 0) {
@@ -601,25 +619,14 @@ static int decode_dc(const uint8_t *data, size_t size, uint8_t *rgba, size_t str
     }
     if (!rgba) goto done;
     // Baseline: one interleaved scan of every component.
-    const uint8_t *segment = data + pos + 2;
-    size_t n = ((size_t)data[pos] << 8 | data[pos + 1]) - 2;
-    if (n < 1) goto done;
-    int count = segment[0];
-    if (count != components || n < 1 + 2 * (size_t)count + 3) goto done;
-    int scan_order[MAX_COMPONENTS], td[MAX_COMPONENTS], ta[MAX_COMPONENTS];
-    for (int i = 0; i < count; i++) {
-        int id = segment[1 + 2 * i], c = -1;
-        for (int j = 0; j < components; j++) if (f->ids[j] == id) c = j;
-        if (c < 0) { result = IK_JPEG_DC_ERROR; goto done; }
-        scan_order[i] = c;
-        td[c] = segment[2 + 2 * i] >> 4;
-        ta[c] = segment[2 + 2 * i] & 15;
-        if (td[c] > 3 || ta[c] > 3 || !f->dc_tables[td[c]].defined || !f->ac_tables[ta[c]].defined || !f->quant_defined[f->tq[c]]) goto done;
+    size_t length = (size_t)data[pos] << 8 | data[pos + 1];
+    dc_scan_header h;
+    if (parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) { result = IK_JPEG_DC_ERROR; goto done; }
+    if (h.count != components || h.ss != 0 || h.se != 63 || h.ah != 0 || h.al != 0) goto done;
+    for (int c = 0; c < components; c++) {
+        if (!f->dc_tables[h.td[c]].defined || !f->ac_tables[h.ta[c]].defined || !f->quant_defined[f->tq[c]]) goto done;
     }
-    const uint8_t *spectral = segment + 1 + 2 * count;
-    if (spectral[0] != 0 || spectral[1] != 63 || spectral[2] != 0) goto done;
-    result = decode_baseline(f, data + pos + ((size_t)data[pos] << 8 | data[pos + 1]), data + size, scan_order, td, ta,
-                             rgba, stride, out_width, out_height);
+    result = decode_baseline(f, data + pos + length, data + size, h.order, h.td, h.ta, rgba, stride, out_width, out_height);
 done:
     free(tables);
     return result;

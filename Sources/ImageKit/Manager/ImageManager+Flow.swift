@@ -203,8 +203,10 @@ extension ImageManager {
                             if progressive { self.preview(job) }
                         }
                         if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes),
-                           let data = token.receivedData(), let end = JPEGCoder.firstScansLength(data, options: plan.decoding) {
-                            early.stop()
+                           let data = token.receivedData() {
+                            let firstScans = JPEGCoder.firstScans(data, options: plan.decoding)
+                            if firstScans != .pending { early.stop() } // decided: no more looks (and copies)
+                            guard case .ready(let end) = firstScans else { return }
                             var metrics = TransferMetrics()
                             metrics.bytesReceived = Int64(data.count)
                             let response = ImageLoadResponse(url: request.url, data: data.prefix(end), metrics: metrics)
@@ -259,7 +261,7 @@ extension ImageManager {
 
 /// When to look for a progressive JPEG's first scans in the bytes received so far: each look
 /// copies them, so looks are spaced by an eighth of what has arrived (at least 16 KiB), and none
-/// follow a finish.
+/// follow a finish or a file that cannot finish early.
 final class FirstScansWatch: Sendable {
     private let state = Locked((nextLook: Int64(0), stopped: false))
 

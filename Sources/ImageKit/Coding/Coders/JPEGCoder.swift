@@ -51,12 +51,7 @@ public struct JPEGCoder: ImageCoding {
         }
         let orientation = markers.orientation ?? .up
         let full = PixelSize(width: Int(width), height: Int(height))
-        let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
-                                             frames: 1, options: options)
-        // Decode straight to the smallest DCT-scaled size that still covers the target.
-        let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
-        let usesDC = decoded != full && decoded.width == (full.width + 7) / 8 && decoded.height == (full.height + 7) / 8
-            && Self.dcChromaSuffices(markers, decoded: decoded, target: target)
+        let (target, decoded, extent, usesDC) = Self.scaledDecode(markers, full: full, options: options)
         if options.stopsAfterDCScans {
             guard usesDC, markers.isProgressive, colorspace != Int32(TJCS_CMYK.rawValue), colorspace != Int32(TJCS_YCCK.rawValue) else {
                 throw ImageError(.truncatedData, "the JPEG's first scans do not make this image (only a progressive file's ≤ 1/8 thumbnails)")
@@ -75,7 +70,8 @@ public struct JPEGCoder: ImageCoding {
         // 1/8 scale of a clean baseline or progressive file: DC coefficients only (see
         // ik_jpeg_dc.c), when that is libjpeg's 1/8 output (no chroma subsampling) or is reduced
         // enough afterwards that subsampled chroma's 2x2 IDCT and its DC become the same.
-        if !isCMYK, usesDC, Self.decodeDC(source, bytes.count, into: buffer, partial: options.stopsAfterDCScans) {
+        if !isCMYK, usesDC, Self.decodeDC(source, bytes.count, into: buffer,
+                                          flags: options.stopsAfterDCScans ? Int32(IK_JPEG_DC_PARTIAL) : 0) {
             status = 0
         } else if options.stopsAfterDCScans {
             throw ImageError(.truncatedData, "the JPEG's DC scans are incomplete or damaged")
@@ -113,13 +109,23 @@ public struct JPEGCoder: ImageCoding {
         return image
     }
 
-    /// Whether block DCs can stand for libjpeg's 1/8-scale output: exactly, when no component is
-    /// subsampled; otherwise when the result is reduced at least 1.5x further (≥ 40 dB of
-    /// TurboJPEG's 1/8 decode + the same resample on the corpus and real photos:
-    /// `JPEGDCDecoderTests`).
-    static func dcChromaSuffices(_ markers: JPEGMarkers, decoded: PixelSize, target: PixelSize) -> Bool {
-        if let first = markers.sampling.first, markers.sampling.allSatisfy({ $0 == first }) { return true }
-        return 2 * decoded.width >= 3 * target.width && 2 * decoded.height >= 3 * target.height
+    /// The size a decode of a `full`-sized JPEG delivers under `options` (EXIF orientation from
+    /// `markers`), the DCT-scaled size it decodes to first (the smallest that still covers the
+    /// target) with that scale's exact extent, and whether the DC decoder can make that 1/8
+    /// scale: block DCs stand for libjpeg's 1/8 output exactly when no component is subsampled,
+    /// otherwise when the result is reduced at least 1.5x further (≥ 40 dB of TurboJPEG's 1/8
+    /// decode + the same resample on the corpus and real photos: `JPEGDCDecoderTests`).
+    static func scaledDecode(_ markers: JPEGMarkers, full: PixelSize, options: ImageDecodingOptions)
+        -> (target: PixelSize, decoded: PixelSize, extent: (width: Double, height: Double)?, usesDC: Bool) {
+        let orientation = options.appliesOrientation ? markers.orientation ?? .up : .up
+        let target = DecodeTarget.storedSize(for: full, orientation: orientation, frames: 1, options: options)
+        let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
+        guard decoded != full, decoded.width == (full.width + 7) / 8, decoded.height == (full.height + 7) / 8 else {
+            return (target, decoded, extent, false)
+        }
+        let unsubsampled = markers.sampling.first.map { first in markers.sampling.allSatisfy { $0 == first } } ?? false
+        let usesDC = unsubsampled || (2 * decoded.width >= 3 * target.width && 2 * decoded.height >= 3 * target.height)
+        return (target, decoded, extent, usesDC)
     }
 
     /// What a decode allocates, from the headers, before anything is decoded: the output; in
@@ -166,48 +172,56 @@ public struct JPEGCoder: ImageCoding {
             guard tjDecompressHeader3(handle.raw, base, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0,
                   let buffer = try? PixelBuffer(width: (Int(width) + 7) / 8, height: (Int(height) + 7) / 8) else { return nil }
             let status = dcOnly
-                ? (Self.decodeDC(base, bytes.count, into: buffer, partial: partial) ? 0 : -1)
+                ? (Self.decodeDC(base, bytes.count, into: buffer, flags: partial ? Int32(IK_JPEG_DC_PARTIAL) : 0) ? 0 : -1)
                 : tjDecompress2(handle.raw, base, UInt(bytes.count), buffer.row(0), Int32(buffer.width), Int32(buffer.bytesPerRow),
                                 Int32(buffer.height), Int32(TJPF_RGBA.rawValue), 0)
             return status == 0 ? buffer.freeze(isOpaque: true) : nil
         }
     }
 
-    /// The DC decoder into `buffer` (1/8 of the frame); with `partial`, a progressive file needs
-    /// only its DC scans.
-    static func decodeDC(_ data: UnsafePointer<UInt8>, _ count: Int, into buffer: borrowing PixelBuffer, partial: Bool) -> Bool {
+    /// The DC decoder into `buffer` (1/8 of the frame); `flags` as `ik_jpeg_decode_dc_scans`'s
+    /// (a progressive file's prefix up to its DC scans).
+    static func decodeDC(_ data: UnsafePointer<UInt8>, _ count: Int, into buffer: borrowing PixelBuffer, flags: Int32) -> Bool {
         var end = 0
         return ik_jpeg_decode_dc_scans(data, count, buffer.row(0), buffer.bytesPerRow, Int32(buffer.width), Int32(buffer.height),
-                                       partial ? Int32(IK_JPEG_DC_PARTIAL) : 0, &end) == Int32(IK_JPEG_DC_OK)
+                                       flags, &end) == Int32(IK_JPEG_DC_OK)
     }
 
-    /// How many leading bytes of `data` make its thumbnail under `options` from the DC scans
-    /// alone (``ImageLoadOptions/thumbnailFromFirstScans``): a progressive JPEG whose target is
-    /// at most 1/8 scale, once those scans have arrived. nil otherwise, or not yet.
-    static func firstScansLength(_ data: Data, options: ImageDecodingOptions) -> Int? {
-        guard options.thumbnailPixelSize != nil else { return nil }
-        return data.withUnsafeBytes { bytes -> Int? in
-            guard bytes.count > 4, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+    /// Whether the leading bytes of a download make its thumbnail from the DC scans alone
+    /// (``ImageLoadOptions/thumbnailFromFirstScans``).
+    enum FirstScans: Equatable {
+        /// Not yet: the headers or the DC scans are still to come.
+        case pending
+        /// Never: not a progressive JPEG whose thumbnail under these options the DC decoder makes.
+        case never
+        /// The first this many bytes make it.
+        case ready(Int)
+    }
+
+    /// Whether `data`, the start of a download, holds what its thumbnail under `options` needs
+    /// from the DC scans alone: a progressive JPEG whose target is at most 1/8 scale, once those
+    /// scans have arrived.
+    static func firstScans(_ data: Data, options: ImageDecodingOptions) -> FirstScans {
+        guard options.thumbnailPixelSize != nil else { return .never }
+        return data.withUnsafeBytes { bytes -> FirstScans in
+            guard bytes.count >= 2, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .pending }
+            guard bytes[0] == 0xFF, bytes[1] == 0xD8 else { return .never }
             let markers = JPEGMarkers(bytes)
-            guard markers.isProgressive, !markers.isArithmetic, markers.firstScanOffset != nil, markers.frameWidth > 0,
-                  markers.frameHeight > 0, markers.sampling.count != 4 else { return nil }
-            let full = PixelSize(width: markers.frameWidth, height: markers.frameHeight)
-            let orientation = markers.orientation ?? .up
-            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
-                                                 frames: 1, options: options)
-            let (decoded, _) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
-            guard decoded != full, decoded.width == (full.width + 7) / 8, decoded.height == (full.height + 7) / 8,
-                  Self.dcChromaSuffices(markers, decoded: decoded, target: target) else { return nil }
+            guard markers.firstScanOffset != nil else { return .pending }
+            guard markers.isProgressive, !markers.isArithmetic, markers.frameWidth > 0, markers.frameHeight > 0,
+                  markers.sampling.count != 4,
+                  Self.scaledDecode(markers, full: PixelSize(width: markers.frameWidth, height: markers.frameHeight), options: options).usesDC
+            else { return .never }
             let end = ik_jpeg_dc_scans_end(base, bytes.count)
-            return end > 0 ? end : nil
+            return end > 0 ? .ready(end) : .pending
         }
     }
 
     /// A progressive JPEG's first preview from its first DC scans alone (the AC scans after
     /// them need not have arrived): the 1/8-scale DC picture resized to the size the decode
-    /// would have (at most 1/4 of the image), marked partial. A fraction of what decoding every scan received costs —
-    /// libjpeg would run the full-size IDCT over blocks that have only their DC. nil when the
-    /// DC scans are not all here yet, or the file is not one the DC decoder takes.
+    /// would have (at most 1/4 of the image), marked partial; a fraction of what decoding the
+    /// scans received costs (libjpeg runs its IDCT over blocks that have only their DC). nil
+    /// when the DC scans are not all here yet, or the file is not one the DC decoder takes.
     static func firstScansPreview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
         data.withUnsafeBytes { bytes -> DecodedImage? in
             guard bytes.count > 4, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
@@ -215,26 +229,22 @@ public struct JPEGCoder: ImageCoding {
             guard markers.isProgressive, !markers.isArithmetic, markers.frameWidth >= 16, markers.frameHeight >= 16,
                   markers.sampling.count != 4 else { return nil }
             let full = PixelSize(width: markers.frameWidth, height: markers.frameHeight)
-            let orientation = markers.orientation ?? .up
-            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
-                                                 frames: 1, options: options)
+            let target = Self.scaledDecode(markers, full: full, options: options).target
             let eighth = PixelSize(width: (full.width + 7) / 8, height: (full.height + 7) / 8)
             // Up to 1/4 scale; beyond, upscaling the DC picture costs more than libjpeg's decode
             // of the scans so far (bench: full-size 16-chunk previews 2.7-3.5x one-shot with it,
             // 2.1-2.3x without).
             guard 4 * target.width <= full.width + 3, 4 * target.height <= full.height + 3,
                   (try? options.limits.check(width: target.width, height: target.height)) != nil,
-                  let buffer = try? PixelBuffer(width: eighth.width, height: eighth.height) else { return nil }
-            var end = 0
-            guard ik_jpeg_decode_dc_scans(base, bytes.count, buffer.row(0), buffer.bytesPerRow, Int32(eighth.width), Int32(eighth.height),
-                                          Int32(IK_JPEG_DC_FIRST_SCANS), &end) == Int32(IK_JPEG_DC_OK) else { return nil }
+                  let buffer = try? PixelBuffer(width: eighth.width, height: eighth.height),
+                  Self.decodeDC(base, bytes.count, into: buffer, flags: Int32(IK_JPEG_DC_FIRST_SCANS)) else { return nil }
             var bitmap = buffer.freeze(isOpaque: true)
             if target != eighth {
                 guard let resized = try? bitmap.resized(to: target, extent: (Double(full.width) / 8, Double(full.height) / 8),
                                                         reducingGap: 1) else { return nil }
                 bitmap = resized
             }
-            var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg, orientation: orientation,
+            var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg, orientation: markers.orientation ?? .up,
                                      isOrientationApplied: false, isPartial: true)
             if options.appliesOrientation { image = (try? image.applyingOrientation()) ?? image }
             return image

@@ -51,7 +51,7 @@ struct JPEGProgress {
                 madeFirstScansPreview = true
                 // A thumbnail of at most 1/8 scale is the final picture already: later scans
                 // could only refine the DC's last bits, so no further previews.
-                dcPreviewIsFinal = JPEGCoder.firstScansLength(data, options: options) != nil
+                if case .ready = JPEGCoder.firstScans(data, options: options) { dcPreviewIsFinal = true }
                 previewedScans = max(previewedScans, completed)
                 previewedBytes = data.count
                 return image
