@@ -2,8 +2,8 @@
 # machine that has only Swift: `deps` installs the C libraries when pkg-config cannot find them.
 
 SWIFT ?= swift
-DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev nginx openssl
-PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate
+DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev nginx openssl
+PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// A system library target under `Sources/CImageCodecs/System/<name>`, found with pkg-config and
@@ -20,6 +20,16 @@ let package = Package(
         .executable(name: "imagekit", targets: ["imagekit"]),
         .executable(name: "bench", targets: ["bench"]),
     ],
+    // The modern photo formats need libheif, libavif and libjxl, which a server that handles only
+    // web formats may not want to install: each is a trait, all enabled by default. Depend on
+    // ImageKit with `traits: []` (or a subset) to build without them; their formats then answer
+    // `unsupportedFormat`. TIFF (libtiff) and colour management (Little CMS) are always built.
+    traits: [
+        .trait(name: "HEIF", description: "HEIC/HEIF decoding with libheif"),
+        .trait(name: "AVIF", description: "AVIF still and animated decoding and AVIF encoding with libavif"),
+        .trait(name: "JXL", description: "JPEG XL decoding with libjxl"),
+        .default(enabledTraits: ["HEIF", "AVIF", "JXL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -33,6 +43,11 @@ let package = Package(
         systemLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
         systemLibrary("CWebP", pkgConfig: "libwebpdemux", apt: "libwebp-dev"),
         systemLibrary("CDeflate", pkgConfig: "libdeflate", apt: "libdeflate-dev"),
+        systemLibrary("CTIFF", pkgConfig: "libtiff-4", apt: "libtiff-dev"),
+        systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: "liblcms2-dev"),
+        systemLibrary("CHeif", pkgConfig: "libheif", apt: "libheif-dev"),
+        systemLibrary("CAVIF", pkgConfig: "libavif", apt: "libavif-dev"),
+        systemLibrary("CJXL", pkgConfig: "libjxl", apt: "libjxl-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
         // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
@@ -45,7 +60,10 @@ let package = Package(
         .target(
             name: "ImageKit",
             dependencies: [
-                "CImageCodecs", "CTurboJPEG", "CPNG", "CGIF", "CWebP", "CCurl",
+                "CImageCodecs", "CTurboJPEG", "CPNG", "CGIF", "CWebP", "CCurl", "CDeflate", "CTIFF", "CLCMS2",
+                .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
+                .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
+                .target(name: "CJXL", condition: .when(traits: ["JXL"])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]

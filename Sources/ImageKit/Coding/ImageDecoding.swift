@@ -109,6 +109,10 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``scaleDownLimitBytes`` smaller than the canvas decodes eagerly, scaled). Default false;
     /// ``ImageManager`` sets it unless ``ImageLoadOptions/preloadAllFrames`` is given.
     public var decodesFramesLazily: Bool
+    /// Keep the pixels in the colour space of the file's embedded ICC profile and carry the
+    /// profile on ``DecodedImage/colorProfile``, instead of converting them to sRGB (the
+    /// default; SDWebImage draws through the system, which converts). Default false.
+    public var keepsColorProfile = false
 
     /// The data is a progressive JPEG cut after its DC scans (the manager's
     /// ``ImageLoadOptions/thumbnailFromFirstScans``): decode from those alone or fail.

@@ -25,6 +25,9 @@ public final class Bitmap: @unchecked Sendable {
         PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height)
     }
 
+    /// Width and height.
+    var size: PixelSize { PixelSize(width: width, height: height) }
+
     /// The bytes held: `bytesPerRow × height`.
     public var byteCount: Int { bytesPerRow * height }
 

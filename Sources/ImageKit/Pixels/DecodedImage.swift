@@ -67,6 +67,13 @@ public struct DecodedImage: Sendable {
     /// The data ended early and the library decoded what was there (only with
     /// ``ImageDecodingOptions/allowsPartialImages``); never cached.
     public var isPartial: Bool
+    /// The ICC profile the pixels are in; nil for sRGB. Decoders convert profile-tagged images
+    /// to sRGB, so this is set only by a decode with ``ImageDecodingOptions/keepsColorProfile``
+    /// (and encoders embed it again).
+    public var colorProfile: ColorProfile?
+    /// The ICC profile the file carried, whether or not the pixels were converted from it; nil
+    /// for an untagged file.
+    public var sourceColorProfile: ColorProfile?
 
     public init(frames: [ImageFrame], loopCount: Int = 1, format: ImageFormat,
                 orientation: ImageOrientation = .up, isOrientationApplied: Bool = true,

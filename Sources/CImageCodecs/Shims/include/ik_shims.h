@@ -228,6 +228,22 @@ void ik_grayscale_rgba(const uint8_t *_Nonnull source, size_t source_stride, uin
 /// tests can run the SSE2 ones on a processor that has AVX2.
 void ik_set_avx2_allowed(int allowed);
 
+// MARK: - Colour
+
+/// Entries of the output table of ``ik_color_matrix_trc``: linear light 0...1 in 1/16383 steps.
+#define IK_COLOR_OUT_ENTRIES 16384
+
+/// Converts RGBA8 pixels in place: each colour channel through its input table (`lin`, 3 × 256
+/// floats, linear light), the 3 × 3 row-major `matrix`, then `out` (IK_COLOR_OUT_ENTRIES bytes,
+/// the index being the clamped value × (entries − 1), rounded). `out32` holds the same table
+/// widened to int32 for the AVX2 gathers (NULL: scalar only). Alpha is left as it is.
+void ik_color_matrix_trc(uint8_t *_Nonnull pixels, size_t stride, int width, int height, const float *_Nonnull lin,
+                         const float *_Nonnull matrix, const uint8_t *_Nonnull out, const int32_t *_Nullable out32);
+
+/// Maps each colour channel of RGBA8 pixels through its own 256-entry table (`table`: R, G, B
+/// tables one after the other), alpha kept: for transforms that act on each channel alone.
+void ik_color_lut_rgb(uint8_t *_Nonnull pixels, size_t stride, int width, int height, const uint8_t *_Nonnull table);
+
 // MARK: - threads
 
 /// Names the calling thread (at most 15 bytes are kept), as debuggers and `top -H` show it.

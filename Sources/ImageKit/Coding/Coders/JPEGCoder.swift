@@ -97,7 +97,16 @@ public struct JPEGCoder: ImageCoding {
             }
         }
         handleIsClean = status == 0 && headerStatus == 0
-        if isCMYK { convertCMYKToRGBA(&buffer, inverted: markers.hasAdobeMarker) }
+        let icc = markers.iccProfile(bytes)
+        if isCMYK {
+            // A CMYK profile converts through Little CMS; without one, the plain formula.
+            if let conversion = ColorManagement.cmykConversion(icc, options: options) {
+                _ = conversion.convertCMYK(buffer.baseAddress, width: buffer.width, height: buffer.height,
+                                           bytesPerRow: buffer.bytesPerRow, inverted: markers.hasAdobeMarker)
+            } else {
+                convertCMYKToRGBA(&buffer, inverted: markers.hasAdobeMarker)
+            }
+        }
 
         var bitmap = buffer.freeze(isOpaque: true)
         // A DCT-scaled intermediate is already an average of 8×8 (4×4, 2×2) blocks: box-reducing
@@ -105,6 +114,8 @@ public struct JPEGCoder: ImageCoding {
         if decoded != target { bitmap = try bitmap.resized(to: target, extent: extent, reducingGap: extent == nil ? 2 : 1) }
         var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg,
                                  orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
+        // After scaling: a thumbnail converts a few thousand pixels, not the whole photo.
+        ColorManagement.apply(icc, to: &image, options: options)
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
     }

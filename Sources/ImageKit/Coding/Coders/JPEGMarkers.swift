@@ -1,3 +1,5 @@
+import Foundation
+
 /// What ImageKit needs from a JPEG's marker segments before decoding: the EXIF orientation, the
 /// Adobe APP14 transform (inverted CMYK), and the frame type (to name unsupported variants).
 struct JPEGMarkers {
@@ -16,6 +18,8 @@ struct JPEGMarkers {
     var firstScanComponents: Int?
     /// Where the first SOS marker is.
     var firstScanOffset: Int?
+    /// The `ICC_PROFILE` APP2 segments: sequence number and the profile bytes' range.
+    var iccChunks: [(sequence: Int, range: Range<Int>)] = []
 
     /// Walks segments from SOI up to the first SOS, never reading past `bytes`.
     init(_ bytes: UnsafeRawBufferPointer) {
@@ -48,6 +52,11 @@ struct JPEGMarkers {
                 } else if exifOrientation == nil {
                     exifOrientation = ExifReader.orientation(exifPayload: payload)
                 }
+            case 0xE2:
+                let iccPrefix = Array("ICC_PROFILE\0".utf8)
+                if payload.count > 14, payload.prefix(12).elementsEqual(iccPrefix) {
+                    iccChunks.append((Int(payload[12]), payloadStart + 14..<payloadEnd))
+                }
             case 0xEE:
                 if payload.count >= 5, payload[0] == 0x41, payload[1] == 0x64, payload[2] == 0x6F,
                    payload[3] == 0x62, payload[4] == 0x65 { // "Adobe"
@@ -74,6 +83,16 @@ struct JPEGMarkers {
             }
             offset += 2 + length
         }
+    }
+
+    /// The embedded ICC profile: the APP2 chunks joined in sequence order; nil without one.
+    func iccProfile(_ bytes: UnsafeRawBufferPointer) -> Data? {
+        guard !iccChunks.isEmpty else { return nil }
+        var profile = Data()
+        for chunk in iccChunks.sorted(by: { $0.sequence < $1.sequence }) where chunk.range.upperBound <= bytes.count {
+            profile.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[chunk.range]))
+        }
+        return profile
     }
 
     /// Progressive DCT (SOF2, SOF6, SOF10, SOF14).

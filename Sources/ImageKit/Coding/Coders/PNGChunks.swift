@@ -1,3 +1,5 @@
+import CDeflate
+import Foundation
 /// A bounds-checked walk over a PNG's chunks, and the APNG animation it describes.
 enum PNGChunks {
     struct Chunk {
@@ -40,7 +42,40 @@ enum PNGChunks {
         }
     }
 
-    static let iCCP = tag("iCCP")
+    static let iCCP = tag("iCCP"), sRGB = tag("sRGB")
+
+    /// The ICC profile of an `iCCP` chunk before the first `IDAT`, inflated; nil when there is
+    /// none, when an `sRGB` chunk says the image is sRGB, or when it does not inflate (a broken
+    /// profile is ignored, not an error).
+    static func iccProfile(_ bytes: UnsafeRawBufferPointer) -> Data? {
+        var compressed: UnsafeRawBufferPointer?
+        var isSRGB = false
+        forEach(bytes) { chunk in
+            if chunk.type == sRGB { isSRGB = true }
+            if chunk.type == iCCP, compressed == nil {
+                let data = UnsafeRawBufferPointer(rebasing: bytes[chunk.dataStart..<chunk.dataStart + chunk.dataCount])
+                if let nameEnd = data.prefix(80).firstIndex(of: 0), nameEnd + 2 < data.count, data[nameEnd + 1] == 0 {
+                    compressed = UnsafeRawBufferPointer(rebasing: data[(nameEnd + 2)...])
+                }
+            }
+            return chunk.type != IDAT
+        }
+        guard !isSRGB, let compressed, let decompressor = libdeflate_alloc_decompressor() else { return nil }
+        defer { libdeflate_free_decompressor(decompressor) }
+        // Profiles are a few KB (a LUT-based one up to a few hundred): grow until it fits.
+        var capacity = 1 << 16
+        while capacity <= 16 << 20 {
+            var output = Data(count: capacity)
+            var written = 0
+            let result = output.withUnsafeMutableBytes { out in
+                libdeflate_zlib_decompress(decompressor, compressed.baseAddress, compressed.count, out.baseAddress, capacity, &written)
+            }
+            if result == LIBDEFLATE_SUCCESS { return output.prefix(written) }
+            guard result == LIBDEFLATE_INSUFFICIENT_SPACE else { return nil }
+            capacity *= 4
+        }
+        return nil
+    }
 
     /// A defect in the chunks before the first `IDAT` that libpng would let through (it treats
     /// them as benign), or nil.

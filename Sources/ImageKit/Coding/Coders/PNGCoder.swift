@@ -23,28 +23,35 @@ public struct PNGCoder: ImageCoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         try data.withImageBytes { bytes throws(ImageError) in
-            if PNGChunks.hasAnimationControl(bytes), let animation = APNGAnimation(bytes),
-               !(options.firstFrameOnly && animation.defaultImageHidden) {
-                return try Self.decodeAnimation(animation, bytes: bytes, options: options)
-            }
-            // Scaled decodes of large non-interlaced PNGs stream: rows are shrunk as libpng reads
-            // them, so the full-size image is never held. Up to `streamingThresholdBytes` of
-            // RGBA the fast path's full decode + resample is faster (1.4–2× on 3 MP photos) for
-            // a bounded amount of memory.
-            if options.scalesDown, bytes.count >= 29, bytes[28] == 0, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
-                let full = PixelSize(width: Int(PNGChunks.u32(bytes, 16)), height: Int(PNGChunks.u32(bytes, 20)))
-                let target = DecodeTarget.size(for: full, options: options)
-                let (fullBytes, overflow) = full.width.multipliedReportingOverflow(by: full.height * 4)
-                if target != full, full.width > 0, full.height > 0, overflow || fullBytes > Self.streamingThresholdBytes {
-                    let bitmap = try Self.decodeStreaming(bytes, target: target, limits: options.limits)
-                    return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
-                }
-            }
-            var bitmap = try Self.decodeStill(bytes, limits: options.limits, ignoreCRC: false)
-            let target = DecodeTarget.size(for: PixelSize(width: bitmap.width, height: bitmap.height), options: options)
-            if target.width != bitmap.width || target.height != bitmap.height { bitmap = try bitmap.resized(to: target) }
-            return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
+            var image = try Self.decodePixels(bytes, options: options)
+            ColorManagement.apply(PNGChunks.iccProfile(bytes), to: &image, options: options)
+            return image
         }
+    }
+
+    /// The image as stored, before colour management.
+    private static func decodePixels(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        if PNGChunks.hasAnimationControl(bytes), let animation = APNGAnimation(bytes),
+           !(options.firstFrameOnly && animation.defaultImageHidden) {
+            return try Self.decodeAnimation(animation, bytes: bytes, options: options)
+        }
+        // Scaled decodes of large non-interlaced PNGs stream: rows are shrunk as libpng reads
+        // them, so the full-size image is never held. Up to `streamingThresholdBytes` of
+        // RGBA the fast path's full decode + resample is faster (1.4–2× on 3 MP photos) for
+        // a bounded amount of memory.
+        if options.scalesDown, bytes.count >= 29, bytes[28] == 0, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
+            let full = PixelSize(width: Int(PNGChunks.u32(bytes, 16)), height: Int(PNGChunks.u32(bytes, 20)))
+            let target = DecodeTarget.size(for: full, options: options)
+            let (fullBytes, overflow) = full.width.multipliedReportingOverflow(by: full.height * 4)
+            if target != full, full.width > 0, full.height > 0, overflow || fullBytes > Self.streamingThresholdBytes {
+                let bitmap = try Self.decodeStreaming(bytes, target: target, limits: options.limits)
+                return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
+            }
+        }
+        var bitmap = try Self.decodeStill(bytes, limits: options.limits, ignoreCRC: false)
+        let target = DecodeTarget.size(for: PixelSize(width: bitmap.width, height: bitmap.height), options: options)
+        if target.width != bitmap.width || target.height != bitmap.height { bitmap = try bitmap.resized(to: target) }
+        return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
     }
 
     /// Scaled decodes of sources larger than this (RGBA bytes, 16 MiB ≈ 4 MP) stream through

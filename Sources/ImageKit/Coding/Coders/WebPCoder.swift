@@ -85,8 +85,27 @@ public struct WebPCoder: ImageCoding {
         }
         image.orientation = orientation
         image.isOrientationApplied = image.orientation == .up
+        ColorManagement.apply(iccProfile(bytes), to: &image, options: options)
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
+    }
+
+    /// The `ICCP` chunk of an extended (VP8X) file whose ICC flag is set; nil otherwise.
+    static func iccProfile(_ bytes: UnsafeRawBufferPointer) -> Data? {
+        guard bytes.count >= 30, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
+              bytes[20] & 0x20 != 0 else { return nil }
+        var offset = 12
+        while offset + 8 <= bytes.count {
+            let size = Int(UInt32(bytes[offset + 4]) | UInt32(bytes[offset + 5]) << 8 | UInt32(bytes[offset + 6]) << 16
+                | UInt32(bytes[offset + 7]) << 24)
+            let start = offset + 8
+            guard size <= bytes.count - start else { return nil }
+            if bytes[offset] == 0x49, bytes[offset + 1] == 0x43, bytes[offset + 2] == 0x43, bytes[offset + 3] == 0x50 { // ICCP
+                return Data(UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]))
+            }
+            offset = start + size + (size & 1)
+        }
+        return nil
     }
 
     static func error(_ status: VP8StatusCode, _ what: String) -> ImageError {
