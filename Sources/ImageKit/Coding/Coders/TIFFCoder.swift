@@ -1,0 +1,275 @@
+import CTIFF
+import Foundation
+
+/// TIFF decoding with libtiff: every photometric interpretation and compression libtiff reads
+/// (bilevel, gray, palette, RGB, YCbCr, CMYK, CIE Lab; none, LZW, Deflate, PackBits, CCITT G3/G4,
+/// JPEG, ZSTD, WebP …), 1 to 16 bits per sample, strips and tiles, the Orientation tag, an
+/// embedded ICC profile (converted to sRGB; CMYK with a profile through Little CMS). Decode only.
+///
+/// The first page (directory) is decoded; ``DecodedImage/frameCount`` is 1 for a multi-page file
+/// (an image viewer shows page 0). 8-bit RGB(A) and gray(+alpha) strips are read as stored so
+/// that unassociated alpha keeps its exact colours; everything else goes through libtiff's RGBA
+/// interface (16-bit samples keep their high byte there), whose premultiplied output is turned
+/// back into straight alpha.
+public struct TIFFCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .tiff }
+    public func canEncode(_ format: ImageFormat) -> Bool { false }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        throw ImageError(.encodingFailed, "ImageKit does not write TIFF")
+    }
+
+    /// The TIFF's page count (directories in the main chain), nil when the data is not TIFF.
+    public static func pageCount(_ data: Data) -> Int? {
+        try? data.withImageBytes { bytes throws(ImageError) in
+            try TIFFFile.open(bytes) { tiff in Int(TIFFNumberOfDirectories(tiff.handle)) }
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try TIFFFile.open(bytes) { tiff throws(ImageError) in
+            let width = Int(tiff.field(UInt32(TIFFTAG_IMAGEWIDTH), UInt32.self) ?? 0)
+            let height = Int(tiff.field(UInt32(TIFFTAG_IMAGELENGTH), UInt32.self) ?? 0)
+            try options.limits.checkPixels(width: width, height: height)
+            let orientationTag = Int(tiff.defaultedField(UInt32(TIFFTAG_ORIENTATION), UInt16.self) ?? 1)
+            let orientation = ImageOrientation(rawValue: orientationTag) ?? .up
+            let full = PixelSize(width: width, height: height)
+            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
+                                                 frames: 1, options: options)
+            try options.limits.check(width: target.width, height: target.height)
+            if target != full {
+                try options.limits.checkWorking(full.pixelCount * 4, outputBytes: target.pixelCount * 4, "a \(full) TIFF decoded whole before scaling")
+            } else {
+                try options.limits.check(width: width, height: height)
+            }
+            let icc = tiff.iccProfile()
+            var buffer = try PixelBuffer(width: width, height: height)
+            let isOpaque = try tiff.readPixels(into: &buffer, icc: icc, options: options)
+            var bitmap = buffer.freeze(isOpaque: isOpaque)
+            if target != full { bitmap = try bitmap.resized(to: target) }
+            var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .tiff, orientation: orientation,
+                                     isOrientationApplied: orientation == .up)
+            ColorManagement.apply(icc, to: &image, options: options)
+            if options.appliesOrientation { image = try image.applyingOrientation() }
+            return image
+        }
+    }
+}
+
+/// A libtiff handle reading from memory, with libtiff's messages collected instead of printed.
+private final class TIFFFile {
+    let handle: OpaquePointer
+    private let source: MemorySource
+
+    final class MemorySource {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+        var lastError: String?
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    }
+
+    private init(handle: OpaquePointer, source: MemorySource) {
+        self.handle = handle
+        self.source = source
+    }
+
+    static func open<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (TIFFFile) throws(ImageError) -> Result) throws(ImageError) -> Result {
+        guard bytes.count >= 8 else { throw ImageError(.truncatedData, "TIFF: the header is cut short") }
+        let source = MemorySource(bytes)
+        let context = Unmanaged.passUnretained(source).toOpaque()
+        let openOptions = TIFFOpenOptionsAlloc()
+        defer { TIFFOpenOptionsFree(openOptions) }
+        TIFFOpenOptionsSetErrorHandlerExtR(openOptions, { _, user, module, format, arguments in
+            guard let user, let format, let arguments else { return 1 }
+            var message = [CChar](repeating: 0, count: 512)
+            _ = vsnprintf(&message, message.count, format, arguments)
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let source = Unmanaged<MemorySource>.fromOpaque(user).takeUnretainedValue()
+            if source.lastError == nil { source.lastError = module.map { String(cString: $0) + ": " + text } ?? text }
+            return 1
+        }, context)
+        TIFFOpenOptionsSetWarningHandlerExtR(openOptions, { _, _, _, _, _ in 1 }, nil)
+        // One allocation libtiff makes for a strip or tile may not exceed the working limit.
+        TIFFOpenOptionsSetMaxSingleMemAlloc(openOptions, 256 << 20)
+        guard let handle = TIFFClientOpenExt("memory", "rm", context, { context, buffer, size in
+            let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
+            let count = max(0, min(Int(size), source.bytes.count - source.position))
+            if count > 0, let buffer { buffer.copyMemory(from: source.bytes.baseAddress! + source.position, byteCount: count) }
+            source.position += count
+            return tmsize_t(count)
+        }, { _, _, _ in 0 }, { context, offset, whence in
+            let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
+            let base: Int
+            switch whence {
+            case SEEK_CUR: base = source.position
+            case SEEK_END: base = source.bytes.count
+            default: base = 0
+            }
+            let (position, overflow) = base.addingReportingOverflow(Int(truncatingIfNeeded: Int64(bitPattern: offset)))
+            guard !overflow, position >= 0 else { return UInt64.max }
+            source.position = position
+            return UInt64(position)
+        }, { _ in 0 }, { context in
+            UInt64(Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue().bytes.count)
+        }, { _, _, _ in 0 }, { _, _, _ in }, openOptions) else {
+            let message = source.lastError ?? "not a readable TIFF"
+            throw ImageError(message.contains("Cannot read") || message.contains("EOF") ? .truncatedData : .badImageData, "TIFF: \(message)")
+        }
+        let file = TIFFFile(handle: handle, source: source)
+        defer { TIFFClose(handle) }
+        return try body(file)
+    }
+
+    func field<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type) -> Value? {
+        var value: Value = 0
+        let found = withUnsafeMutablePointer(to: &value) { pointer in
+            withVaList([pointer]) { TIFFVGetField(handle, tag, $0) }
+        }
+        return found == 1 ? value : nil
+    }
+
+    func defaultedField<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type) -> Value? {
+        var value: Value = 0
+        let found = withUnsafeMutablePointer(to: &value) { pointer in
+            withVaList([pointer]) { TIFFVGetFieldDefaulted(handle, tag, $0) }
+        }
+        return found == 1 ? value : nil
+    }
+
+    func iccProfile() -> Data? {
+        var count: UInt32 = 0
+        var pointer: UnsafeMutableRawPointer?
+        let found = withUnsafeMutablePointer(to: &count) { countPointer in
+            withUnsafeMutablePointer(to: &pointer) { dataPointer in
+                withVaList([countPointer, dataPointer]) { TIFFVGetField(handle, UInt32(TIFFTAG_ICCPROFILE), $0) }
+            }
+        }
+        guard found == 1, let pointer, count > 0 else { return nil }
+        return Data(bytes: pointer, count: Int(count))
+    }
+
+    /// The extra samples' kinds (EXTRASAMPLE_*).
+    func extraSamples() -> [UInt16] {
+        var count: UInt16 = 0
+        var pointer: UnsafeMutablePointer<UInt16>?
+        let found = withUnsafeMutablePointer(to: &count) { countPointer in
+            withUnsafeMutablePointer(to: &pointer) { valuesPointer in
+                withVaList([countPointer, valuesPointer]) { TIFFVGetField(handle, UInt32(TIFFTAG_EXTRASAMPLES), $0) }
+            }
+        }
+        guard found == 1, let pointer else { return [] }
+        return Array(UnsafeBufferPointer(start: pointer, count: Int(count)))
+    }
+
+    private func failure(_ what: String) -> ImageError {
+        let message = source.lastError ?? "\(what) failed"
+        let truncated = message.contains("Read error") || message.contains("EOF") || message.contains("Cannot read")
+        return ImageError(truncated ? .truncatedData : .badImageData, "TIFF: \(message)")
+    }
+
+    /// Fills `buffer` with the first page's RGBA, rows as stored (the Orientation tag not
+    /// applied). Returns whether the pixels are known opaque.
+    func readPixels(into buffer: inout PixelBuffer, icc: Data?, options: ImageDecodingOptions) throws(ImageError) -> Bool {
+        let photometric = defaultedField(UInt32(TIFFTAG_PHOTOMETRIC), UInt16.self) ?? 0
+        let bits = defaultedField(UInt32(TIFFTAG_BITSPERSAMPLE), UInt16.self) ?? 1
+        let samples = Int(defaultedField(UInt32(TIFFTAG_SAMPLESPERPIXEL), UInt16.self) ?? 1)
+        let planar = defaultedField(UInt32(TIFFTAG_PLANARCONFIG), UInt16.self) ?? 1
+        let sampleFormat = defaultedField(UInt32(TIFFTAG_SAMPLEFORMAT), UInt16.self) ?? 1
+        let extras = extraSamples()
+        let alpha = extras.first ?? UInt16(EXTRASAMPLE_UNSPECIFIED)
+        let direct = bits == 8 && planar == UInt16(PLANARCONFIG_CONTIG) && TIFFIsTiled(handle) == 0 && sampleFormat == 1
+        let colorSamples: Int
+        switch Int32(photometric) {
+        case PHOTOMETRIC_RGB: colorSamples = 3
+        case PHOTOMETRIC_MINISBLACK: colorSamples = 1
+        case PHOTOMETRIC_SEPARATED: colorSamples = 4
+        default: colorSamples = 0
+        }
+        let hasStraightAlpha = samples == colorSamples + 1 && alpha == UInt16(EXTRASAMPLE_UNASSALPHA)
+        let hasAnyAlpha = samples > colorSamples && colorSamples > 0
+            && (alpha == UInt16(EXTRASAMPLE_UNASSALPHA) || alpha == UInt16(EXTRASAMPLE_ASSOCALPHA))
+        let inkSet = defaultedField(UInt32(TIFFTAG_INKSET), UInt16.self) ?? UInt16(INKSET_CMYK)
+        if direct, colorSamples == 4, samples == 4, inkSet == UInt16(INKSET_CMYK),
+           let conversion = ColorManagement.cmykConversion(icc, options: options) {
+            try readScanlines(into: &buffer) { source, row, width in
+                row.update(from: source, count: width * 4)
+            }
+            _ = conversion.convertCMYK(buffer.baseAddress, width: buffer.width, height: buffer.height,
+                                       bytesPerRow: buffer.bytesPerRow, inverted: false)
+            return true
+        }
+        if direct, (colorSamples == 3 || colorSamples == 1), samples == colorSamples || hasStraightAlpha {
+            try readScanlines(into: &buffer) { source, row, width in
+                for x in 0..<width {
+                    let s = source + x * samples, d = row + x * 4
+                    if colorSamples == 3 { d[0] = s[0]; d[1] = s[1]; d[2] = s[2] } else { d[0] = s[0]; d[1] = s[0]; d[2] = s[0] }
+                    d[3] = samples > colorSamples ? s[colorSamples] : 255
+                }
+            }
+            return samples == colorSamples
+        }
+        try readRGBA(into: &buffer)
+        if hasAnyAlpha || (colorSamples == 0 && samples > 1 && !extras.isEmpty) {
+            Self.unpremultiply(&buffer)
+            return false
+        }
+        return true
+    }
+
+    private func readScanlines(into buffer: inout PixelBuffer,
+                               _ convert: (UnsafePointer<UInt8>, UnsafeMutablePointer<UInt8>, Int) -> Void) throws(ImageError) {
+        let size = Int(TIFFScanlineSize(handle))
+        guard size > 0 else { throw failure("scanline size") }
+        let line = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        defer { line.deallocate() }
+        for y in 0..<buffer.height {
+            guard TIFFReadScanline(handle, line, UInt32(y), 0) == 1 else { throw failure("reading row \(y)") }
+            convert(line, buffer.row(y), buffer.width)
+        }
+    }
+
+    private func readRGBA(into buffer: inout PixelBuffer) throws(ImageError) {
+        var message = [CChar](repeating: 0, count: 1024)
+        guard TIFFRGBAImageOK(handle, &message) == 1 else {
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw ImageError(.unsupportedFormat, "TIFF: \(text)")
+        }
+        var image = TIFFRGBAImage()
+        guard TIFFRGBAImageBegin(&image, handle, 0, &message) == 1 else { throw failure("starting the RGBA reader") }
+        defer { TIFFRGBAImageEnd(&image) }
+        // The requested orientation equal to the file's means no flips: rows come as stored,
+        // and ImageKit applies the tag (libtiff cannot transpose for orientations 5–8).
+        image.req_orientation = image.orientation
+        let width = buffer.width, height = buffer.height
+        if buffer.bytesPerRow == width * 4 {
+            guard TIFFRGBAImageGet(&image, buffer.baseAddress.assumingMemoryBound(to: UInt32.self), UInt32(width), UInt32(height)) == 1 else {
+                throw failure("decoding the pixels")
+            }
+        } else {
+            let raster = UnsafeMutablePointer<UInt32>.allocate(capacity: width * height)
+            defer { raster.deallocate() }
+            guard TIFFRGBAImageGet(&image, raster, UInt32(width), UInt32(height)) == 1 else { throw failure("decoding the pixels") }
+            for y in 0..<height { UnsafeMutableRawPointer(buffer.row(y)).copyMemory(from: raster + y * width, byteCount: width * 4) }
+        }
+        // libtiff packs R in the low byte: on a little-endian machine the bytes are R, G, B, A.
+    }
+
+    private static func unpremultiply(_ buffer: inout PixelBuffer) {
+        for y in 0..<buffer.height {
+            let row = buffer.row(y)
+            for x in 0..<buffer.width {
+                let p = row + x * 4
+                let a = Int(p[3])
+                if a == 255 { continue }
+                if a == 0 { p[0] = 0; p[1] = 0; p[2] = 0; continue }
+                for c in 0..<3 { p[c] = UInt8(min(255, (Int(p[c]) * 255 + a / 2) / a)) }
+            }
+        }
+    }
+}
