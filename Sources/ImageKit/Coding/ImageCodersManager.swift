@@ -15,7 +15,7 @@ public typealias ImageCoding = ImageDecoding & ImageEncoding
 public final class ImageCodersManager: ImageCoding {
     private let coders: Locked<[any ImageCoding]>
 
-    /// The process-wide manager holding JPEG, PNG (and APNG), GIF and WebP.
+    /// The process-wide manager holding the built-in coders (``builtInCoders``).
     public static let shared = ImageCodersManager()
 
     /// A manager with the built-in coders, or with `coders` (in priority order, last wins).
@@ -23,9 +23,20 @@ public final class ImageCodersManager: ImageCoding {
         self.coders = Locked(coders)
     }
 
-    /// The coders ImageKit ships.
+    /// The coders ImageKit ships: JPEG, PNG (and APNG), GIF, WebP, TIFF, BMP, ICO, and HEIF,
+    /// AVIF and JPEG XL when their package traits are enabled (the default).
     public static var builtInCoders: [any ImageCoding] {
-        [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder()]
+        var coders: [any ImageCoding] = [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), TIFFCoder(), BMPCoder(), ICOCoder()]
+        #if HEIF
+        coders.append(HEIFCoder())
+        #endif
+        #if AVIF
+        coders.append(AVIFCoder())
+        #endif
+        #if JXL
+        coders.append(JXLCoder())
+        #endif
+        return coders
     }
 
     /// Adds a coder with the highest priority.
@@ -73,10 +84,48 @@ public final class ImageCodersManager: ImageCoding {
         return try? DecodedImage(animation: animation)
     }
 
+    /// Encodes with the last registered coder for `format`. With
+    /// ``ImageEncodingOptions/maxFileSize`` a lossy format's quality is bisected (see
+    /// ``qualitySteps(for:)``).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
         guard let coder = all.last(where: { $0.canEncode(format) }) else {
             throw ImageError(.encodingFailed, "no encoder for \(format)")
         }
-        return try coder.encode(image, as: format, options: options)
+        guard let maxFileSize = options.maxFileSize, !options.lossless, let steps = Self.qualitySteps(for: format) else {
+            return try coder.encode(image, as: format, options: options)
+        }
+        // Encoded size falls as quality falls (near enough for every lossy encoder here):
+        // bisect for the highest step that fits, never above the requested quality.
+        func encode(step: Int) throws(ImageError) -> Data {
+            var stepOptions = options
+            stepOptions.maxFileSize = nil
+            stepOptions.quality = Double(step) / Double(steps.upperBound)
+            return try coder.encode(image, as: format, options: stepOptions)
+        }
+        var high = min(steps.upperBound, max(steps.lowerBound, Int((options.quality * Double(steps.upperBound)).rounded(.down))))
+        let best = try encode(step: high)
+        if best.count <= maxFileSize { return best }
+        var low = steps.lowerBound
+        var fitting = try encode(step: low)
+        guard fitting.count <= maxFileSize else { return fitting } // nothing fits: the smallest
+        // Invariant: `low` fits, `high` does not.
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            let data = try encode(step: middle)
+            if data.count <= maxFileSize { low = middle; fitting = data } else { high = middle }
+        }
+        return fitting
+    }
+
+    /// The quality steps a lossy format's encoder tells apart, as `quality = step / upperBound`:
+    /// JPEG 1…100 (libjpeg's integer quality), WebP 0…100, AVIF 0…63 (one quantizer each); nil
+    /// for lossless formats.
+    public static func qualitySteps(for format: ImageFormat) -> ClosedRange<Int>? {
+        switch format {
+        case .jpeg: 1...100
+        case .webp: 0...100
+        case .avif: 0...63
+        default: nil
+        }
     }
 }

@@ -13,14 +13,24 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     /// The PNG writer's deflate effort (libdeflate), 0 (store) … 12 (smallest); 1…9 compare with
     /// zlib's levels. nil: 6.
     public var compressionLevel: Int?
+    /// The encoder's speed where it has one: AVIF's libaom speed, 0 (slowest, smallest) … 10
+    /// (fastest). nil: the coder's default (``AVIFCoder/defaultSpeed``).
+    public var speed: Int?
+    /// The most bytes the output may take (SDWebImage's `SDImageCoderEncodeMaxFileSize`), for
+    /// the lossy formats (JPEG, WebP, AVIF): ``ImageCodersManager`` bisects the quality scale up
+    /// to ``quality`` for the highest quality whose output fits. When even the lowest quality
+    /// does not fit, the lowest quality's output is returned. nil: no limit.
+    public var maxFileSize: Int?
 
     public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
-                compressionLevel: Int? = nil) {
+                compressionLevel: Int? = nil, speed: Int? = nil, maxFileSize: Int? = nil) {
         self.quality = quality
         self.lossless = lossless
         self.firstFrameOnly = firstFrameOnly
         self.progressive = progressive
         self.compressionLevel = compressionLevel
+        self.speed = speed
+        self.maxFileSize = maxFileSize
     }
 
     public static let `default` = ImageEncodingOptions()

@@ -2,9 +2,11 @@ import Foundation
 
 /// An image container format, recognised from the data's signature (never from a file name).
 ///
-/// ImageKit decodes and encodes ``jpeg``, ``png`` (with APNG), ``gif`` and ``webp``. The other
-/// formats are recognised so that callers get ``ImageError/Code/unsupportedFormat`` instead of a
-/// generic "bad data" answer.
+/// ImageKit decodes and encodes ``jpeg``, ``png`` (with APNG), ``gif``, ``webp`` and ``avif``;
+/// it decodes ``tiff``, ``bmp``, ``ico``, ``heic``/``heif`` and ``jpegXL`` too. HEIF, AVIF and
+/// JPEG XL need the package traits of the same names (on by default). The other formats are
+/// recognised so that callers get ``ImageError/Code/unsupportedFormat`` instead of a generic
+/// "bad data" answer.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case jpeg
     case png
@@ -76,10 +78,30 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
         }
     }
 
-    /// Whether ImageKit ships a decoder and an encoder for the format.
+    /// Whether ImageKit ships a decoder and an encoder for the format (in this build).
     public var isCodecSupported: Bool {
         switch self {
         case .jpeg, .png, .gif, .webp: true
+        #if AVIF
+        case .avif: true
+        #endif
+        default: false
+        }
+    }
+
+    /// Whether ImageKit ships a decoder for the format (in this build).
+    public var isDecodingSupported: Bool {
+        switch self {
+        case .jpeg, .png, .gif, .webp, .tiff, .bmp, .ico: true
+        #if HEIF
+        case .heic, .heif: true
+        #endif
+        #if AVIF
+        case .avif: true
+        #endif
+        #if JXL
+        case .jpegXL: true
+        #endif
         default: false
         }
     }

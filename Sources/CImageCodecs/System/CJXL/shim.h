@@ -1,0 +1,3 @@
+#pragma once
+#include <jxl/decode.h>
+#include <jxl/encode.h>

@@ -1,0 +1,194 @@
+#if AVIF
+import CAVIF
+import Foundation
+
+/// AVIF decoding and encoding with libavif (dav1d decodes, libaom encodes).
+///
+/// Decodes stills and image sequences (every frame, with its duration), alpha, 8/10/12-bit
+/// images (reduced to 8 bits), monochrome, grids, and applies the `clap` crop, then `irot`
+/// and `imir`, in the order the format defines; an EXIF orientation inside is not applied (the
+/// file's own transforms are). The ICC profile is converted to sRGB (nclx colour is libavif's
+/// YUV-to-RGB matrix and taken as sRGB primaries; see the README). libavif 0.11 does not report
+/// a sequence's loop count: animations loop forever, as browsers play them. One thread per decode.
+///
+/// Encoding writes a still (the first frame) in 4:2:0, 8 bits, with alpha when the image has
+/// any, and embeds ``DecodedImage/colorProfile`` when one is carried. ``ImageEncodingOptions``'s
+/// `quality` maps to the quantizer (1 = lossless-grade 0, 0 = 63), `lossless` writes 4:4:4 at
+/// quantizer 0 with identity matrix coefficients, and ``ImageEncodingOptions/speed`` picks
+/// libaom's speed (default ``defaultSpeed``). Built with the `AVIF` package trait.
+public struct AVIFCoder: ImageCoding {
+    /// libaom's speed when the options name none: 8 of 0…10, measured for a server that makes
+    /// thumbnails (see the README's encoder notes).
+    public static let defaultSpeed = 8
+
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .avif }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .avif }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the AVIF data is empty") }
+        guard let decoder = avifDecoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
+        defer { avifDecoderDestroy(decoder) }
+        decoder.pointee.maxThreads = 1
+        decoder.pointee.ignoreExif = 1
+        decoder.pointee.ignoreXMP = 1
+        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
+        decoder.pointee.imageSizeLimit = UInt32(clamping: options.limits.maxPixelsPerFrame)
+        try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
+        try check(avifDecoderParse(decoder), decoder, "parsing")
+        guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }
+        let stored = PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height))
+        try options.limits.checkPixels(width: stored.width, height: stored.height)
+        let frameCount = options.firstFrameOnly ? 1 : max(1, Int(decoder.pointee.imageCount))
+        // The displayed size: after clap, then a quarter turn.
+        let geometry = Geometry(first.pointee)
+        let shown = geometry.displayedSize(stored)
+        let target = DecodeTarget.size(for: shown, frames: frameCount, options: options)
+        try options.limits.check(width: target.width, height: target.height, frames: frameCount)
+        // libavif's own planes: YUV (up to 2 bytes a sample, 3 planes) and alpha, per frame.
+        let depthBytes = first.pointee.depth > 8 ? 2 : 1
+        try options.limits.checkWorking(stored.pixelCount * (3 + 1) * depthBytes + stored.pixelCount * 4,
+                                        outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) AVIF planes")
+        let hasAlpha = decoder.pointee.alphaPresent != 0
+        let icc = first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
+
+        var frames: [ImageFrame] = []
+        frames.reserveCapacity(frameCount)
+        while frames.count < frameCount {
+            let result = avifDecoderNextImage(decoder)
+            if result == AVIF_RESULT_NO_IMAGES_REMAINING, !frames.isEmpty { break }
+            try check(result, decoder, "decoding frame \(frames.count)")
+            guard let image = decoder.pointee.image, image.pointee.width == first.pointee.width,
+                  image.pointee.height == first.pointee.height else {
+                throw ImageError(.badImageData, "AVIF: frame \(frames.count) changes size")
+            }
+            let buffer = try PixelBuffer(width: stored.width, height: stored.height)
+            var rgb = avifRGBImage()
+            avifRGBImageSetDefaults(&rgb, image)
+            rgb.format = AVIF_RGB_FORMAT_RGBA
+            rgb.depth = 8
+            rgb.pixels = buffer.row(0)
+            rgb.rowBytes = UInt32(buffer.bytesPerRow)
+            try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(frames.count) to RGB")
+            var bitmap = try geometry.apply(to: buffer.freeze(isOpaque: !hasAlpha))
+            if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
+            frames.append(ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
+        }
+        var decoded = DecodedImage(frames: frames, loopCount: frames.count > 1 ? 0 : 1, format: .avif)
+        ColorManagement.apply(icc, to: &decoded, options: options)
+        return decoded
+    }
+
+    /// `clap`, `irot` and `imir` of an image.
+    struct Geometry {
+        var crop: PixelRect?
+        var quarterTurns = 0
+        var mirror: UInt8?
+
+        init(_ image: avifImage) {
+            let flags = image.transformFlags
+            if flags & AVIF_TRANSFORM_CLAP.rawValue != 0 {
+                var rect = avifCropRect()
+                var diagnostics = avifDiagnostics()
+                var clap = image.clap
+                if avifCropRectConvertCleanApertureBox(&rect, &clap, image.width, image.height, image.yuvFormat, &diagnostics) != 0,
+                   rect.width > 0, rect.height > 0, rect.width != image.width || rect.height != image.height {
+                    crop = PixelRect(x: Int(rect.x), y: Int(rect.y), width: Int(rect.width), height: Int(rect.height))
+                }
+            }
+            if flags & AVIF_TRANSFORM_IROT.rawValue != 0 { quarterTurns = Int(image.irot.angle & 3) }
+            if flags & AVIF_TRANSFORM_IMIR.rawValue != 0 { mirror = image.imir.mode }
+        }
+
+        func displayedSize(_ stored: PixelSize) -> PixelSize {
+            let cropped = crop.map { PixelSize(width: $0.width, height: $0.height) } ?? stored
+            return quarterTurns % 2 == 1 ? cropped.transposed : cropped
+        }
+
+        func apply(to bitmap: Bitmap) throws(ImageError) -> Bitmap {
+            var result = bitmap
+            if let crop { result = try result.cropped(to: crop) }
+            if quarterTurns != 0 { result = try result.rotated(quarterTurns: quarterTurns) }
+            if let mirror { result = try result.flipped(horizontally: mirror == 1, vertically: mirror == 0) }
+            return result
+        }
+    }
+
+    static func check(_ result: avifResult, _ decoder: UnsafeMutablePointer<avifDecoder>?, _ what: String) throws(ImageError) {
+        guard result != AVIF_RESULT_OK else { return }
+        var message = String(cString: avifResultToString(result))
+        if let decoder {
+            let detail = withUnsafeBytes(of: decoder.pointee.diag.error) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if !detail.isEmpty { message += ": \(detail)" }
+        }
+        switch result {
+        case AVIF_RESULT_TRUNCATED_DATA, AVIF_RESULT_NO_IMAGES_REMAINING, AVIF_RESULT_WAITING_ON_IO:
+            throw ImageError(.truncatedData, "AVIF \(what): \(message)")
+        case AVIF_RESULT_NOT_IMPLEMENTED, AVIF_RESULT_NO_CODEC_AVAILABLE, AVIF_RESULT_UNSUPPORTED_DEPTH:
+            throw ImageError(.unsupportedFormat, "AVIF \(what): \(message)")
+        case AVIF_RESULT_OUT_OF_MEMORY:
+            throw ImageError(.internalError, "AVIF \(what): \(message)")
+        default:
+            if message.contains("imageSizeLimit") || message.contains("size limit") {
+                throw ImageError(.decompressionBomb, "AVIF \(what): \(message)")
+            }
+            throw ImageError(.badImageData, "AVIF \(what): \(message)")
+        }
+    }
+
+    // MARK: - Encoding
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        guard format == .avif else { throw ImageError(.encodingFailed, "AVIFCoder writes AVIF, not \(format)") }
+        let bitmap = image.bitmap
+        let lossless = options.lossless
+        guard let avif = avifImageCreate(UInt32(bitmap.width), UInt32(bitmap.height), 8,
+                                         lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420) else {
+            throw ImageError(.internalError, "libavif: out of memory")
+        }
+        defer { avifImageDestroy(avif) }
+        if lossless {
+            avif.pointee.matrixCoefficients = UInt16(AVIF_MATRIX_COEFFICIENTS_IDENTITY)
+            avif.pointee.yuvRange = AVIF_RANGE_FULL
+        }
+        if let profile = image.colorProfile {
+            profile.iccData.withUnsafeBytes { avifImageSetProfileICC(avif, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
+        }
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, avif)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        rgb.depth = 8
+        rgb.ignoreAlpha = bitmap.isOpaque || bitmap.scanIsOpaque() ? 1 : 0
+        rgb.pixels = bitmap.baseAddress.assumingMemoryBound(to: UInt8.self)
+        rgb.rowBytes = UInt32(bitmap.bytesPerRow)
+        try encodeCheck(avifImageRGBToYUV(avif, &rgb), "converting to YUV")
+
+        guard let encoder = avifEncoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
+        defer { avifEncoderDestroy(encoder) }
+        encoder.pointee.maxThreads = 1
+        encoder.pointee.speed = Int32(max(0, min(10, options.speed ?? Self.defaultSpeed)))
+        let quantizer = lossless ? 0 : Int32((63 * (1 - max(0, min(1, options.quality)))).rounded())
+        encoder.pointee.minQuantizer = quantizer
+        encoder.pointee.maxQuantizer = quantizer
+        encoder.pointee.minQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
+        encoder.pointee.maxQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
+        var output = avifRWData()
+        defer { avifRWDataFree(&output) }
+        try encodeCheck(avifEncoderWrite(encoder, avif, &output), "encoding")
+        guard let data = output.data, output.size > 0 else { throw ImageError(.encodingFailed, "AVIF: the encoder wrote nothing") }
+        return Data(bytes: data, count: output.size)
+    }
+
+    private func encodeCheck(_ result: avifResult, _ what: String) throws(ImageError) {
+        guard result != AVIF_RESULT_OK else { return }
+        throw ImageError(.encodingFailed, "AVIF \(what): \(String(cString: avifResultToString(result)))")
+    }
+}
+#endif

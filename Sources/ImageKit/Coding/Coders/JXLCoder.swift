@@ -1,0 +1,123 @@
+#if JXL
+import CJXL
+import Foundation
+
+/// JPEG XL decoding with libjxl: stills and animations (frames coalesced, with their
+/// durations and loop count), alpha (straight), gray, the orientation field applied, colour to
+/// sRGB. Decode only.
+///
+/// Colour: a lossy (XYB) file is rendered by libjxl straight to sRGB; a file that keeps its
+/// original profile (lossless, or stored as RGB) is converted from that profile by Little CMS
+/// like every other format. Thumbnails are decoded whole, then resized (libjxl 0.7 has no
+/// scaled decode). One thread per decode. Built with the `JXL` package trait.
+public struct JXLCoder: ImageCoding {
+    public init() {}
+
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpegXL }
+    public func canEncode(_ format: ImageFormat) -> Bool { false }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+        throw ImageError(.encodingFailed, "ImageKit does not write JPEG XL")
+    }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the JPEG XL data is empty") }
+        guard let decoder = JxlDecoderCreate(nil) else { throw ImageError(.internalError, "libjxl: out of memory") }
+        defer { JxlDecoderDestroy(decoder) }
+        let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue
+        guard JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS,
+              JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
+              JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS else {
+            throw ImageError(.internalError, "libjxl refused its settings")
+        }
+        JxlDecoderCloseInput(decoder)
+
+        var info = JxlBasicInfo()
+        var format = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        var frames: [ImageFrame] = []
+        var pending: Bitmap?
+        var pendingDuration = 0.0
+        var shown = PixelSize(width: 0, height: 0), target = shown
+        var frameLimit = 1
+        var dataProfile: Data?
+        var sourceProfile: Data?
+        decoding: while true {
+            let status = JxlDecoderProcessInput(decoder)
+            switch status {
+            case JXL_DEC_BASIC_INFO:
+                guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { throw ImageError(.badImageData, "JPEG XL: bad header") }
+                let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
+                try options.limits.checkPixels(width: stored.width, height: stored.height)
+                shown = info.orientation.rawValue > 4 ? stored.transposed : stored
+                frameLimit = info.have_animation != 0 && !options.firstFrameOnly ? Int.max : 1
+                // The frame count is not in the header: the budget is checked per frame below.
+                target = DecodeTarget.size(for: shown, frames: 1, options: options)
+                try options.limits.check(width: target.width, height: target.height)
+                // libjxl works in 32-bit float planes, three or four of them, for the whole frame.
+                try options.limits.checkWorking(stored.pixelCount * 4 * (info.alpha_bits > 0 ? 4 : 3) + stored.pixelCount * 4,
+                                                outputBytes: target.pixelCount * 4, "the \(stored) JPEG XL frame's planes")
+            case JXL_DEC_COLOR_ENCODING:
+                sourceProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_ORIGINAL)
+                if info.uses_original_profile == 0 && !options.keepsColorProfile {
+                    var srgb = JxlColorEncoding()
+                    JxlColorEncodingSetToSRGB(&srgb, info.num_color_channels == 1 ? 1 : 0)
+                    if JxlDecoderSetPreferredColorProfile(decoder, &srgb) != JXL_DEC_SUCCESS {
+                        dataProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
+                    }
+                } else {
+                    dataProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
+                }
+            case JXL_DEC_FRAME:
+                var header = JxlFrameHeader()
+                if info.have_animation != 0, JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS,
+                   info.animation.tps_numerator > 0 {
+                    pendingDuration = Double(header.duration) * Double(info.animation.tps_denominator) / Double(info.animation.tps_numerator)
+                }
+            case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
+                try options.limits.check(width: target.width, height: target.height, frames: frames.count + 1)
+                // libjxl writes the oriented frame: the displayed size.
+                let output = try PixelBuffer(width: shown.width, height: shown.height).freeze(isOpaque: info.alpha_bits == 0)
+                format.align = output.bytesPerRow
+                var needed = 0
+                guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= output.byteCount,
+                      JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS else {
+                    throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
+                }
+                pending = output
+            case JXL_DEC_FULL_IMAGE:
+                guard var bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
+                pending = nil
+                if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
+                frames.append(ImageFrame(bitmap: bitmap, duration: info.have_animation != 0 ? pendingDuration : 0))
+                if frames.count >= frameLimit { break decoding }
+            case JXL_DEC_SUCCESS:
+                break decoding
+            case JXL_DEC_NEED_MORE_INPUT:
+                throw ImageError(.truncatedData, "JPEG XL: the data ends early")
+            default:
+                throw ImageError(.badImageData, "JPEG XL: the codestream is corrupt")
+            }
+        }
+        guard !frames.isEmpty else { throw ImageError(.truncatedData, "JPEG XL: no frame decoded") }
+        let loopCount = frames.count > 1 ? Int(info.animation.num_loops) : 1
+        var image = DecodedImage(frames: frames, loopCount: loopCount, format: .jpegXL)
+        ColorManagement.apply(dataProfile, to: &image, options: options)
+        if let sourceProfile, image.sourceColorProfile == nil { image.sourceColorProfile = ColorManagement.profile(sourceProfile) }
+        return image
+    }
+
+    private static func iccProfile(_ decoder: OpaquePointer, _ target: JxlColorProfileTarget) -> Data? {
+        var size = 0
+        guard JxlDecoderGetICCProfileSize(decoder, nil, target, &size) == JXL_DEC_SUCCESS, size > 0, size < 64 << 20 else { return nil }
+        var data = Data(count: size)
+        let status = data.withUnsafeMutableBytes { raw in
+            JxlDecoderGetColorAsICCProfile(decoder, nil, target, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
+        }
+        return status == JXL_DEC_SUCCESS ? data : nil
+    }
+}
+#endif
