@@ -31,7 +31,21 @@ final class DownloaderTests: XCTestCase {
         XCTAssertEqual(try ImageCodersManager.shared.decode(response.data).width, 8)
         let sent = server.headers(of: "/a.png")
         XCTAssertEqual(sent?["User-Agent"].first, "ImageKit/\(ImageKit.version)")
-        XCTAssertTrue(sent?["Accept"].first?.contains("image/webp") == true)
+        // The default Accept lists the compiled-in modern formats, best first.
+        XCTAssertEqual(sent?["Accept"].first, "image/avif,image/jxl,image/webp,image/apng,image/*;q=0.8")
+    }
+
+    func testARequestModifierReplacesTheAcceptHeader() async throws {
+        server.route("/b.png", .init(body: png))
+        var configuration = ImageDownloaderConfiguration()
+        configuration.requestModifier = { request in
+            var modified = request
+            modified.headers["Accept"] = "image/png"
+            return modified
+        }
+        let downloader = ImageDownloader(configuration: configuration)
+        _ = try await downloader.load(server.url("/b.png"))
+        XCTAssertEqual(server.headers(of: "/b.png")?["Accept"].first, "image/png")
     }
 
     func testFiftyConcurrentLoadsShareOneRequest() async throws {

@@ -76,9 +76,26 @@ public struct ImageDownloaderConfiguration: Sendable {
         self.callbackQueue = callbackQueue
     }
 
-    /// `Accept` listing what ImageKit decodes, and `User-Agent: ImageKit/<version>`.
+    /// ``acceptHeader`` and `User-Agent: ImageKit/<version>`. A request modifier may replace
+    /// either.
     public static var defaultHeaders: [String: String] {
-        ["Accept": "image/webp,image/png,image/jpeg,image/gif,image/*;q=0.8", "User-Agent": "ImageKit/\(ImageKit.version)"]
+        ["Accept": acceptHeader, "User-Agent": "ImageKit/\(ImageKit.version)"]
+    }
+
+    /// The `Accept` value: the formats this build decodes that a server would pick over JPEG
+    /// and PNG, best first (AVIF, JPEG XL, WebP, APNG), then any image at q=0.8 (JPEG, PNG, GIF
+    /// and the rest), as browsers send it. With every trait enabled:
+    /// `image/avif,image/jxl,image/webp,image/apng,image/*;q=0.8`.
+    public static var acceptHeader: String {
+        var types: [String] = []
+        #if AVIF
+        types.append("image/avif")
+        #endif
+        #if JXL
+        types.append("image/jxl")
+        #endif
+        types += ["image/webp", "image/apng", "image/*;q=0.8"]
+        return types.joined(separator: ",")
     }
 }
 
