@@ -6,15 +6,23 @@ struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode an image and encode it in the format OUT's extension names.",
         discussion: """
-            Output formats: .jpg/.jpeg, .png, .webp, .gif. Animated input (GIF, APNG, animated WebP) stays animated \
-            for .gif, .png (APNG) and .webp, with its frame durations and loop count; JPEG keeps the first frame.
+            Input: every format ImageKit decodes (JPEG, PNG, GIF, WebP, HEIC/HEIF, AVIF, JPEG XL, TIFF, BMP, ICO). \
+            Output formats: .jpg/.jpeg, .png, .webp, .gif, .avif. Animated input (GIF, APNG, animated WebP, AVIF and \
+            JPEG XL animations) stays animated for .gif, .png (APNG) and .webp, with its frame durations and loop \
+            count; JPEG and AVIF keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
+            given, which keeps them in the embedded profile's space and embeds the profile in the output.
             """
     )
 
     @Argument(help: "Input image.") var input: String
     @Argument(help: "Output file; its extension picks the format.") var output: String
-    @Option(help: "Lossy quality, 0...1 (or 1...100), for JPEG and lossy WebP.") var quality: Double = 0.9
-    @Flag(help: "Lossless WebP.") var lossless = false
+    @Option(help: "Lossy quality, 0...1 (or 1...100), for JPEG, lossy WebP and AVIF.") var quality: Double = 0.9
+    @Flag(help: "Lossless WebP or AVIF.") var lossless = false
+    @Option(help: "AVIF encoder speed, 0 (slowest, smallest) ... 10 (fastest).") var speed: Int?
+    @Option(help: "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF).")
+    var maxFileSize: Int?
+    @Flag(help: "Keep the pixels in the embedded ICC profile's colour space and embed the profile in the output.")
+    var keepColorProfile = false
 
     func validate() throws {
         guard quality >= 0, quality <= 100 else { throw ValidationError("--quality must be within 0...1 or 1...100") }
@@ -24,11 +32,14 @@ struct Convert: ParsableCommand {
         let format = try outputFormat(for: output)
         let data = try readFile(input)
         do {
-            let image = try ImageCodersManager.shared.decode(data)
-            let options = ImageEncodingOptions(quality: quality > 1 ? quality / 100 : quality, lossless: lossless)
+            var decoding = ImageDecodingOptions()
+            decoding.keepsColorProfile = keepColorProfile
+            let image = try ImageCodersManager.shared.decode(data, options: decoding)
+            let options = ImageEncodingOptions(quality: quality > 1 ? quality / 100 : quality, lossless: lossless,
+                                               speed: speed, maxFileSize: maxFileSize)
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
-            print("\(output): \(format) \(image.width)x\(image.height), \(format == .jpeg ? 1 : image.frameCount) frame(s), \(encoded.count) bytes")
+            print("\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes")
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
             throw ExitCode(1)

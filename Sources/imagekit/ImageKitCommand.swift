@@ -35,7 +35,7 @@ struct ImageKitCommand: ParsableCommand {
 func outputFormat(for path: String) throws -> ImageFormat {
     let pathExtension = URL(fileURLWithPath: path).pathExtension
     guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
-        throw ValidationError("cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp or .gif)")
+        throw ValidationError("cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp, .gif or .avif)")
     }
     return format
 }

@@ -317,7 +317,8 @@ public struct JPEGCoder: ImageCoding {
         }
         defer { if let output { tjFree(output) } }
         guard status == 0, let output else { throw ImageError(.encodingFailed, "JPEG: \(handle.errorMessage)") }
-        return Data(bytes: output, count: Int(size))
+        let data = Data(bytes: output, count: Int(size))
+        return image.colorProfile.map { ColorProfileEmbedding.jpeg(data, $0) } ?? data
     }
 }
 

@@ -278,7 +278,8 @@ public struct PNGCoder: ImageCoding {
             return try APNGEncoding.encode(try image.loadingAllFrames(), level: options.compressionLevel ?? 6)
         }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
-        return try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
+        let data = try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
+        return image.colorProfile.map { ColorProfileEmbedding.png(data, $0) } ?? data
     }
 
     static func encode(_ bitmap: Bitmap, keepAlpha: Bool, level: Int = 6) throws(ImageError) -> Data {

@@ -220,7 +220,8 @@ public struct WebPCoder: ImageCoding {
                 : WebPEncodeRGBA(rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality, &output)
         }
         guard size > 0, let output else { throw ImageError(.encodingFailed, "WebP encoding failed") }
-        return Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in WebPFree(pointer) })
+        let data = Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in WebPFree(pointer) })
+        return image.colorProfile.map { ColorProfileEmbedding.webp(data, $0) } ?? data
     }
 
     private func encodeAnimation(_ image: DecodedImage, quality: Float, lossless: Bool) throws(ImageError) -> Data {
