@@ -88,7 +88,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageKitTests",
-            dependencies: ["ImageKit"]
+            // CLCMS2: the colour tests compare the fast path with Little CMS's own transform.
+            dependencies: ["ImageKit", "CLCMS2"]
         ),
         // Real curl against an HTTP server started inside the test process on 127.0.0.1.
         .testTarget(

@@ -5,7 +5,8 @@ import PackageDescription
 // -sanitize=fuzzer,address and runs each). A package of its own: the fuzzer build flags must
 // not reach `make test`.
 let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzPNGFast", "FuzzGIFBlocks",
-               "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager"]
+               "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager", "FuzzBMPICO", "FuzzTIFF",
+               "FuzzModernFormats"]
 
 let package = Package(
     name: "ImageKitFuzz",

@@ -13,8 +13,10 @@ root=$(cd "$here/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
 rss=${FUZZ_RSS_MB:-2048}
 corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
+formats=${IMAGEKIT_FORMATS_CORPUS:-$root/../shared/formats-corpus}
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
-all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager)
+all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager
+     FuzzBMPICO FuzzTIFF FuzzModernFormats)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 
@@ -41,6 +43,14 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
                 -size -200k | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzJPEGDC|FuzzExif) find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' \) -size -200k -exec cp {} "$dir/" \; ;;
         FuzzAPNG|FuzzPNGFast) find "$corpus" -type f -name '*.png' -size -200k -exec cp {} "$dir/" \; ;;
+        FuzzBMPICO)
+            find "$corpus" "$formats" -type f -name '*.bmp' -size -200k | while read -r f; do printf '\x00' | cat - "$f" > "$dir/b-$(basename "$f")"; done
+            find "$corpus" "$formats" -type f \( -name '*.ico' -o -name '*.cur' \) -size -200k | while read -r f; do printf '\x01' | cat - "$f" > "$dir/i-$(basename "$f")"; done ;;
+        FuzzTIFF)
+            find "$corpus" "$formats" -type f \( -name '*.tif' -o -name '*.tiff' \) -size -200k | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+        FuzzModernFormats)
+            find "$corpus" "$formats" -type f \( -name '*.heic' -o -name '*.heif' -o -name '*.avif' -o -name '*.avifs' -o -name '*.jxl' \) -size -200k \
+                | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzGIFBlocks) find "$corpus" -type f -name '*.gif' -size -200k | while read -r f; do printf '\x10' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzDiskMetadata)
             printf 'v\t1\nkey\thttps://e.example/a.jpg\nstored\t1800000000\nbytes\t1234\nexpiry\t1800000600\nhttp\t1\netag\t"x"\ncache-control\tmax-age=60\nexpires\tThu, 01 Dec 2033 16:00:00 GMT\n' > "$dir/1"

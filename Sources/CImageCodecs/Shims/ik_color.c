@@ -32,8 +32,9 @@ static void convert_row_scalar(uint8_t *restrict p, int width, const float *rest
 }
 
 #if defined(__x86_64__)
-// Eight pixels at a time: the table lookups are gathers, the matrix is three FMAs per channel.
-__attribute__((target("avx2,fma"))) static void convert_row_avx2(uint8_t *restrict p, int width, const float *restrict lin, const float *restrict m,
+// Eight pixels at a time: the table lookups are gathers. The arithmetic is the scalar loop's,
+// operation for operation (no FMA), so both give the same bytes.
+IK_AVX2 static void convert_row_avx2(uint8_t *restrict p, int width, const float *restrict lin, const float *restrict m,
                                      const int32_t *restrict out32) {
     const __m256i byte = _mm256_set1_epi32(0xFF);
     const __m256 m0 = _mm256_set1_ps(m[0]), m1 = _mm256_set1_ps(m[1]), m2 = _mm256_set1_ps(m[2]);
@@ -51,13 +52,13 @@ __attribute__((target("avx2,fma"))) static void convert_row_avx2(uint8_t *restri
         __m256 r = _mm256_i32gather_ps(lin, ri, 4);
         __m256 g = _mm256_i32gather_ps(lin + 256, gi, 4);
         __m256 b = _mm256_i32gather_ps(lin + 512, bi, 4);
-        __m256 R = _mm256_fmadd_ps(m0, r, _mm256_fmadd_ps(m1, g, _mm256_mul_ps(m2, b)));
-        __m256 G = _mm256_fmadd_ps(m3, r, _mm256_fmadd_ps(m4, g, _mm256_mul_ps(m5, b)));
-        __m256 B = _mm256_fmadd_ps(m6, r, _mm256_fmadd_ps(m7, g, _mm256_mul_ps(m8, b)));
-        // max/min with the constant first: a NaN lands on the constant.
-        R = _mm256_min_ps(top, _mm256_max_ps(zero, _mm256_fmadd_ps(R, scale, half)));
-        G = _mm256_min_ps(top, _mm256_max_ps(zero, _mm256_fmadd_ps(G, scale, half)));
-        B = _mm256_min_ps(top, _mm256_max_ps(zero, _mm256_fmadd_ps(B, scale, half)));
+        __m256 R = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(m0, r), _mm256_mul_ps(m1, g)), _mm256_mul_ps(m2, b));
+        __m256 G = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(m3, r), _mm256_mul_ps(m4, g)), _mm256_mul_ps(m5, b));
+        __m256 B = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(m6, r), _mm256_mul_ps(m7, g)), _mm256_mul_ps(m8, b));
+        // max/min return their second operand for a NaN: the constant.
+        R = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(_mm256_mul_ps(R, scale), half), zero), top);
+        G = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(_mm256_mul_ps(G, scale), half), zero), top);
+        B = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(_mm256_mul_ps(B, scale), half), zero), top);
         __m256i Ro = _mm256_i32gather_epi32(out32, _mm256_cvttps_epi32(R), 4);
         __m256i Go = _mm256_i32gather_epi32(out32, _mm256_cvttps_epi32(G), 4);
         __m256i Bo = _mm256_i32gather_epi32(out32, _mm256_cvttps_epi32(B), 4);
@@ -78,26 +79,10 @@ __attribute__((target("avx2,fma"))) static void convert_row_avx2(uint8_t *restri
 
 #endif
 
-static int fma_state = -1;
-
-static int uses_avx2_fma(void) {
-#if defined(__x86_64__)
-    int value = __atomic_load_n(&fma_state, __ATOMIC_RELAXED);
-    if (value < 0) {
-        __builtin_cpu_init();
-        value = __builtin_cpu_supports("fma") ? 1 : 0;
-        __atomic_store_n(&fma_state, value, __ATOMIC_RELAXED);
-    }
-    return value && ik_uses_avx2();
-#else
-    return 0;
-#endif
-}
-
 void ik_color_matrix_trc(uint8_t *pixels, size_t stride, int width, int height, const float *lin, const float *matrix,
                          const uint8_t *out, const int32_t *out32) {
 #if defined(__x86_64__)
-    if (out32 && uses_avx2_fma()) {
+    if (out32 && ik_uses_avx2()) {
         for (int y = 0; y < height; y++) convert_row_avx2(pixels + (size_t)y * stride, width, lin, matrix, out32);
         return;
     }

@@ -38,7 +38,8 @@ public struct AVIFCoder: ImageCoding {
         decoder.pointee.ignoreExif = 1
         decoder.pointee.ignoreXMP = 1
         decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
-        decoder.pointee.imageSizeLimit = UInt32(clamping: options.limits.maxPixelsPerFrame)
+        // libavif's own size limit (16384 × 16384) stays as a backstop: parsing allocates no
+        // pixels, and ImageKit's limits are checked against the parsed header below.
         try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
         try check(avifDecoderParse(decoder), decoder, "parsing")
         guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }

@@ -1,0 +1,177 @@
+import Foundation
+import XCTest
+@testable import ImageKit
+
+/// Every file of `../shared/formats-corpus/MANIFEST.tsv` (HEIF, AVIF, JPEG XL, TIFF, BMP, ICO
+/// and ICC-tagged JPEG/PNG/WebP) against ImageKit's decoders and colour management.
+final class FormatsCorpusTests: XCTestCase {
+    /// Valid files ImageKit decodes differently on purpose or by a library's limit, with the
+    /// reason. They must still decode to the manifest's size and frame count.
+    static let knownDifferences: [String: String] = [
+        // libavif 0.11 drops the alpha plane of an image whose colour is a grid and whose alpha
+        // is not (fixed in libavif 1.0); heif-convert and libavif 1.x keep it.
+        "avif/libavif/color_grid_alpha_nogrid.avif": "libavif 0.11 ignores a non-grid alpha beside a grid colour image",
+    ]
+
+    /// PSNR a lossy or colour-managed file must reach against its reference: 40 dB, or 1 dB
+    /// below what a second decoder or colour engine reaches when that is lower (it shows how far
+    /// two correct implementations land apart on this file).
+    static func bound(_ entry: FormatsCorpus.Entry) -> Double {
+        let alternates = entry.alternatePSNR.values.filter { $0 < 99 }
+        return min(40, (alternates.min() ?? 99) - 1)
+    }
+
+    func testEveryValidFileDecodesAsItsManifestSays() throws {
+        let entries = try FormatsCorpus.requireEntries().filter(\.isValid)
+        XCTAssertGreaterThan(entries.count, 100)
+        var exact = 0, close = 0, colour = 0
+        for entry in entries {
+            let image: DecodedImage
+            do { image = try ImageCodersManager.shared.decode(entry.data) } catch {
+                XCTFail("\(entry.path): \(error)")
+                continue
+            }
+            XCTAssertEqual(image.width, entry.width, entry.path)
+            XCTAssertEqual(image.height, entry.height, entry.path)
+            XCTAssertTrue(image.frameCount == entry.frames || entry.also.contains("frames=\(image.frameCount)"),
+                          "\(entry.path): \(image.frameCount) frames, manifest \(entry.frames ?? -1)")
+            if Self.knownDifferences[entry.path] != nil || entry.compare == "none" { continue }
+            let reference = try FormatsCorpus.reference(entry.referenceURL)
+            switch entry.compare {
+            case "exact":
+                let digest = image.bitmap.canonicalSHA256()
+                XCTAssertTrue(digest == entry.referenceSHA256 || digest == entry.alternateSHA256,
+                              "\(entry.path): pixels differ from the lossless reference (\(clearedPSNR(image.bitmap, reference)) dB)")
+                exact += 1
+            case "psnr":
+                let psnr = clearedPSNR(image.bitmap, reference)
+                XCTAssertGreaterThanOrEqual(psnr, Self.bound(entry), entry.path)
+                close += 1
+            case "icc":
+                let psnr = clearedPSNR(image.bitmap, reference)
+                XCTAssertGreaterThanOrEqual(psnr, Self.bound(entry), entry.path)
+                XCTAssertNotNil(image.sourceColorProfile, "\(entry.path): the profile was not found")
+                if let effect = entry.iccEffectDB, effect < 45 {
+                    let raw = try FormatsCorpus.reference(entry.rawReferenceURL)
+                    XCTAssertGreaterThan(psnr, clearedPSNR(image.bitmap, raw) + 3,
+                                         "\(entry.path): not closer to the sRGB reference than to the unconverted pixels")
+                }
+                colour += 1
+            default:
+                XCTFail("\(entry.path): unknown comparison \(entry.compare)")
+            }
+        }
+        XCTAssertGreaterThan(exact, 40)
+        XCTAssertGreaterThan(close, 40)
+        XCTAssertGreaterThan(colour, 15)
+    }
+
+    func testKnownDifferencesStillDecodeTheirColour() throws {
+        let entry = try FormatsCorpus.entry("avif/libavif/color_grid_alpha_nogrid.avif")
+        let image = try ImageCodersManager.shared.decode(entry.data)
+        XCTAssertEqual(image.width, 80)
+        // Colour where the reference is opaque matches; only the alpha is missing.
+        let reference = try FormatsCorpus.reference(entry.referenceURL)
+        var opaqueMatches = 0, opaque = 0
+        for y in stride(from: 0, to: 80, by: 4) {
+            for x in stride(from: 0, to: 80, by: 4) where reference[x, y].a == 255 {
+                opaque += 1
+                let ours = image.bitmap[x, y], theirs = reference[x, y]
+                if abs(Int(ours.r) - Int(theirs.r)) <= 4 && abs(Int(ours.g) - Int(theirs.g)) <= 4 { opaqueMatches += 1 }
+            }
+        }
+        XCTAssertGreaterThan(opaque, 10)
+        XCTAssertGreaterThan(Double(opaqueMatches) / Double(opaque), 0.95)
+    }
+
+    func testAnimationsMatchTheirSampledFramesAndDurations() throws {
+        for path in ["avif/made/anim-lossless.avif", "jxl/made/anim-lossless.jxl", "avif/pillow/star.avifs",
+                     "jxl/conformance/animation_spline.jxl"] {
+            let entry = try FormatsCorpus.entry(path)
+            let image = try ImageCodersManager.shared.decode(entry.data)
+            XCTAssertEqual(image.frameCount, entry.frames, path)
+            XCTAssertTrue(image.frames.allSatisfy { $0.duration > 0 }, "\(path): every frame has a duration")
+            XCTAssertEqual(image.loopCount, 0, "\(path) loops forever")
+            // Sampled reference frames: ref/<path>.f<k>.png.
+            for k in 1..<image.frameCount {
+                let url = FormatsCorpus.root.appendingPathComponent("ref/\(path).f\(k).png")
+                guard FileManager.default.fileExists(atPath: url.path) else { continue }
+                let psnr = clearedPSNR(image.frames[k].bitmap, try FormatsCorpus.reference(url))
+                XCTAssertGreaterThanOrEqual(psnr, entry.compare == "exact" ? 99 : 40, "\(path) frame \(k)")
+            }
+        }
+    }
+
+    func testInvalidFilesAreRefusedWithTypedErrors() throws {
+        let entries = try FormatsCorpus.requireEntries().filter { !$0.isValid }
+        XCTAssertGreaterThanOrEqual(entries.count, 10)
+        let typed: Set<ImageError.Code> = [.badImageData, .truncatedData, .zeroPixels, .decompressionBomb, .unsupportedFormat]
+        for entry in entries {
+            XCTAssertThrowsError(try ImageCodersManager.shared.decode(entry.data), entry.path) { error in
+                guard let error = error as? ImageError else { return XCTFail("\(entry.path): untyped \(error)") }
+                XCTAssertTrue(typed.contains(error.code), "\(entry.path): \(error)")
+                XCTAssertFalse(error.message.isEmpty)
+            }
+        }
+    }
+
+    /// Every prefix of a valid file either decodes or fails with a typed error: no trap, no hang.
+    func testTruncatedFilesFailWithTypedErrors() throws {
+        for path in ["heif/made/card-420.heic", "avif/made/anim-alpha.avif", "jxl/made/lossy-d1.jxl", "tiff/pillow/hopper_lzw.tif",
+                     "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/pillow/hopper_jpg.tif"] {
+            let data = try FormatsCorpus.entry(path).data
+            for fraction in [0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99] {
+                let prefix = data.prefix(Int(Double(data.count) * fraction))
+                do { _ = try ImageCodersManager.shared.decode(prefix) } catch {
+                    XCTAssertFalse(error.message.isEmpty, "\(path) at \(fraction)")
+                }
+            }
+        }
+    }
+
+    func testThumbnailsOfEveryNewFormatAreScaledAndConverted() throws {
+        var options = ImageDecodingOptions()
+        options.thumbnailPixelSize = PixelSize(64)
+        for path in ["heif/made/card-420.heic", "avif/pillow/rot1mir0.avif", "jxl/conformance/sunset_logo.jxl", "tiff/pillow/copyleft.tiff",
+                     "bmp/made/bottomup-24.bmp", "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/made/orient-6.tif"] {
+            let entry = try FormatsCorpus.entry(path)
+            let thumbnail = try ImageCodersManager.shared.decode(entry.data, options: options)
+            let full = try ImageCodersManager.shared.decode(entry.data)
+            XCTAssertEqual(thumbnail.bitmap.size, DecodeTarget.size(for: full.bitmap.size, options: options), path)
+            // The same picture: the full decode resized lands close to the thumbnail.
+            let resized = try full.bitmap.resized(to: thumbnail.bitmap.size)
+            XCTAssertGreaterThan(clearedPSNR(thumbnail.bitmap, resized), 30, path)
+        }
+        // A colour-managed thumbnail converts too (after scaling).
+        let adobe = try FormatsCorpus.entry("icc/jpeg/adobe.jpg")
+        let thumbnail = try ImageCodersManager.shared.decode(adobe.data, options: options)
+        let reference = try FormatsCorpus.reference(adobe.referenceURL).resized(to: thumbnail.bitmap.size)
+        let raw = try FormatsCorpus.reference(adobe.rawReferenceURL).resized(to: thumbnail.bitmap.size)
+        XCTAssertGreaterThan(clearedPSNR(thumbnail.bitmap, reference), clearedPSNR(thumbnail.bitmap, raw) + 10)
+    }
+
+    func testDecodingLimitsRefuseLargeHeadersBeforeDecoding() throws {
+        let small = DecodingLimits(maxPixelsPerFrame: 100 * 100, maxTotalBytes: 1 << 20, maxWorkingBytes: 1 << 20)
+        for path in ["heif/made/card-420.heic", "avif/made/10bit.avif", "jxl/made/lossy-d1.jxl", "tiff/pillow/copyleft.tiff",
+                     "bmp/made/bottomup-24.bmp"] {
+            XCTAssertThrowsError(try ImageCodersManager.shared.decode(FormatsCorpus.entry(path).data,
+                                                                      options: ImageDecodingOptions(limits: small)), path) { error in
+                XCTAssertEqual((error as? ImageError)?.code, .decompressionBomb, path)
+            }
+        }
+    }
+
+    func testMultiPageTIFFShowsItsFirstPage() throws {
+        let data = try FormatsCorpus.entry("tiff/pillow/multipage.tiff").data
+        XCTAssertEqual(TIFFCoder.pageCount(data), 3)
+        XCTAssertEqual(try ImageCodersManager.shared.decode(data).frameCount, 1)
+    }
+
+    func testEmbeddedOrientationInsideHEIFIsNotApplied() throws {
+        // orient-6.heic stores irot (applied by libheif) — the displayed size is the manifest's.
+        let entry = try FormatsCorpus.entry("heif/made/orient-6.heic")
+        let image = try ImageCodersManager.shared.decode(entry.data)
+        XCTAssertEqual(image.bitmap.size, PixelSize(width: 192, height: 256))
+        XCTAssertEqual(image.orientation, .up)
+    }
+}
