@@ -78,8 +78,18 @@ let package = Package(
         // Straight C decoders used by the benchmark as the "raw library" baseline.
         .target(
             name: "CRawCodecs",
-            dependencies: ["CTurboJPEG", "CPNG", "CGIF", "CWebP"],
-            path: "Benchmarks/CRawCodecs"
+            dependencies: [
+                "CTurboJPEG", "CPNG", "CGIF", "CWebP", "CTIFF", "CLCMS2",
+                .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
+                .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
+                .target(name: "CJXL", condition: .when(traits: ["JXL"])),
+            ],
+            path: "Benchmarks/CRawCodecs",
+            cSettings: [
+                .define("IK_BENCH_HEIF", .when(traits: ["HEIF"])),
+                .define("IK_BENCH_AVIF", .when(traits: ["AVIF"])),
+                .define("IK_BENCH_JXL", .when(traits: ["JXL"])),
+            ]
         ),
         .executableTarget(
             name: "bench",

@@ -14,5 +14,6 @@ if options.corpus == nil {
     EncodeBench(options: options, report: report).run()
     await CacheBench(options: options, report: report).run()
 }
+if options.corpus == nil { FormatsBench(options: options, report: report).run() }
 TransformBench(options: options, report: report).run()
 await AnimationBench(options: options, report: report).run()

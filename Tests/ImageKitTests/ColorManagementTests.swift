@@ -81,7 +81,7 @@ final class ColorManagementTests: XCTestCase {
         for path in ["icc/jpeg/adobe.jpg", "icc/jpeg/image-p3.jpg", "icc/jpeg/prophoto.jpg", "icc/png/p3-16bit.png",
                      "icc/png/Google-Pixel2XL-16bit_acescg_g1_v4_krita.png"] {
             let profile = try profile(path)
-            let conversion = try XCTUnwrap(ColorConversion.cached(for: profile.iccData))
+            let conversion = try XCTUnwrap(ColorConversion.cached(for: profile.bytes))
             guard case .matrixTRC = conversion.kind else { return XCTFail("\(path): \(profile) is not on the fast path") }
             let exact = try lcmsCopy(cube, profile: profile, float: true)
             let fast = try convertedCopy(cube, with: conversion)
@@ -141,7 +141,7 @@ final class ColorManagementTests: XCTestCase {
         let base = try FormatsCorpus.entry("tiff/pillow/hopper_lzw.tif").data
         let image = try ImageCodersManager.shared.decode(base)
         let jpeg = try ImageCodersManager.shared.encode(image, as: .jpeg, options: .default)
-        let garbage = ColorProfile(iccData: Data(repeating: 0x41, count: 300), description: nil, colorSpace: .rgb, isSRGB: false)
+        let garbage = ColorProfile(bytes: [UInt8](repeating: 0x41, count: 300), description: nil, colorSpace: .rgb, isSRGB: false)
         let tagged = ColorProfileEmbedding.jpeg(jpeg, garbage)
         XCTAssertGreaterThan(tagged.count, jpeg.count)
         let decoded = try ImageCodersManager.shared.decode(tagged)

@@ -34,6 +34,25 @@ size_t ik_raw_jpeg_encode(void *_Nonnull handle, const void *_Nonnull rgba, int 
 size_t ik_raw_png_encode(const void *_Nonnull rgba, int width, int height, int alpha);
 size_t ik_raw_webp_encode(const void *_Nonnull rgba, int width, int height, float quality);
 
+// Photo formats (raw_formats.c). Decoders return -1 when the library is not built in.
+int ik_raw_heif_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
+int ik_raw_avif_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
+int ik_raw_jxl_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
+int ik_raw_tiff_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
+/// Writers for the bench's synthetic files: the bytes in `*output` (malloc'ed; free them), 0 on failure.
+size_t ik_raw_heif_encode(const void *_Nonnull rgba, int width, int height, int quality, void *_Nullable *_Nonnull output);
+size_t ik_raw_jxl_encode(const void *_Nonnull rgba, int width, int height, float distance, void *_Nullable *_Nonnull output);
+size_t ik_raw_tiff_encode(const void *_Nonnull rgba, int width, int height, void *_Nullable *_Nonnull output);
+/// libavif's encoder straight (4:2:0, one quantizer, one thread): the output size.
+size_t ik_raw_avif_encode(const void *_Nonnull rgba, int width, int height, int quantizer, int speed);
+/// An ICC profile made with Little CMS: 0 Display P3, 1 Adobe RGB (1998). malloc'ed.
+void *_Nullable ik_raw_make_profile(int which, size_t *_Nonnull size);
+/// Little CMS's default 8-bit RGBA transform from `icc` to its built-in sRGB (what a C program
+/// would write), applied to width × height tightly packed pixels.
+void *_Nullable ik_raw_lcms_transform(const void *_Nonnull icc, size_t size);
+void ik_raw_lcms_apply(void *_Nonnull transform, const void *_Nonnull input, void *_Nonnull output, int width, int height);
+void ik_raw_lcms_free(void *_Nonnull transform);
+
 #ifdef __cplusplus
 }
 #endif

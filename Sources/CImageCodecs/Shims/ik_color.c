@@ -102,3 +102,29 @@ void ik_color_lut_rgb(uint8_t *pixels, size_t stride, int width, int height, con
         }
     }
 }
+
+void ik_expand_to_rgba(const uint8_t *source, uint8_t *destination, int width, int channels) {
+    switch (channels) {
+    case 1:
+        for (int x = 0; x < width; x++) {
+            uint8_t v = source[x];
+            destination[4 * x] = v; destination[4 * x + 1] = v; destination[4 * x + 2] = v; destination[4 * x + 3] = 255;
+        }
+        break;
+    case 2:
+        for (int x = 0; x < width; x++) {
+            uint8_t v = source[2 * x];
+            destination[4 * x] = v; destination[4 * x + 1] = v; destination[4 * x + 2] = v; destination[4 * x + 3] = source[2 * x + 1];
+        }
+        break;
+    case 3:
+        for (int x = 0; x < width; x++) {
+            destination[4 * x] = source[3 * x]; destination[4 * x + 1] = source[3 * x + 1];
+            destination[4 * x + 2] = source[3 * x + 2]; destination[4 * x + 3] = 255;
+        }
+        break;
+    default:
+        for (int x = 0; x < width * 4; x++) destination[x] = source[x];
+        break;
+    }
+}

@@ -30,7 +30,7 @@ final class ColorConversion: @unchecked Sendable {
     /// CMYK data to RGBA (Adobe-inverted input) for a CMYK profile; nil otherwise.
     private let cmykTransforms: (plain: cmsHTRANSFORM, inverted: cmsHTRANSFORM)?
 
-    private init?(iccData: Data) {
+    private init?(iccData: [UInt8]) {
         let handle = iccData.withUnsafeBytes { bytes in
             cmsOpenProfileFromMem(bytes.baseAddress, cmsUInt32Number(bytes.count))
         }
@@ -81,7 +81,7 @@ final class ColorConversion: @unchecked Sendable {
         self.kind = kind
         self.cmykTransforms = cmyk
         let isSRGB: Bool = if case .identity = kind { true } else { false }
-        self.profile = ColorProfile(iccData: iccData, description: description, colorSpace: space, isSRGB: isSRGB)
+        self.profile = ColorProfile(bytes: iccData, description: description, colorSpace: space, isSRGB: isSRGB)
     }
 
     deinit {
@@ -138,12 +138,12 @@ final class ColorConversion: @unchecked Sendable {
 
     // MARK: - Cache
 
-    private static let cache = Locked<[Data: ColorConversion]>([:])
-    private static let failed = Locked<Set<Data>>([])
+    private static let cache = Locked<[[UInt8]: ColorConversion]>([:])
+    private static let failed = Locked<Set<[UInt8]>>([])
     private static let cacheLimit = 32
 
     /// The conversion for `iccData`, built on first use; nil when Little CMS cannot parse it.
-    static func cached(for iccData: Data) -> ColorConversion? {
+    static func cached(for iccData: [UInt8]) -> ColorConversion? {
         if let hit = cache.withLock({ $0[iccData] }) { return hit }
         if failed.withLock({ $0.contains(iccData) }) { return nil }
         guard let conversion = ColorConversion(iccData: iccData) else {
@@ -205,7 +205,7 @@ struct MatrixShaper {
     }
 
     /// sRGB's, from Little CMS's built-in profile.
-    nonisolated(unsafe) static let srgb: MatrixShaper = MatrixShaper(ColorConversion.srgbProfile)!
+    static let srgb: MatrixShaper = MatrixShaper(ColorConversion.srgbProfile)!
 
     /// Within a tenth of a level of sRGB everywhere: primaries within 0.002 in XYZ and curves
     /// within 0.2/255 of linear light at every code value.

@@ -6,13 +6,13 @@ enum ColorManagement {
     /// unreadable profile is ignored, as browsers do, rather than failing the decode).
     static func profile(_ iccData: Data?) -> ColorProfile? {
         guard let iccData, !iccData.isEmpty else { return nil }
-        return ColorConversion.cached(for: iccData)?.profile
+        return ColorConversion.cached(for: [UInt8](iccData))?.profile
     }
 
     /// Converts the frames of a freshly decoded `image` (bitmaps no one else holds yet) from
     /// `iccData`'s profile to sRGB unless the options keep it, and records the profile.
     static func apply(_ iccData: Data?, to image: inout DecodedImage, options: ImageDecodingOptions) {
-        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: iccData) else { return }
+        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)) else { return }
         image.sourceColorProfile = conversion.profile
         // CMYK pixels reach here already converted (the decoder did it while leaving CMYK).
         if options.keepsColorProfile {
@@ -28,7 +28,7 @@ enum ColorManagement {
 
     /// The CMYK profile's conversion, when `iccData` is one and the options convert.
     static func cmykConversion(_ iccData: Data?, options: ImageDecodingOptions) -> ColorConversion? {
-        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: iccData),
+        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)),
               conversion.convertsCMYK else { return nil }
         return conversion
     }

@@ -18,7 +18,11 @@ public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The profile as stored in the file.
-    public let iccData: Data
+    public var iccData: Data { Data(bytes) }
+    /// The same bytes as an array: what the process-wide conversion cache keys on. (A `Data`
+    /// kept in a global collection hides its storage pointer in enum spare bits, which
+    /// LeakSanitizer then reports as leaked.)
+    let bytes: [UInt8]
     /// The profile's description tag (`desc`), e.g. "Display P3"; nil when it has none.
     public let profileDescription: String?
     /// The colour space of the pixels the profile describes.
@@ -31,22 +35,22 @@ public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     /// Parses `iccData` with Little CMS.
     /// - Throws: ``ImageError/Code/badImageData`` when it is not a usable ICC profile.
     public init(iccData: Data) throws(ImageError) {
-        guard let conversion = ColorConversion.cached(for: iccData) else {
+        guard let conversion = ColorConversion.cached(for: [UInt8](iccData)) else {
             throw ImageError(.badImageData, "the ICC profile (\(iccData.count) bytes) cannot be parsed")
         }
         self = conversion.profile
     }
 
-    init(iccData: Data, description: String?, colorSpace: ColorSpace, isSRGB: Bool) {
-        self.iccData = iccData
+    init(bytes: [UInt8], description: String?, colorSpace: ColorSpace, isSRGB: Bool) {
+        self.bytes = bytes
         self.profileDescription = description
         self.colorSpace = colorSpace
         self.isSRGB = isSRGB
     }
 
     /// The description, or "ICC profile (N bytes)" for a profile without one.
-    public var description: String { profileDescription ?? "ICC profile (\(iccData.count) bytes)" }
+    public var description: String { profileDescription ?? "ICC profile (\(bytes.count) bytes)" }
 
-    public static func == (lhs: ColorProfile, rhs: ColorProfile) -> Bool { lhs.iccData == rhs.iccData }
-    public func hash(into hasher: inout Hasher) { hasher.combine(iccData) }
+    public static func == (lhs: ColorProfile, rhs: ColorProfile) -> Bool { lhs.bytes == rhs.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }

@@ -1,3 +1,4 @@
+import CImageCodecs
 import CTIFF
 import Foundation
 
@@ -206,11 +207,7 @@ private final class TIFFFile {
         }
         if direct, (colorSamples == 3 || colorSamples == 1), samples == colorSamples || hasStraightAlpha {
             try readScanlines(into: &buffer) { source, row, width in
-                for x in 0..<width {
-                    let s = source + x * samples, d = row + x * 4
-                    if colorSamples == 3 { d[0] = s[0]; d[1] = s[1]; d[2] = s[2] } else { d[0] = s[0]; d[1] = s[0]; d[2] = s[0] }
-                    d[3] = samples > colorSamples ? s[colorSamples] : 255
-                }
+                ik_expand_to_rgba(source, row, Int32(width), Int32(samples))
             }
             return samples == colorSamples
         }
@@ -222,15 +219,23 @@ private final class TIFFFile {
         return true
     }
 
+    /// Reads strip after strip (the whole strip in one libtiff call) and hands each row to
+    /// `convert`.
     private func readScanlines(into buffer: inout PixelBuffer,
                                _ convert: (UnsafePointer<UInt8>, UnsafeMutablePointer<UInt8>, Int) -> Void) throws(ImageError) {
-        let size = Int(TIFFScanlineSize(handle))
-        guard size > 0 else { throw failure("scanline size") }
-        let line = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
-        defer { line.deallocate() }
-        for y in 0..<buffer.height {
-            guard TIFFReadScanline(handle, line, UInt32(y), 0) == 1 else { throw failure("reading row \(y)") }
-            convert(line, buffer.row(y), buffer.width)
+        let lineSize = Int(TIFFScanlineSize(handle)), stripSize = Int(TIFFStripSize(handle))
+        let rowsPerStrip = max(1, min(Int(defaultedField(UInt32(TIFFTAG_ROWSPERSTRIP), UInt32.self) ?? 1), buffer.height))
+        guard lineSize > 0, stripSize >= lineSize else { throw failure("strip size") }
+        let strip = UnsafeMutablePointer<UInt8>.allocate(capacity: stripSize)
+        defer { strip.deallocate() }
+        var y = 0
+        while y < buffer.height {
+            let index = TIFFComputeStrip(handle, UInt32(y), 0)
+            let read = Int(TIFFReadEncodedStrip(handle, index, strip, tmsize_t(stripSize)))
+            let rows = min(rowsPerStrip, buffer.height - y)
+            guard read >= rows * lineSize else { throw failure("reading strip \(index)") }
+            for row in 0..<rows { convert(strip + row * lineSize, buffer.row(y + row), buffer.width) }
+            y += rows
         }
     }
 
