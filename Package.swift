@@ -98,8 +98,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageKitTests",
-            // CLCMS2: the colour tests compare the fast path with Little CMS's own transform.
-            dependencies: ["ImageKit", "CLCMS2"]
+            // CLCMS2: the colour tests compare the fast path with Little CMS's own transform;
+            // CHeif writes HEIC files with thumbnail items.
+            dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"]))]
         ),
         // Real curl against an HTTP server started inside the test process on 127.0.0.1.
         .testTarget(

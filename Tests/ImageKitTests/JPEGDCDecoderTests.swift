@@ -90,6 +90,7 @@ final class JPEGDCDecoderTests: XCTestCase {
                 let box = PixelSize(width: max(1, Int(Double(reference.width) / reduction)), height: max(1, Int(Double(reference.height) / reduction)))
                 var options = ImageDecodingOptions(thumbnailPixelSize: box)
                 options.appliesOrientation = false
+                options.keepsColorProfile = true // decoder against decoder: the stored colours
                 let thumbnail = try ImageCodersManager.shared.decode(data, options: options).frames[0].bitmap
                 guard thumbnail.width * 8 < full.width else { continue } // a larger DCT scale: not this path
                 let expected = try reference.resized(to: PixelSize(width: thumbnail.width, height: thumbnail.height),
