@@ -18,14 +18,17 @@ enum Corpus {
     }
 
     /// `IMAGEKIT_CORPUS` when set, else `../shared/corpus` relative to the package root.
-    static let root: URL = {
-        if let override = ProcessInfo.processInfo.environment["IMAGEKIT_CORPUS"] {
+    static let root = sharedFolder("corpus", environment: "IMAGEKIT_CORPUS")
+
+    /// The folder `environment` names when set, else `../shared/<name>` beside the checkout.
+    static func sharedFolder(_ name: String, environment: String) -> URL {
+        if let override = ProcessInfo.processInfo.environment[environment] {
             return URL(fileURLWithPath: override)
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
-    }()
+        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/\(name)")
+    }
 
     static let entries: [Entry] = {
         guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else { return [] }

@@ -29,14 +29,7 @@ enum FormatsCorpus {
     }
 
     /// `IMAGEKIT_FORMATS_CORPUS` when set, else `../shared/formats-corpus` relative to the package.
-    static let root: URL = {
-        if let override = ProcessInfo.processInfo.environment["IMAGEKIT_FORMATS_CORPUS"] {
-            return URL(fileURLWithPath: override)
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/formats-corpus")
-    }()
+    static let root = Corpus.sharedFolder("formats-corpus", environment: "IMAGEKIT_FORMATS_CORPUS")
 
     static let entries: [Entry] = {
         guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else { return [] }
