@@ -40,7 +40,9 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
     case $1 in
         FuzzDecode|FuzzProgressive|FuzzManager)
             find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' \) \
-                -size -200k | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+                -size -200k | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done
+            [ "$1" != FuzzProgressive ] || find "$formats" -type f -name '*.jxl' -size -200k \
+                | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzJPEGDC|FuzzExif) find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' \) -size -200k -exec cp {} "$dir/" \; ;;
         FuzzAPNG|FuzzPNGFast) find "$corpus" -type f -name '*.png' -size -200k -exec cp {} "$dir/" \; ;;
         FuzzBMPICO)

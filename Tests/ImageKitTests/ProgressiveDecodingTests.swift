@@ -112,6 +112,41 @@ final class ProgressiveDecodingTests: XCTestCase {
         XCTAssertEqual(try final.get().width, 480)
     }
 
+    #if JXL
+    /// JPEG XL: libjxl's progressive steps (the 1/8 DC image, then passes) become previews before
+    /// the last byte, at the final size; the final image is the one-shot decode.
+    func testJPEGXLPreviewsAppearBeforeTheLastByte() throws {
+        // Lossy (VarDCT) files code their DC first and their groups one by one: previews come
+        // early. Small modular files code everything in one section (the whole file is needed).
+        for (path, previewsExpected) in [("jxl/conformance/bench_oriented_brg.jxl", true), ("jxl/made/lossy-d1.jxl", true),
+                                          ("jxl/conformance/lz77_flower.jxl", false)] {
+            let data = try FormatsCorpus.entry(path).data
+            let (previews, final) = feed(data, chunks: 12)
+            let image = try final.get()
+            XCTAssertEqual(image.bitmap.canonicalSHA256(), try ImageCodersManager.shared.decode(data).bitmap.canonicalSHA256(), path)
+            if previewsExpected { XCTAssertGreaterThanOrEqual(previews.count, 1, "\(path): a preview before the last byte") }
+            for preview in previews {
+                XCTAssertTrue(preview.isPreview)
+                XCTAssertEqual(preview.bitmap.size, image.bitmap.size, path)
+            }
+            // The last preview is already close to the final picture.
+            if let last = previews.last { XCTAssertGreaterThan(clearedPSNR(last.bitmap, image.bitmap), 20, path) }
+            // Thumbnail options apply to previews too.
+            let (small, _) = feed(data, chunks: 12, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(64)))
+            XCTAssertTrue(small.allSatisfy { max($0.width, $0.height) <= 64 }, path)
+        }
+        // Every prefix of a JPEG XL file: a preview or nothing, never a trap.
+        let data = try FormatsCorpus.entry("jxl/made/lossless-alpha.jxl").data
+        let decoder = ProgressiveDecoder()
+        for end in stride(from: 0, through: data.count, by: max(1, data.count / 97)) {
+            decoder.update(data.prefix(end), isFinal: false)
+            _ = decoder.preview()
+        }
+        decoder.update(data, isFinal: true)
+        XCTAssertNoThrow(try decoder.finalImage())
+    }
+    #endif
+
     func testTruncationAtEveryOffsetNeverTraps() throws {
         for path in ["png/pngsuite/basi0g01.png", "gif/gif-test-suite/static_transparent.gif", "jpeg/jpegsuite/baseline/32x32x8_ycbcr.jpg",
                      "webp/libwebp-test-data/lossless_vec_1_0.webp"] {

@@ -7,7 +7,7 @@ import Foundation
 /// accumulates them); ask ``preview()`` for an image whenever convenient — it answers only when
 /// the new bytes can show something new: a completed JPEG scan (or a further band of rows of a
 /// baseline JPEG), more PNG rows or a completed Adam7 pass, more WebP rows, a completed GIF
-/// frame. Previews are marked ``DecodedImage/isPreview``, honour the thumbnail and scale-down
+/// frame, a JPEG XL progressive step (its 1/8 DC image, then each pass). Previews are marked ``DecodedImage/isPreview``, honour the thumbnail and scale-down
 /// options (a large progressive JPEG is never decoded at full size for a preview) and are never
 /// larger than the final image. ``finalImage()`` is exactly the one-shot decode of all bytes.
 ///
@@ -42,6 +42,9 @@ public final class ProgressiveDecoder: Sendable {
         case png(PNGProgress)
         case webp(WebPProgress)
         case gif(GIFProgress)
+        #if JXL
+        case jxl(JXLProgress)
+        #endif
         case none
     }
 
@@ -67,6 +70,9 @@ public final class ProgressiveDecoder: Sendable {
                 case .png where !signature.isAnimated: state.engine = .png(PNGProgress(limits: options.limits))
                 case .webp where !signature.isAnimated: state.engine = .webp(WebPProgress(limits: options.limits))
                 case .gif: state.engine = .gif(GIFProgress())
+                #if JXL
+                case .jpegXL: state.engine = .jxl(JXLProgress(limits: options.limits))
+                #endif
                 default: state.engine = Engine.none
                 }
             }
@@ -92,6 +98,10 @@ public final class ProgressiveDecoder: Sendable {
             case .gif(var progress):
                 image = progress.preview(state.data, options: options)
                 state.engine = .gif(progress)
+            #if JXL
+            case .jxl(let progress):
+                image = progress.preview(state.data, options: options)
+            #endif
             case .none:
                 return nil
             }
