@@ -43,6 +43,13 @@ public struct AVIFCoder: ImageCoding {
         try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
         try check(avifDecoderParse(decoder), decoder, "parsing")
         guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }
+        #if HEIF
+        // libavif 0.11 drops the alpha of a still whose colour is a grid and whose alpha is not
+        // (fixed in libavif 1.0); libheif reads it. Asked only of stills libavif calls opaque.
+        if decoder.pointee.imageCount == 1, decoder.pointee.alphaPresent == 0, HEIFCoder.primaryImageHasAlpha(bytes) {
+            return try HEIFCoder.decode(bytes, format: .avif, options: options)
+        }
+        #endif
         let stored = PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height))
         try options.limits.checkPixels(width: stored.width, height: stored.height)
         let frameCount = options.firstFrameOnly ? 1 : max(1, Int(decoder.pointee.imageCount))

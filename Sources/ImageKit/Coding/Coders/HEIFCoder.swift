@@ -113,6 +113,18 @@ public struct HEIFCoder: ImageCoding {
         return adjusted
     }
 
+    /// Whether libheif sees an alpha channel on the primary image (a container parse, no
+    /// decoding); false for data it cannot read.
+    static func primaryImageHasAlpha(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let context = heif_context_alloc() else { return false }
+        defer { heif_context_free(context) }
+        guard heif_context_read_from_memory_without_copy(context, bytes.baseAddress, bytes.count, nil).code == heif_error_Ok else { return false }
+        var primary: OpaquePointer?
+        guard heif_context_get_primary_image_handle(context, &primary).code == heif_error_Ok, let primary else { return false }
+        defer { heif_image_handle_release(primary) }
+        return heif_image_handle_has_alpha_channel(primary) != 0
+    }
+
     static func iccProfile(_ handle: OpaquePointer) -> Data? {
         let type = heif_image_handle_get_color_profile_type(handle)
         guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else { return nil }
