@@ -113,7 +113,8 @@ public struct JXLCoder: ImageCoding {
         return image
     }
 
-    private static func iccProfile(_ decoder: OpaquePointer, _ target: JxlColorProfileTarget) -> Data? {
+    /// The ICC profile libjxl reports for `target` (the file's original, or the pixels' own).
+    static func iccProfile(_ decoder: OpaquePointer, _ target: JxlColorProfileTarget) -> Data? {
         var size = 0
         guard JxlDecoderGetICCProfileSize(decoder, nil, target, &size) == JXL_DEC_SUCCESS, size > 0, size < 64 << 20 else { return nil }
         var data = Data(count: size)

@@ -64,7 +64,7 @@ final class JXLProgress {
                         JxlColorEncodingSetToSRGB(&srgb, info.num_color_channels == 1 ? 1 : 0)
                         _ = JxlDecoderSetPreferredColorProfile(decoder, &srgb)
                     } else {
-                        dataProfile = Self.iccProfile(decoder)
+                        dataProfile = JXLCoder.iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
                     }
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                     guard output == nil, let buffer = try? PixelBuffer(width: shown.width, height: shown.height) else {
@@ -113,17 +113,6 @@ final class JXLProgress {
         var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpegXL)
         ColorManagement.apply(dataProfile, to: &image, options: options)
         return image
-    }
-
-    private static func iccProfile(_ decoder: OpaquePointer) -> Data? {
-        var size = 0
-        guard JxlDecoderGetICCProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS,
-              size > 0, size < 64 << 20 else { return nil }
-        var data = Data(count: size)
-        let status = data.withUnsafeMutableBytes { raw in
-            JxlDecoderGetColorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
-        }
-        return status == JXL_DEC_SUCCESS ? data : nil
     }
 }
 #endif
