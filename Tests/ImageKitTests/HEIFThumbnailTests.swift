@@ -11,9 +11,11 @@ final class HEIFThumbnailTests: XCTestCase {
     private func heic(width: Int, height: Int, main: (UInt8, UInt8, UInt8), thumbnail: (UInt8, UInt8, UInt8)) throws -> Data {
         let context = try XCTUnwrap(heif_context_alloc())
         defer { heif_context_free(context) }
-        var encoder: OpaquePointer?
-        guard heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder).code == heif_error_Ok,
-              let encoder else { throw XCTSkip("libheif has no HEVC encoder here") }
+        var found: OpaquePointer?
+        // Debian's libheif writes HEVC with x265 (a dependency of libheif1): a missing encoder
+        // is a failure, not a reason to skip.
+        XCTAssertEqual(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &found).code, heif_error_Ok)
+        let encoder = try XCTUnwrap(found, "libheif has no HEVC encoder")
         defer { heif_encoder_release(encoder) }
         heif_encoder_set_lossy_quality(encoder, 90)
         func image(_ color: (UInt8, UInt8, UInt8)) throws -> OpaquePointer {

@@ -57,14 +57,16 @@ enum FormatsCorpus {
     /// Fails the calling test (rather than passing vacuously) when the corpus is missing.
     static func requireEntries(file: StaticString = #filePath, line: UInt = #line) throws -> [Entry] {
         guard entries.count >= 100 else {
-            XCTFail("formats corpus manifest not found or short at \(root.path)", file: file, line: line)
-            throw XCTSkip("no formats corpus")
+            throw Corpus.Missing(message: "formats corpus manifest not found or short at \(root.path)")
         }
         return entries
     }
 
+    /// The manifest row of `path`; a test asking for a file the corpus lacks fails.
     static func entry(_ path: String) throws -> Entry {
-        guard let entry = entries.first(where: { $0.path == path }) else { throw XCTSkip("\(path) is not in the formats corpus") }
+        guard let entry = entries.first(where: { $0.path == path }) else {
+            throw Corpus.Missing(message: "\(path) is not in the formats corpus at \(root.path)")
+        }
         return entry
     }
 
