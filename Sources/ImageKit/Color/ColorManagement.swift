@@ -26,8 +26,9 @@ enum ColorManagement {
         }
     }
 
-    /// The CMYK profile's conversion, when `iccData` is one and the options convert.
-    static func cmykConversion(_ iccData: Data?, options: ImageDecodingOptions) -> ColorConversion? {
+    /// The conversion of a CMYK profile (CMYK pixels always come out sRGB); nil for no profile
+    /// or one that is not CMYK.
+    static func cmykConversion(_ iccData: Data?) -> ColorConversion? {
         guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)),
               conversion.convertsCMYK else { return nil }
         return conversion

@@ -39,17 +39,11 @@ enum ColorProfileEmbedding {
         var compressed = [UInt8](repeating: 0, count: bound)
         let written = icc.withUnsafeBytes { libdeflate_zlib_compress(compressor, $0.baseAddress, icc.count, &compressed, bound) }
         guard written > 0 else { return png }
-        var body = Array("iCCPICC Profile".utf8) + [0, 0]
-        body += compressed.prefix(written)
-        var chunk = Data()
-        let length = UInt32(body.count - 4)
-        chunk.append(contentsOf: withUnsafeBytes(of: length.bigEndian, Array.init))
-        chunk.append(contentsOf: body)
-        let crc = UInt32(body.withUnsafeBytes { libdeflate_crc32(0, $0.baseAddress, body.count) })
-        chunk.append(contentsOf: withUnsafeBytes(of: crc.bigEndian, Array.init))
+        var chunk = APNGEncoding.ChunkWriter()
+        chunk.chunk("iCCP", Array("ICC Profile".utf8) + [0, 0] + compressed.prefix(written))
         // Signature (8) + IHDR (4 + 4 + 13 + 4).
         var result = Data(png.prefix(33))
-        result.append(chunk)
+        result.append(contentsOf: chunk.bytes)
         result.append(png.dropFirst(33))
         return result
     }

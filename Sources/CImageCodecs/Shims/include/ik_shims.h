@@ -244,6 +244,10 @@ void ik_color_matrix_trc(uint8_t *_Nonnull pixels, size_t stride, int width, int
 /// tables one after the other), alpha kept: for transforms that act on each channel alone.
 void ik_color_lut_rgb(uint8_t *_Nonnull pixels, size_t stride, int width, int height, const uint8_t *_Nonnull table);
 
+/// Straight alpha again, in place: c × 255 / a, rounded (a table of 16.16 reciprocals; within one
+/// level of the exact quotient), clamped to 255; a fully transparent pixel becomes 0,0,0,0.
+void ik_unpremultiply_row(uint8_t *_Nonnull row, int count);
+
 /// Widens one row of 8-bit gray (1), gray + alpha (2), RGB (3) or RGBA (4) samples to RGBA8.
 void ik_expand_to_rgba(const uint8_t *_Nonnull source, uint8_t *_Nonnull destination, int width, int channels);
 

@@ -110,14 +110,14 @@ enum APNGEncoding {
         }
     }
 
-    private static func be32(_ value: UInt32) -> [UInt8] {
+    static func be32(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 
     private static func be16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
 
     /// PNG chunks: length, type, data, CRC-32 of type and data.
-    private struct ChunkWriter {
+    struct ChunkWriter {
         var bytes: [UInt8] = []
 
         mutating func chunk(_ type: StaticString, _ data: [UInt8]) {

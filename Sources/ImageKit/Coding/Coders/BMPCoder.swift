@@ -176,9 +176,6 @@ struct BMPReader {
             return target == full ? bitmap : try bitmap.resized(to: target)
         }
         // Rows go straight to the output, or through the resampler in top-to-bottom order.
-        guard rowStride.multipliedReportingOverflow(by: height).partialValue <= bytes.count - pixelOffset else {
-            throw ImageError(.truncatedData, "BMP: the pixel data ends early (\(bytes.count - pixelOffset) of \(rowStride * height) bytes)")
-        }
         if target == full {
             let buffer = try PixelBuffer(width: width, height: height)
             try readRows { y, row in buffer.row(y).update(from: row, count: width * 4) }
@@ -192,8 +189,9 @@ struct BMPReader {
 
     /// Calls `body` with each decoded row (RGBA), top row first, for uncompressed data.
     private func readRows(_ body: (Int, UnsafeMutablePointer<UInt8>) -> Void) throws(ImageError) {
-        guard rowStride.multipliedReportingOverflow(by: height).partialValue <= bytes.count - pixelOffset else {
-            throw ImageError(.truncatedData, "BMP: the pixel data ends early")
+        let (needed, overflow) = rowStride.multipliedReportingOverflow(by: height)
+        guard !overflow, needed <= bytes.count - pixelOffset else {
+            throw ImageError(.truncatedData, "BMP: the pixel data ends early (\(bytes.count - pixelOffset) bytes for \(height) rows of \(rowStride))")
         }
         let row = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
         defer { row.deallocate() }

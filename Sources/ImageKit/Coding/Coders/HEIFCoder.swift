@@ -93,24 +93,11 @@ public struct HEIFCoder: ImageCoding {
         let buffer = try PixelBuffer(width: width, height: height)
         for y in 0..<height { buffer.row(y).update(from: plane + y * Int(stride), count: width * 4) }
         var bitmap = buffer.freeze(isOpaque: !hasAlpha)
-        let finalSize = DecodeTarget.size(for: PixelSize(width: width, height: height),
-                                          options: thumbnailOptions(options, fullSize: full, decoded: PixelSize(width: width, height: height)))
-        if finalSize != bitmap.size { bitmap = try bitmap.resized(to: finalSize) }
+        // The full image's target, whether the primary image or a thumbnail item was decoded.
+        if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
         var decoded = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: format)
         ColorManagement.apply(icc, to: &decoded, options: options)
         return decoded
-    }
-
-    /// The options as they apply to a decoded thumbnail item: the target is the full image's
-    /// target, not a fraction of the thumbnail.
-    private static func thumbnailOptions(_ options: ImageDecodingOptions, fullSize: PixelSize, decoded: PixelSize) -> ImageDecodingOptions {
-        guard decoded != fullSize else { return options }
-        var adjusted = options
-        let target = DecodeTarget.size(for: fullSize, options: options)
-        adjusted.thumbnailPixelSize = target
-        adjusted.preservesAspectRatio = options.preservesAspectRatio
-        adjusted.scaleDownLimitBytes = nil
-        return adjusted
     }
 
     /// Whether libheif sees an alpha channel on the primary image (a container parse, no

@@ -100,7 +100,7 @@ public struct JPEGCoder: ImageCoding {
         let icc = markers.iccProfile(bytes)
         if isCMYK {
             // A CMYK profile converts through Little CMS; without one, the plain formula.
-            if let conversion = ColorManagement.cmykConversion(icc, options: options) {
+            if let conversion = ColorManagement.cmykConversion(icc) {
                 _ = conversion.convertCMYK(buffer.baseAddress, width: buffer.width, height: buffer.height,
                                            bytesPerRow: buffer.bytesPerRow, inverted: markers.hasAdobeMarker)
             } else {

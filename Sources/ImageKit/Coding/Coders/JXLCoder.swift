@@ -57,23 +57,11 @@ public struct JXLCoder: ImageCoding {
                 // The frame count is not in the header: the budget is checked per frame below.
                 target = DecodeTarget.size(for: shown, frames: 1, options: options)
                 try options.limits.check(width: target.width, height: target.height)
-                // libjxl's own buffers: measured 32 MB beyond the output for a 12 MP lossy (VarDCT)
-                // file, about 2.7 bytes a pixel; a modular (lossless) frame keeps 32-bit channels
-                // whole, 4 bytes a sample.
-                let perPixel = info.uses_original_profile != 0 ? 4 * Int(info.num_color_channels + (info.alpha_bits > 0 ? 1 : 0)) : 4
-                try options.limits.checkWorking(stored.pixelCount * perPixel, outputBytes: target.pixelCount * 4,
+                try options.limits.checkWorking(Self.workingBytes(info), outputBytes: target.pixelCount * 4,
                                                 "the \(stored) JPEG XL frame's planes")
             case JXL_DEC_COLOR_ENCODING:
                 sourceProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_ORIGINAL)
-                if info.uses_original_profile == 0 && !options.keepsColorProfile {
-                    var srgb = JxlColorEncoding()
-                    JxlColorEncodingSetToSRGB(&srgb, info.num_color_channels == 1 ? 1 : 0)
-                    if JxlDecoderSetPreferredColorProfile(decoder, &srgb) != JXL_DEC_SUCCESS {
-                        dataProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
-                    }
-                } else {
-                    dataProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
-                }
+                dataProfile = Self.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
             case JXL_DEC_FRAME:
                 var header = JxlFrameHeader()
                 if info.have_animation != 0, JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS,
@@ -111,6 +99,27 @@ public struct JXLCoder: ImageCoding {
         ColorManagement.apply(dataProfile, to: &image, options: options)
         if let sourceProfile, image.sourceColorProfile == nil { image.sourceColorProfile = ColorManagement.profile(sourceProfile) }
         return image
+    }
+
+    /// libjxl's own buffers for one frame: measured 32 MB beyond the output for a 12 MP lossy
+    /// (VarDCT) file, about 2.7 bytes a pixel; a modular (lossless) frame keeps 32-bit channels
+    /// whole, 4 bytes a sample.
+    static func workingBytes(_ info: JxlBasicInfo) -> Int {
+        let pixels = Int(info.xsize) * Int(info.ysize)
+        let perPixel = info.uses_original_profile != 0 ? 4 * Int(info.num_color_channels + (info.alpha_bits > 0 ? 1 : 0)) : 4
+        return pixels.multipliedReportingOverflow(by: perPixel).overflow ? Int.max : pixels * perPixel
+    }
+
+    /// At the colour-encoding event: asks libjxl to render a lossy (XYB) file straight to sRGB
+    /// unless the profile is kept; returns the ICC profile of the pixels libjxl will write
+    /// otherwise (nil: sRGB).
+    static func chooseOutputColor(_ decoder: OpaquePointer, info: JxlBasicInfo, keepsProfile: Bool) -> Data? {
+        if info.uses_original_profile == 0 && !keepsProfile {
+            var srgb = JxlColorEncoding()
+            JxlColorEncodingSetToSRGB(&srgb, info.num_color_channels == 1 ? 1 : 0)
+            if JxlDecoderSetPreferredColorProfile(decoder, &srgb) == JXL_DEC_SUCCESS { return nil }
+        }
+        return iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
     }
 
     /// The ICC profile libjxl reports for `target` (the file's original, or the pixels' own).

@@ -38,7 +38,7 @@ public struct TIFFCoder: ImageCoding {
             let width = Int(tiff.field(UInt32(TIFFTAG_IMAGEWIDTH), UInt32.self) ?? 0)
             let height = Int(tiff.field(UInt32(TIFFTAG_IMAGELENGTH), UInt32.self) ?? 0)
             try options.limits.checkPixels(width: width, height: height)
-            let orientationTag = Int(tiff.defaultedField(UInt32(TIFFTAG_ORIENTATION), UInt16.self) ?? 1)
+            let orientationTag = Int(tiff.field(UInt32(TIFFTAG_ORIENTATION), UInt16.self, defaulted: true) ?? 1)
             let orientation = ImageOrientation(rawValue: orientationTag) ?? .up
             let full = PixelSize(width: width, height: height)
             let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
@@ -51,7 +51,7 @@ public struct TIFFCoder: ImageCoding {
             }
             let icc = tiff.iccProfile()
             var buffer = try PixelBuffer(width: width, height: height)
-            let isOpaque = try tiff.readPixels(into: &buffer, icc: icc, options: options)
+            let isOpaque = try tiff.readPixels(into: &buffer, icc: icc)
             var bitmap = buffer.freeze(isOpaque: isOpaque)
             if target != full { bitmap = try bitmap.resized(to: target) }
             var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .tiff, orientation: orientation,
@@ -127,18 +127,11 @@ private final class TIFFFile {
         return try body(file)
     }
 
-    func field<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type) -> Value? {
+    /// An integer tag; with `defaulted`, libtiff's default when the file has none.
+    func field<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type, defaulted: Bool = false) -> Value? {
         var value: Value = 0
         let found = withUnsafeMutablePointer(to: &value) { pointer in
-            withVaList([pointer]) { TIFFVGetField(handle, tag, $0) }
-        }
-        return found == 1 ? value : nil
-    }
-
-    func defaultedField<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type) -> Value? {
-        var value: Value = 0
-        let found = withUnsafeMutablePointer(to: &value) { pointer in
-            withVaList([pointer]) { TIFFVGetFieldDefaulted(handle, tag, $0) }
+            withVaList([pointer]) { defaulted ? TIFFVGetFieldDefaulted(handle, tag, $0) : TIFFVGetField(handle, tag, $0) }
         }
         return found == 1 ? value : nil
     }
@@ -176,12 +169,12 @@ private final class TIFFFile {
 
     /// Fills `buffer` with the first page's RGBA, rows as stored (the Orientation tag not
     /// applied). Returns whether the pixels are known opaque.
-    func readPixels(into buffer: inout PixelBuffer, icc: Data?, options: ImageDecodingOptions) throws(ImageError) -> Bool {
-        let photometric = defaultedField(UInt32(TIFFTAG_PHOTOMETRIC), UInt16.self) ?? 0
-        let bits = defaultedField(UInt32(TIFFTAG_BITSPERSAMPLE), UInt16.self) ?? 1
-        let samples = Int(defaultedField(UInt32(TIFFTAG_SAMPLESPERPIXEL), UInt16.self) ?? 1)
-        let planar = defaultedField(UInt32(TIFFTAG_PLANARCONFIG), UInt16.self) ?? 1
-        let sampleFormat = defaultedField(UInt32(TIFFTAG_SAMPLEFORMAT), UInt16.self) ?? 1
+    func readPixels(into buffer: inout PixelBuffer, icc: Data?) throws(ImageError) -> Bool {
+        let photometric = field(UInt32(TIFFTAG_PHOTOMETRIC), UInt16.self, defaulted: true) ?? 0
+        let bits = field(UInt32(TIFFTAG_BITSPERSAMPLE), UInt16.self, defaulted: true) ?? 1
+        let samples = Int(field(UInt32(TIFFTAG_SAMPLESPERPIXEL), UInt16.self, defaulted: true) ?? 1)
+        let planar = field(UInt32(TIFFTAG_PLANARCONFIG), UInt16.self, defaulted: true) ?? 1
+        let sampleFormat = field(UInt32(TIFFTAG_SAMPLEFORMAT), UInt16.self, defaulted: true) ?? 1
         let extras = extraSamples()
         let alpha = extras.first ?? UInt16(EXTRASAMPLE_UNSPECIFIED)
         let direct = bits == 8 && planar == UInt16(PLANARCONFIG_CONTIG) && TIFFIsTiled(handle) == 0 && sampleFormat == 1
@@ -195,9 +188,9 @@ private final class TIFFFile {
         let hasStraightAlpha = samples == colorSamples + 1 && alpha == UInt16(EXTRASAMPLE_UNASSALPHA)
         let hasAnyAlpha = samples > colorSamples && colorSamples > 0
             && (alpha == UInt16(EXTRASAMPLE_UNASSALPHA) || alpha == UInt16(EXTRASAMPLE_ASSOCALPHA))
-        let inkSet = defaultedField(UInt32(TIFFTAG_INKSET), UInt16.self) ?? UInt16(INKSET_CMYK)
+        let inkSet = field(UInt32(TIFFTAG_INKSET), UInt16.self, defaulted: true) ?? UInt16(INKSET_CMYK)
         if direct, colorSamples == 4, samples == 4, inkSet == UInt16(INKSET_CMYK),
-           let conversion = ColorManagement.cmykConversion(icc, options: options) {
+           let conversion = ColorManagement.cmykConversion(icc) {
             try readScanlines(into: &buffer) { source, row, width in
                 row.update(from: source, count: width * 4)
             }
@@ -213,7 +206,7 @@ private final class TIFFFile {
         }
         try readRGBA(into: &buffer)
         if hasAnyAlpha || (colorSamples == 0 && samples > 1 && !extras.isEmpty) {
-            Self.unpremultiply(&buffer)
+            for y in 0..<buffer.height { ik_unpremultiply_row(buffer.row(y), Int32(buffer.width)) }
             return false
         }
         return true
@@ -224,7 +217,7 @@ private final class TIFFFile {
     private func readScanlines(into buffer: inout PixelBuffer,
                                _ convert: (UnsafePointer<UInt8>, UnsafeMutablePointer<UInt8>, Int) -> Void) throws(ImageError) {
         let lineSize = Int(TIFFScanlineSize(handle)), stripSize = Int(TIFFStripSize(handle))
-        let rowsPerStrip = max(1, min(Int(defaultedField(UInt32(TIFFTAG_ROWSPERSTRIP), UInt32.self) ?? 1), buffer.height))
+        let rowsPerStrip = max(1, min(Int(field(UInt32(TIFFTAG_ROWSPERSTRIP), UInt32.self, defaulted: true) ?? 1), buffer.height))
         guard lineSize > 0, stripSize >= lineSize else { throw failure("strip size") }
         let strip = UnsafeMutablePointer<UInt8>.allocate(capacity: stripSize)
         defer { strip.deallocate() }
@@ -263,18 +256,5 @@ private final class TIFFFile {
             for y in 0..<height { UnsafeMutableRawPointer(buffer.row(y)).copyMemory(from: raster + y * width, byteCount: width * 4) }
         }
         // libtiff packs R in the low byte: on a little-endian machine the bytes are R, G, B, A.
-    }
-
-    private static func unpremultiply(_ buffer: inout PixelBuffer) {
-        for y in 0..<buffer.height {
-            let row = buffer.row(y)
-            for x in 0..<buffer.width {
-                let p = row + x * 4
-                let a = Int(p[3])
-                if a == 255 { continue }
-                if a == 0 { p[0] = 0; p[1] = 0; p[2] = 0; continue }
-                for c in 0..<3 { p[c] = UInt8(min(255, (Int(p[c]) * 255 + a / 2) / a)) }
-            }
-        }
     }
 }

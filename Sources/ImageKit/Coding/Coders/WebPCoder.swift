@@ -92,17 +92,21 @@ public struct WebPCoder: ImageCoding {
 
     /// The `ICCP` chunk of an extended (VP8X) file whose ICC flag is set; nil otherwise.
     static func iccProfile(_ bytes: UnsafeRawBufferPointer) -> Data? {
-        guard bytes.count >= 30, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
-              bytes[20] & 0x20 != 0 else { return nil }
+        extendedChunk(bytes, "ICCP", flag: 0x20).map { Data($0) }
+    }
+
+    /// The payload of the first `fourCC` chunk of an extended (VP8X) file whose VP8X `flag` bit
+    /// says it has one; nil otherwise or when the chunks run past the data.
+    static func extendedChunk(_ bytes: UnsafeRawBufferPointer, _ fourCC: StaticString, flag: UInt8) -> UnsafeRawBufferPointer? {
+        guard bytes.count >= 21, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
+              bytes[20] & flag != 0 else { return nil }
+        let tag = fourCC.withUTF8Buffer { Array($0) }
         var offset = 12
         while offset + 8 <= bytes.count {
-            let size = Int(UInt32(bytes[offset + 4]) | UInt32(bytes[offset + 5]) << 8 | UInt32(bytes[offset + 6]) << 16
-                | UInt32(bytes[offset + 7]) << 24)
+            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
             let start = offset + 8
             guard size <= bytes.count - start else { return nil }
-            if bytes[offset] == 0x49, bytes[offset + 1] == 0x43, bytes[offset + 2] == 0x43, bytes[offset + 3] == 0x50 { // ICCP
-                return Data(UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]))
-            }
+            if bytes[offset..<offset + 4].elementsEqual(tag) { return UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]) }
             offset = start + size + (size & 1)
         }
         return nil
@@ -183,19 +187,7 @@ public struct WebPCoder: ImageCoding {
 
     /// The orientation in the `EXIF` chunk, when the VP8X header says there is one.
     static func exifOrientation(_ bytes: UnsafeRawBufferPointer) -> ImageOrientation? {
-        guard bytes.count >= 21, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
-              bytes[20] & 0x08 != 0 else { return nil }
-        var offset = 12
-        while offset + 8 <= bytes.count {
-            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
-            let start = offset + 8
-            guard size >= 0, size <= bytes.count - start else { return nil }
-            if bytes[offset] == 0x45, bytes[offset + 1] == 0x58, bytes[offset + 2] == 0x49, bytes[offset + 3] == 0x46 {
-                return ExifReader.orientation(exifPayload: UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]))
-            }
-            offset = start + size + (size & 1)
-        }
-        return nil
+        extendedChunk(bytes, "EXIF", flag: 0x08).flatMap { ExifReader.orientation(exifPayload: $0) }
     }
 
     // MARK: - Encoding

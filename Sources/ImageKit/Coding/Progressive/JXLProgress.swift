@@ -54,18 +54,12 @@ final class JXLProgress {
                     shown = info.orientation.rawValue > 4 ? stored.transposed : stored
                     // The preview buffer is the full displayed frame, plus libjxl's own planes.
                     guard (try? limits.check(width: shown.width, height: shown.height)) != nil,
-                          (try? limits.checkWorking(stored.pixelCount * 4, outputBytes: shown.pixelCount * 4, "")) != nil else {
+                          (try? limits.checkWorking(JXLCoder.workingBytes(info), outputBytes: shown.pixelCount * 4, "")) != nil else {
                         failed = true
                         return
                     }
                 case JXL_DEC_COLOR_ENCODING:
-                    if info.uses_original_profile == 0 && !options.keepsColorProfile {
-                        var srgb = JxlColorEncoding()
-                        JxlColorEncodingSetToSRGB(&srgb, info.num_color_channels == 1 ? 1 : 0)
-                        _ = JxlDecoderSetPreferredColorProfile(decoder, &srgb)
-                    } else {
-                        dataProfile = JXLCoder.iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
-                    }
+                    dataProfile = JXLCoder.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                     guard output == nil, let buffer = try? PixelBuffer(width: shown.width, height: shown.height) else {
                         failed = true
