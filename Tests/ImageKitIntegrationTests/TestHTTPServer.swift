@@ -28,21 +28,33 @@ final class TestHTTPServer: @unchecked Sendable {
     private var lastHeaders: [String: HTTPHeaders] = [:]
     private var inFlight = 0
     private var mostInFlight = 0
+    private var connections = 0
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var channel: Channel!
 
     var port: Int { channel.localAddress!.port! }
 
-    init() throws {
+    /// `host` is a loopback address (127.0.0.1 by default; 127.0.0.2 for the address-policy
+    /// tests' forbidden listener).
+    init(host: String = "127.0.0.1") throws {
+        self.host = host
         channel = try ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [self] channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                lock.lock(); connections += 1; lock.unlock()
+                return channel.pipeline.configureHTTPServerPipeline().flatMap {
                     channel.pipeline.addHandler(RequestHandler(server: self))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).wait()
+            .bind(host: host, port: 0).wait()
+    }
+
+    let host: String
+
+    /// Connections accepted so far.
+    var connectionCount: Int {
+        lock.lock(); defer { lock.unlock() }; return connections
     }
 
     func stop() {
@@ -50,7 +62,7 @@ final class TestHTTPServer: @unchecked Sendable {
         try? group.syncShutdownGracefully()
     }
 
-    func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+    func url(_ path: String) -> URL { URL(string: "http://\(host):\(port)\(path)")! }
 
     func route(_ path: String, _ handler: @escaping RouteHandler) {
         lock.lock(); routes[path] = handler; lock.unlock()

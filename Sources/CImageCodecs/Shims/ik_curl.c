@@ -51,6 +51,11 @@ int ik_curl_easy_set_xferinfo_function(void *easy, ik_curl_xferinfo_fn function)
     return (int)curl_easy_setopt((CURL *)easy, CURLOPT_XFERINFOFUNCTION, function);
 }
 
+int ik_curl_easy_set_opensocket_function(void *easy, ik_curl_opensocket_fn function) {
+    // Same ABI: curlsocktype is an int-sized enum, curl_socket_t an int on POSIX.
+    return (int)curl_easy_setopt((CURL *)easy, CURLOPT_OPENSOCKETFUNCTION, (curl_opensocket_callback)function);
+}
+
 
 // A share handle used by several engine threads: curl serialises access through these
 // callbacks, one mutex per kind of shared data.

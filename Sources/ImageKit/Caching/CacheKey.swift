@@ -87,6 +87,26 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         return copy
     }
 
+    /// This key for a load sent with `headers`: their digest joins the source (so the
+    /// original's key keeps it too), and an entry stored for other headers never answers.
+    /// Nothing of the headers themselves is kept.
+    public func varying(byRequestHeaders headers: [String: String]) -> CacheKey {
+        guard !headers.isEmpty else { return self }
+        var copy = self
+        copy.source += Self.headersMarker + RequestHeaderDigest.digest(headers)
+        return copy
+    }
+
+    /// This key for one version of a local file: an edited or replaced file gets a new key.
+    func varying(byFileVersion version: FileVersion) -> CacheKey {
+        var copy = self
+        copy.source += Self.fileVersionMarker + version.tag
+        return copy
+    }
+
+    static let headersMarker = "#imagekit-headers:"
+    static let fileVersionMarker = "#imagekit-file:"
+
     /// The same source with no transformer, thumbnail or decode variant: the original image's key.
     public var original: CacheKey { CacheKey(source) }
 
@@ -162,11 +182,20 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
 
 /// Turns a URL into a cache key's source (SDWebImage's cache key filter), for example to drop
 /// the signature of a signed URL so every signature shares one entry.
+///
+/// A load with per-load request headers (``ImageLoadContext/requestHeaders``) is cached apart
+/// from loads with other headers: the headers' digest joins the key. A filter made with
+/// `ignoresRequestHeaders: true` says the image does not depend on them (an access token that
+/// only gates the same public image), and then one entry serves every caller — including
+/// callers whose headers the origin would have refused, so use it only for such images.
 public struct CacheKeyFilter: Sendable {
     private let transform: @Sendable (URL) -> String
+    /// Whether loads with different request headers share the key this filter makes.
+    public let ignoresRequestHeaders: Bool
 
-    public init(_ transform: @escaping @Sendable (URL) -> String) {
+    public init(ignoresRequestHeaders: Bool = false, _ transform: @escaping @Sendable (URL) -> String) {
         self.transform = transform
+        self.ignoresRequestHeaders = ignoresRequestHeaders
     }
 
     public func key(for url: URL) -> String { transform(url) }
@@ -188,4 +217,23 @@ public struct CacheKeyFilter: Sendable {
         components.query = nil
         return components.url?.absoluteString ?? url.absoluteString
     }
+}
+
+/// The identity and modification time of a local file: what makes a cached decode of it stale.
+struct FileVersion: Sendable, Hashable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modifiedNanoseconds: Int64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+
+    var tag: String { "\(device):\(inode):\(size):\(modifiedNanoseconds)" }
 }

@@ -65,6 +65,12 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let internalError = Code(rawValue: "internalError")
         /// A parameter makes no sense for the image: a crop outside it, a negative radius …
         public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// The address policy refused the address a host resolved to, or a redirect led to
+        /// (loopback, private, link-local …): ``AddressPolicy``.
+        public static let forbiddenAddress = Code(rawValue: "forbiddenAddress")
+        /// A cache-only load found nothing cached (the CLI's answer; the library's
+        /// ``ImageLoadOptions/fromCacheOnly`` returns no image and no error, as SDWebImage does).
+        public static let notCached = Code(rawValue: "notCached")
     }
 
     public var code: Code

@@ -2,109 +2,13 @@ import CCurl
 import DequeModule
 import Foundation
 
-/// Settings of an ``ImageDownloader`` (defaults from SDWebImage where it has one).
-public struct ImageDownloaderConfiguration: Sendable {
-    public enum ExecutionOrder: Sendable { case fifo, lifo }
-
-    /// Transfers running at once (6); the rest wait, by priority and then ``executionOrder``.
-    public var maxConcurrentDownloads: Int
-    /// Stall timeout: a transfer that receives nothing for this long fails (15 s). A large image
-    /// on a slow but steady link is not killed by it.
-    public var timeout: TimeInterval
-    /// Connection set-up limit (defaults to ``timeout``).
-    public var connectTimeout: TimeInterval?
-    /// An overall deadline per transfer; nil = none.
-    public var totalTimeout: TimeInterval?
-    public var executionOrder: ExecutionOrder
-    /// Headers sent with every request (a request's own headers win).
-    public var headers: [String: String]
-    public var acceptableStatusCodes: Range<Int>
-    /// When set, responses whose Content-Type (without parameters) is not listed fail.
-    public var acceptableContentTypes: Set<String>?
-    /// Bodies larger than this fail with ``ImageError/Code/responseTooLarge``, with or without
-    /// a Content-Length (default 256 MiB).
-    public var maxBodySize: Int?
-    public var maxRedirects: Int
-    public var credentials: (user: String, password: String)?
-    /// curl's in-memory cookie engine (off by default).
-    public var handlesCookies: Bool
-    /// Accept any TLS certificate (off by default; for tests and self-signed servers).
-    public var allowsInvalidSSLCertificates: Bool
-    /// Connections to one host at once (6), and in all (0: no limit), per network thread
-    /// (``networkThreads``). Connections in use never exceed ``maxConcurrentDownloads``; plain
-    /// HTTP spread over several threads may keep up to `networkThreads` times this many open.
-    public var maxConnectionsPerHost: Int
-    public var maxTotalConnections: Int
-    /// Threads that run transfers, each with its own curl multi handle (default: 2 when the
-    /// machine has two cores or more, else 1). Plain-HTTP transfers go to the least busy
-    /// thread; HTTPS transfers to one host always share a thread, so HTTP/2 multiplexes them
-    /// on one connection. More than one lets receiving (a copy per byte, TLS decryption)
-    /// use a second core when many transfers run at once.
-    public var networkThreads: Int
-    /// Changes or refuses (nil) a request before it is sent (SDWebImage's request modifier).
-    public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
-    /// Inspects a response's status and headers; returning false refuses it.
-    public var responseValidator: (@Sendable (_ statusCode: Int, _ headers: [String: String]) -> Bool)?
-    /// Transforms the received bytes (for example base64-decodes them); nil refuses them.
-    public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
-    /// Where progress and completions are delivered (never the curl thread).
-    public var callbackQueue: DispatchQueue
-
-    public init(maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
-                totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],
-                acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,
-                maxBodySize: Int? = 256 << 20, maxRedirects: Int = 10, credentials: (user: String, password: String)? = nil,
-                handlesCookies: Bool = false, allowsInvalidSSLCertificates: Bool = false, maxConnectionsPerHost: Int = 6,
-                maxTotalConnections: Int = 0, networkThreads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
-                callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")) {
-        self.networkThreads = networkThreads
-        self.maxConcurrentDownloads = maxConcurrentDownloads
-        self.timeout = timeout
-        self.connectTimeout = connectTimeout
-        self.totalTimeout = totalTimeout
-        self.executionOrder = executionOrder
-        self.headers = headers
-        self.acceptableStatusCodes = acceptableStatusCodes
-        self.acceptableContentTypes = acceptableContentTypes
-        self.maxBodySize = maxBodySize
-        self.maxRedirects = maxRedirects
-        self.credentials = credentials
-        self.handlesCookies = handlesCookies
-        self.allowsInvalidSSLCertificates = allowsInvalidSSLCertificates
-        self.maxConnectionsPerHost = maxConnectionsPerHost
-        self.maxTotalConnections = maxTotalConnections
-        self.callbackQueue = callbackQueue
-    }
-
-    /// ``acceptHeader`` and `User-Agent: ImageKit/<version>`. A request modifier may replace
-    /// either.
-    public static var defaultHeaders: [String: String] {
-        ["Accept": acceptHeader, "User-Agent": "ImageKit/\(ImageKit.version)"]
-    }
-
-    /// The `Accept` value: the formats this build decodes that a server would pick over JPEG
-    /// and PNG, best first (AVIF, JPEG XL, WebP, APNG), then any image at q=0.8 (JPEG, PNG, GIF
-    /// and the rest), as browsers send it. With every trait enabled:
-    /// `image/avif,image/jxl,image/webp,image/apng,image/*;q=0.8`.
-    public static var acceptHeader: String {
-        var types: [String] = []
-        #if AVIF
-        types.append("image/avif")
-        #endif
-        #if JXL
-        types.append("image/jxl")
-        #endif
-        types += ["image/webp", "image/apng", "image/*;q=0.8"]
-        return types.joined(separator: ",")
-    }
-}
-
 /// Downloads image bytes over HTTP(S) with libcurl (SDWebImage's `SDWebImageDownloader`).
 ///
-/// Concurrent requests for one URL share one transfer; each caller gets its own progress,
-/// its own token and exactly one completion. Cancelling a token detaches that caller only; the
-/// transfer stops when the last one leaves. A request arriving after a transfer finished starts
-/// a new one.
+/// Concurrent requests for one URL with the same final headers share one transfer; each
+/// caller gets its own progress, its own token, its own response hooks and exactly one
+/// completion. Requests with other headers (another `Authorization`, another tenant) never
+/// share a transfer or its bytes. Cancelling a token detaches that caller only; the transfer
+/// stops when the last one leaves. A request arriving after a transfer finished starts a new one.
 ///
 /// ```swift
 /// let downloader = ImageDownloader()
@@ -119,6 +23,8 @@ public final class ImageDownloader: ImageLoading {
     /// The default headers with the configuration's: what a request without its own sends.
     private let baseHeaders: [String: String]
     private let baseHeaderList: CurlHeaderList
+    private let hostOverrides: CurlStringList?
+    let resumable: ResumableDataStore
     private let state = Locked(State())
 
     private struct State {
@@ -132,15 +38,23 @@ public final class ImageDownloader: ImageLoading {
     }
 
     /// One shared transfer and its callers.
-    private final class Operation: @unchecked Sendable {
+    final class Operation: @unchecked Sendable {
         // Invariant: mutable fields are touched only under the downloader's state lock.
         let key: String
         let request: ImageLoadRequest
         var subscribers: [Int: Subscriber] = [:]
         var transfer: CurlTransfer?
         var engine: Int?
-        /// Queued and not yet started or abandoned.
+        /// Queued and not yet started or abandoned; `lane` is the priority lane it waits in.
         var isWaiting = false
+        var lane = 0
+        /// Waiting out a retry delay: neither queued nor running.
+        var isBackingOff = false
+        /// Retries made so far.
+        var attempt = 0
+        /// A caller looked at the bytes while they arrived (a progressive preview): retrying
+        /// would show it another image's start again, so this transfer is never retried.
+        var bytesObserved = false
         /// Whether the transfer reports progress (only when some caller asked for it: curl
         /// calls the progress function for every handle on every pass otherwise).
         var reportsProgress = false
@@ -148,18 +62,22 @@ public final class ImageDownloader: ImageLoading {
             self.key = key
             self.request = request
         }
+
+        /// The highest priority among the callers (the request's own when none is left).
+        var priority: ImageLoadPriority { subscribers.values.map(\.priority).max() ?? request.priority }
     }
 
     /// Transfers not started yet: one deque per priority, so choosing the next one costs O(1)
-    /// however long the queue is. A transfer abandoned while waiting is only marked and skipped
-    /// when it reaches the front.
-    private struct WaitingQueue {
+    /// however long the queue is. A transfer abandoned or moved to another lane while waiting
+    /// is only marked and skipped when its old entry reaches the front.
+    struct WaitingQueue {
         private var lanes = [Deque<Operation>](repeating: [], count: ImageLoadPriority.allCases.count)
         private(set) var count = 0
 
         mutating func append(_ operation: Operation) {
             operation.isWaiting = true
-            lanes[operation.request.priority.rawValue].append(operation)
+            operation.lane = operation.priority.rawValue
+            lanes[operation.lane].append(operation)
             count += 1
         }
 
@@ -169,11 +87,18 @@ public final class ImageDownloader: ImageLoading {
             count -= 1
         }
 
+        /// Moves a waiting operation to the lane of its current priority (escalation).
+        mutating func reprioritize(_ operation: Operation) {
+            guard operation.isWaiting, operation.lane != operation.priority.rawValue else { return }
+            operation.lane = operation.priority.rawValue
+            lanes[operation.lane].append(operation)
+        }
+
         /// Highest priority first; within one, oldest (FIFO) or newest (LIFO) first.
         mutating func next(lifo: Bool) -> Operation? {
             for lane in lanes.indices.reversed() {
                 while let operation = lifo ? lanes[lane].popLast() : lanes[lane].popFirst() {
-                    guard operation.isWaiting else { continue }
+                    guard operation.isWaiting, operation.lane == lane else { continue }
                     operation.isWaiting = false
                     count -= 1
                     return operation
@@ -182,39 +107,63 @@ public final class ImageDownloader: ImageLoading {
             return nil
         }
 
-        var all: [Operation] { lanes.joined().filter(\.isWaiting) }
+        var all: [Operation] {
+            lanes.enumerated().flatMap { lane, operations in operations.filter { $0.isWaiting && $0.lane == lane } }
+        }
     }
 
-    private struct Subscriber {
+    struct Subscriber {
         var progress: (@Sendable (ImageLoadProgress) -> Void)?
         var completion: @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
         /// Only resumes a continuation, which is cheap and safe on any thread: called at once
         /// instead of through the callback queue (one thread hop fewer per download).
         var resumesContinuation = false
+        var priority: ImageLoadPriority = .normal
+        /// This caller's response hooks (its request's, else the configuration's).
+        var responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)?
+        var decryptor: (@Sendable (Data, [String: String]) -> Data?)?
     }
 
-    /// Hands `result` to each subscriber: continuations directly, callbacks on the callback queue.
-    private func deliver(_ result: Result<ImageLoadResponse, ImageError>, to subscribers: [Subscriber]) {
-        for subscriber in subscribers where subscriber.resumesContinuation { subscriber.completion(result) }
-        let queued = subscribers.filter { !$0.resumesContinuation }
+    /// Hands each subscriber its result: continuations directly, callbacks on the callback queue.
+    private func deliver(_ results: [(Subscriber, Result<ImageLoadResponse, ImageError>)]) {
+        for (subscriber, result) in results where subscriber.resumesContinuation { subscriber.completion(result) }
+        let queued = results.filter { !$0.0.resumesContinuation }
         guard !queued.isEmpty else { return }
-        configuration.callbackQueue.async { for subscriber in queued { subscriber.completion(result) } }
+        configuration.callbackQueue.async { for (subscriber, result) in queued { subscriber.completion(result) } }
     }
 
-    /// One caller's handle.
+    private func deliver(_ result: Result<ImageLoadResponse, ImageError>, to subscribers: [Subscriber]) {
+        deliver(subscribers.map { ($0, result) })
+    }
+
+    /// One caller's handle. Valid from the start, also while an asynchronous
+    /// ``ImageLoadHooks/willLoad`` hook still runs.
     public struct Token: ImageLoadCancellable {
         fileprivate weak var downloader: ImageDownloader?
-        fileprivate let key: String
-        fileprivate let id: Int
-        public func cancel() { downloader?.cancel(key: key, id: id) }
+        fileprivate let ticket: Ticket
+        public func cancel() { downloader?.cancel(ticket) }
         /// The bytes received so far (a copy, taken only when asked: for progressive decoding).
-        public func receivedData() -> Data? { downloader?.snapshot(key: key) }
+        public func receivedData() -> Data? { downloader?.snapshot(ticket) }
+        public func setPriority(_ priority: ImageLoadPriority) { downloader?.setPriority(priority, of: ticket) }
+    }
+
+    /// Where one caller is: waiting for its hook, subscribed to an operation, or done.
+    final class Ticket: Sendable {
+        enum Place {
+            case pending(cancelled: Bool, priority: ImageLoadPriority?)
+            case attached(key: String, id: Int)
+            case done
+        }
+        let place: Locked<Place>
+        init(_ place: Place) { self.place = Locked(place) }
     }
 
     public init(configuration: ImageDownloaderConfiguration = ImageDownloaderConfiguration()) {
         self.configuration = configuration
         baseHeaders = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
         baseHeaderList = CurlHeaderList(baseHeaders)
+        hostOverrides = configuration.hostOverrides.isEmpty ? nil : CurlStringList(configuration.hostOverrides)
+        resumable = ResumableDataStore(limit: configuration.resumableDataLimit)
         share = CurlShare(cookies: configuration.handlesCookies)
         let count = max(1, configuration.networkThreads)
         let shareHandle = share.handle
@@ -232,8 +181,10 @@ public final class ImageDownloader: ImageLoading {
 
     deinit {
         for engine in engines { engine.shutdown() } // before `share` goes
-        // Callers of transfers that never started are told too.
-        let waiting = state.withLock { state in state.waiting.all.flatMap { Array($0.subscribers.values) } }
+        // Callers of transfers that never started (or wait for a retry) are told too.
+        let waiting = state.withLock { state in
+            state.operations.values.filter { $0.transfer == nil }.flatMap { Array($0.subscribers.values) }
+        }
         deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
     }
 
@@ -252,7 +203,9 @@ public final class ImageDownloader: ImageLoading {
 
     /// Cancels every caller of every transfer.
     public func cancelAll() {
-        let tokens = state.withLock { state in state.operations.values.flatMap { operation in operation.subscribers.keys.map { (operation.key, $0) } } }
+        let tokens = state.withLock { state in
+            state.operations.values.flatMap { operation in operation.subscribers.keys.map { (operation.key, $0) } }
+        }
         for (key, id) in tokens { cancel(key: key, id: id) }
     }
 
@@ -270,7 +223,7 @@ public final class ImageDownloader: ImageLoading {
     @discardableResult
     public func download(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
                          completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> Token {
-        enqueue(request, subscriber: Subscriber(progress: progress, completion: completion))
+        submit(request, subscriber: Subscriber(progress: progress, completion: completion))
     }
 
     /// Async form of ``download(_:progress:completion:)``; cancelling the task cancels this
@@ -282,7 +235,7 @@ public final class ImageDownloader: ImageLoading {
     /// ```
     public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
         try await awaitingLoad { completion in
-            enqueue(request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
+            submit(request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
         }.get()
     }
 
@@ -291,43 +244,107 @@ public final class ImageDownloader: ImageLoading {
         try await load(ImageLoadRequest(url: url))
     }
 
-    private func enqueue(_ request: ImageLoadRequest, subscriber: Subscriber) -> Token {
-        guard canLoad(request.url), request.url.host != nil else {
-            deliver(.failure(ImageError(.invalidURL, "cannot download \(request.url)")), to: [subscriber])
-            return Token(downloader: nil, key: "", id: 0)
+    // MARK: Queueing
+
+    /// Runs the asynchronous hook (when there is one) and then ``enqueue(_:subscriber:ticket:)``.
+    private func submit(_ request: ImageLoadRequest, subscriber: Subscriber) -> Token {
+        var subscriber = subscriber
+        subscriber.priority = request.priority
+        subscriber.responseModifier = request.hooks.responseModifier ?? configuration.responseModifier
+        subscriber.decryptor = request.hooks.decryptor ?? configuration.decryptor
+        guard let willLoad = request.hooks.willLoad ?? configuration.willLoad else {
+            let ticket = Ticket(.done)
+            enqueue(request, subscriber: subscriber, ticket: ticket)
+            return Token(downloader: self, ticket: ticket)
         }
-        guard let request = configuration.requestModifier.map({ $0(request) }) ?? request else {
-            deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
-            return Token(downloader: nil, key: "", id: 0)
+        let ticket = Ticket(.pending(cancelled: false, priority: nil))
+        let captured = subscriber
+        Task { [weak self] in
+            let outcome: Result<ImageLoadRequest, ImageError>
+            do {
+                outcome = .success(try await willLoad(request))
+            } catch let error as ImageError {
+                outcome = .failure(error)
+            } catch {
+                outcome = .failure(ImageError(.invalidURL, "the willLoad hook refused \(request.url): \(error)"))
+            }
+            guard let self else {
+                captured.completion(.failure(ImageError(.cancelled, "the downloader was shut down")))
+                return
+            }
+            var subscriber = captured
+            let (cancelled, priority) = ticket.place.withLock { place -> (Bool, ImageLoadPriority?) in
+                guard case .pending(let cancelled, let priority) = place else { return (true, nil) }
+                if cancelled { place = .done }
+                return (cancelled, priority)
+            }
+            if cancelled {
+                deliver(.failure(ImageError(.cancelled, "the download was cancelled")), to: [subscriber])
+                return
+            }
+            switch outcome {
+            case .failure(let error):
+                ticket.place.withLock { $0 = .done }
+                deliver(.failure(error), to: [subscriber])
+            case .success(var hooked):
+                hooked.hooks.willLoad = nil
+                if let priority { hooked.priority = priority }
+                subscriber.priority = hooked.priority
+                enqueue(hooked, subscriber: subscriber, ticket: ticket)
+            }
         }
-        // Conditional requests do not share a transfer with plain ones.
+        return Token(downloader: self, ticket: ticket)
+    }
+
+    /// The key transfers are shared by: the final URL and headers (digested), conditional
+    /// requests apart, and TLS or cookie settings other than the configuration's.
+    static func transferKey(for request: ImageLoadRequest, configuration: ImageDownloaderConfiguration) -> String {
         var key = request.url.absoluteString
+        let digest = RequestHeaderDigest.digest(request.headers)
+        if !digest.isEmpty { key += "\u{0}headers=" + digest }
         if request.cachedValidators != nil { key += "\u{0}conditional" }
-        // Transfers with other TLS or cookie settings than the configuration's run on their own.
         if let insecure = request.allowsInvalidSSLCertificates, insecure != configuration.allowsInvalidSSLCertificates {
             key += "\u{0}tls=\(insecure)"
         }
         if let cookies = request.handlesCookies, cookies != configuration.handlesCookies { key += "\u{0}cookies=\(cookies)" }
-        let (id, needsProgress) = state.withLock { state -> (Int, (CurlTransfer, Int)?) in
+        return key
+    }
+
+    private func enqueue(_ request: ImageLoadRequest, subscriber: Subscriber, ticket: Ticket) {
+        guard canLoad(request.url), request.url.host != nil else {
+            ticket.place.withLock { $0 = .done }
+            deliver(.failure(ImageError(.invalidURL, "cannot download \(request.url)")), to: [subscriber])
+            return
+        }
+        let modifier = request.hooks.requestModifier ?? configuration.requestModifier
+        guard let request = modifier.map({ $0(request) }) ?? request, canLoad(request.url), request.url.host != nil else {
+            ticket.place.withLock { $0 = .done }
+            deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
+            return
+        }
+        let key = Self.transferKey(for: request, configuration: configuration)
+        let needsProgress = state.withLock { state -> (CurlTransfer, Int)? in
             state.sequence += 1
             let id = state.sequence
+            ticket.place.withLock { $0 = .attached(key: key, id: id) }
             let operation: Operation
             if let existing = state.operations[key] {
                 operation = existing
+                operation.subscribers[id] = subscriber
+                state.waiting.reprioritize(operation)
             } else {
                 operation = Operation(key: key, request: request)
+                operation.subscribers[id] = subscriber
                 state.operations[key] = operation
                 state.waiting.append(operation)
             }
-            operation.subscribers[id] = subscriber
-            guard subscriber.progress != nil, !operation.reportsProgress else { return (id, nil) }
+            guard subscriber.progress != nil, !operation.reportsProgress else { return nil }
             operation.reportsProgress = true
-            guard let transfer = operation.transfer, let engine = operation.engine else { return (id, nil) }
-            return (id, (transfer, engine)) // running without progress: turn it on
+            guard let transfer = operation.transfer, let engine = operation.engine else { return nil }
+            return (transfer, engine) // running without progress: turn it on
         }
         if let (transfer, engine) = needsProgress { engines[engine].send(.reportProgress(transfer)) }
         pump()
-        return Token(downloader: self, key: key, id: id)
     }
 
     /// Starts waiting transfers while there is room: highest priority first, then FIFO or LIFO.
@@ -348,11 +365,17 @@ public final class ImageDownloader: ImageLoading {
     private func start(_ operation: Operation) {
         let request = operation.request
         var headerList = baseHeaderList
-        if !request.headers.isEmpty || request.cachedValidators != nil {
+        let resume = configuration.resumableDataLimit > 0 && request.cachedValidators == nil
+            ? resumable.take(operation.key) : nil
+        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil {
             var headers = baseHeaders.merging(request.headers) { $1 }
             if let validators = request.cachedValidators {
                 if let etag = validators.etag { headers["If-None-Match"] = etag }
                 if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
+            }
+            if let resume {
+                headers["Range"] = "bytes=\(resume.data.count)-"
+                headers["If-Range"] = resume.validator
             }
             headerList = CurlHeaderList(headers)
         }
@@ -361,12 +384,17 @@ public final class ImageDownloader: ImageLoading {
             stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
             maxBodySize: configuration.maxBodySize,
             allowsInvalidCertificates: request.allowsInvalidSSLCertificates ?? configuration.allowsInvalidSSLCertificates,
-            handlesCookies: request.handlesCookies ?? configuration.handlesCookies, credentials: configuration.credentials)
+            handlesCookies: request.handlesCookies ?? configuration.handlesCookies, credentials: configuration.credentials,
+            addressPolicy: configuration.addressPolicy, proxy: configuration.proxy, noProxy: configuration.noProxy,
+            caBundlePath: configuration.caBundlePath, caDirectory: configuration.caDirectory,
+            pinnedPublicKey: configuration.pinnedPublicKey, hostOverrides: hostOverrides, curlOptions: configuration.curlOptions)
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
-        transfer.onProgress = { [weak self] progress in self?.deliverProgress(of: operation, progress) }
+        transfer.onProgress = { [weak self] progress in
+            self?.deliverProgress(of: operation, progress.offset(by: Int64(resume?.data.count ?? 0)))
+        }
         transfer.onComplete = { [weak self] transfer, code in
             guard let self else { return }
-            finish(operation, self.result(of: transfer, code: code, request: request))
+            finish(operation, self.outcome(of: transfer, code: code, request: request, resumedFrom: resume))
         }
         let host = request.url.host ?? ""
         let multiplexes = request.url.scheme?.lowercased() == "https"
@@ -404,24 +432,103 @@ public final class ImageDownloader: ImageLoading {
         configuration.callbackQueue.async { for callback in callbacks { callback(progress) } }
     }
 
-    private func snapshot(key: String) -> Data? {
-        let transfer = state.withLock { $0.operations[key]?.transfer }
+    private func snapshot(_ ticket: Ticket) -> Data? {
+        guard case .attached(let key, _) = ticket.place.withLock({ $0 }) else { return nil }
+        let transfer = state.withLock { state -> CurlTransfer? in
+            guard let operation = state.operations[key] else { return nil }
+            operation.bytesObserved = true
+            return operation.transfer
+        }
         return transfer?.bodySnapshot()
     }
 
-    /// Ends a transfer: every remaining caller gets `result`, and the next waiting one starts.
-    private func finish(_ operation: Operation, _ result: Result<ImageLoadResponse, ImageError>) {
-        let subscribers = state.withLock { state -> [Subscriber] in
-            if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
+    private func setPriority(_ priority: ImageLoadPriority, of ticket: Ticket) {
+        let attached = ticket.place.withLock { place -> (String, Int)? in
+            switch place {
+            case .pending(let cancelled, _):
+                place = .pending(cancelled: cancelled, priority: priority)
+                return nil
+            case .attached(let key, let id): return (key, id)
+            case .done: return nil
+            }
+        }
+        guard let (key, id) = attached else { return }
+        state.withLock { state in
+            guard let operation = state.operations[key], operation.subscribers[id] != nil else { return }
+            operation.subscribers[id]?.priority = priority
+            state.waiting.reprioritize(operation)
+        }
+    }
+
+    // MARK: Endings
+
+    /// Ends a transfer: retried when it failed transiently and may be, else every remaining
+    /// caller gets its result (after its own response hooks), and the next waiting one starts.
+    private func finish(_ operation: Operation, _ outcome: Result<RawResponse, ImageError>) {
+        let delay = state.withLock { state -> TimeInterval? in
             state.running -= 1
             if let engine = operation.engine { state.engineLoads[engine] -= 1 }
             operation.engine = nil
             operation.transfer = nil
+            guard let delay = retryDelay(for: operation, outcome), state.operations[operation.key] === operation,
+                  !operation.subscribers.isEmpty else { return nil }
+            operation.attempt += 1
+            operation.isBackingOff = true
+            return delay
+        }
+        if let delay {
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.retry(operation) }
+            pump()
+            return
+        }
+        let subscribers = state.withLock { state -> [Subscriber] in
+            if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
             defer { operation.subscribers = [:] }
             return Array(operation.subscribers.values)
         }
-        deliver(result, to: subscribers)
+        deliver(subscribers.map { ($0, result(of: outcome, for: $0, request: operation.request)) })
         pump()
+    }
+
+    /// After a retry delay: queued again, unless every caller left meanwhile.
+    private func retry(_ operation: Operation) {
+        let requeued = state.withLock { state -> Bool in
+            operation.isBackingOff = false
+            guard state.operations[operation.key] === operation, !operation.subscribers.isEmpty else { return false }
+            state.waiting.append(operation)
+            return true
+        }
+        if requeued { pump() }
+    }
+
+    /// How long to wait before retrying `operation` after `outcome`; nil: no retry.
+    private func retryDelay(for operation: Operation, _ outcome: Result<RawResponse, ImageError>) -> TimeInterval? {
+        let policy = operation.request.retryPolicy ?? configuration.retryPolicy
+        guard operation.attempt < policy.maxRetries, !operation.bytesObserved else { return nil }
+        var retryAfter: TimeInterval?
+        switch outcome {
+        case .failure(let error):
+            guard [.timedOut, .cannotConnect, .connectionLost].contains(error.code) else { return nil }
+        case .success(let response):
+            let status = response.statusCode
+            guard status >= 500 || status == 408 || status == 429 else { return nil }
+            guard !configuration.acceptableStatusCodes.contains(status) else { return nil }
+            retryAfter = ImageRetryPolicy.retryAfterSeconds(response.headers["retry-after"])
+        }
+        return policy.delay(beforeRetry: operation.attempt, retryAfter: retryAfter, random: Double.random(in: 0...1))
+    }
+
+    private func cancel(_ ticket: Ticket) {
+        let attached = ticket.place.withLock { place -> (String, Int)? in
+            switch place {
+            case .pending(_, let priority):
+                place = .pending(cancelled: true, priority: priority)
+                return nil
+            case .attached(let key, let id): return (key, id)
+            case .done: return nil
+            }
+        }
+        if let (key, id) = attached { cancel(key: key, id: id) }
     }
 
     private func cancel(key: String, id: Int) {
@@ -430,7 +537,7 @@ public final class ImageDownloader: ImageLoading {
                 return (nil, nil)
             }
             guard operation.subscribers.isEmpty else { return (subscriber, nil) }
-            // The last caller left: drop a waiting transfer, abort a running one.
+            // The last caller left: drop a waiting or backing-off transfer, abort a running one.
             state.operations[key] = nil
             if operation.isWaiting {
                 state.waiting.remove(operation)
@@ -443,61 +550,12 @@ public final class ImageDownloader: ImageLoading {
         deliver(.failure(ImageError(.cancelled, "the download was cancelled")), to: [subscriber])
         if let (transfer, engine) = outcome.1 { engines[engine].send(.cancel(transfer)) }
     }
+}
 
-    // MARK: Results
-
-    private func result(of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest) -> Result<ImageLoadResponse, ImageError> {
-        let url = request.url
-        if code != CURLE_OK {
-            if transfer.exceededMaxBody || code == CURLE_FILESIZE_EXCEEDED {
-                return .failure(ImageError(.responseTooLarge, "\(url): the body is over \(configuration.maxBodySize ?? 0) bytes"))
-            }
-            return .failure(Self.error(for: code, message: transfer.errorMessage, url: url))
-        }
-        let status = transfer.statusCode
-        let headers = transfer.responseHeaders
-        let metrics = transfer.metrics
-        if status == 304, request.cachedValidators != nil {
-            return .success(ImageLoadResponse(url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true, metrics: metrics))
-        }
-        guard configuration.acceptableStatusCodes.contains(status) else {
-            return .failure(ImageError(.invalidStatusCode, "\(url): HTTP \(status)", httpStatusCode: status))
-        }
-        if let validator = configuration.responseValidator, !validator(status, headers) {
-            return .failure(ImageError(.invalidResponse, "\(url): the response validator refused the response"))
-        }
-        if let acceptable = configuration.acceptableContentTypes {
-            let type = headers["content-type"]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-            guard acceptable.contains(type) else {
-                return .failure(ImageError(.invalidContentType, "\(url): Content-Type '\(type)' is not acceptable"))
-            }
-        }
-        var data = transfer.takeBody()
-        guard !data.isEmpty else { return .failure(ImageError(.invalidResponse, "\(url): the body is empty")) }
-        if let decryptor = configuration.decryptor {
-            guard let decrypted = decryptor(data, headers) else {
-                return .failure(ImageError(.invalidResponse, "\(url): the decryptor refused the data"))
-            }
-            data = decrypted
-        }
-        return .success(ImageLoadResponse(url: url, data: data, statusCode: status, headers: headers, metrics: metrics))
-    }
-
-    /// curl's error codes as ImageKit's (ERR-08).
-    static func error(for code: CURLcode, message: String, url: URL) -> ImageError {
-        let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
-        switch code {
-        case CURLE_ABORTED_BY_CALLBACK: return ImageError(.cancelled, "\(url): cancelled")
-        case CURLE_OPERATION_TIMEDOUT: return ImageError(.timedOut, "\(url): \(text)")
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return ImageError(.cannotFindHost, "\(url): \(text)")
-        case CURLE_COULDNT_CONNECT: return ImageError(.cannotConnect, "\(url): \(text)")
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
-            return ImageError(.connectionLost, "\(url): \(text)")
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE:
-            return ImageError(.secureConnectionFailed, "\(url): \(text)")
-        case CURLE_TOO_MANY_REDIRECTS: return ImageError(.invalidResponse, "\(url): \(text)")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: return ImageError(.invalidURL, "\(url): \(text)")
-        default: return ImageError(.networkError, "\(url): \(text) (curl error \(code.rawValue))")
-        }
+extension ImageLoadProgress {
+    /// The same progress with `offset` bytes received before (a resumed transfer).
+    func offset(by offset: Int64) -> ImageLoadProgress {
+        guard offset > 0 else { return self }
+        return ImageLoadProgress(receivedBytes: receivedBytes + offset, expectedBytes: expectedBytes.map { $0 + offset })
     }
 }

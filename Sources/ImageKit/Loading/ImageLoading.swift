@@ -10,6 +10,9 @@ public enum ImageLoadPriority: Int, Sendable, Comparable, CaseIterable {
 }
 
 /// A request for the bytes of one image.
+///
+/// Equality and hashing compare the request's data (URL, priority, headers, validators, TLS,
+/// cookie and retry settings), not its ``hooks``: closures cannot be compared.
 public struct ImageLoadRequest: Sendable, Hashable {
     public var url: URL
     public var priority: ImageLoadPriority
@@ -22,16 +25,143 @@ public struct ImageLoadRequest: Sendable, Hashable {
     public var allowsInvalidSSLCertificates: Bool?
     /// Turn the cookie engine on for this request (nil: the loader's setting).
     public var handlesCookies: Bool?
+    /// How transient failures of this request are retried (nil: the loader's setting).
+    public var retryPolicy: ImageRetryPolicy?
+    /// This request's own hooks; each one set wins over the loader's (CTX-09, CTX-10).
+    public var hooks: ImageLoadHooks
 
     public init(url: URL, priority: ImageLoadPriority = .normal, headers: [String: String] = [:],
                 cachedValidators: HTTPCacheHeaders? = nil, allowsInvalidSSLCertificates: Bool? = nil,
-                handlesCookies: Bool? = nil) {
+                handlesCookies: Bool? = nil, retryPolicy: ImageRetryPolicy? = nil, hooks: ImageLoadHooks = ImageLoadHooks()) {
         self.url = url
         self.priority = priority
         self.headers = headers
         self.cachedValidators = cachedValidators
         self.allowsInvalidSSLCertificates = allowsInvalidSSLCertificates
         self.handlesCookies = handlesCookies
+        self.retryPolicy = retryPolicy
+        self.hooks = hooks
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.url == rhs.url && lhs.priority == rhs.priority && lhs.headers == rhs.headers
+            && lhs.cachedValidators == rhs.cachedValidators && lhs.allowsInvalidSSLCertificates == rhs.allowsInvalidSSLCertificates
+            && lhs.handlesCookies == rhs.handlesCookies && lhs.retryPolicy == rhs.retryPolicy
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(priority)
+        hasher.combine(headers)
+        hasher.combine(cachedValidators)
+        hasher.combine(allowsInvalidSSLCertificates)
+        hasher.combine(handlesCookies)
+        hasher.combine(retryPolicy)
+    }
+}
+
+/// The status line and headers of a response, as a response modifier sees and changes them.
+public struct ImageLoadResponseHead: Sendable, Hashable {
+    public var statusCode: Int
+    /// Header names lower-cased.
+    public var headers: [String: String]
+
+    public init(statusCode: Int, headers: [String: String]) {
+        self.statusCode = statusCode
+        self.headers = headers
+    }
+}
+
+/// Per-request hooks (SDWebImage's request modifier, response modifier and decryptor, plus an
+/// asynchronous hook for signing and token refresh). Set on a request (or an
+/// ``ImageLoadContext``), each wins over the downloader's own for that request.
+///
+/// The transfer is shared only by requests whose final headers are the same (after
+/// ``willLoad`` and ``requestModifier``); ``responseModifier`` and ``decryptor`` run once per
+/// caller, on that caller's copy of the response.
+///
+/// ```swift
+/// var hooks = ImageLoadHooks()
+/// hooks.willLoad = { request in
+///     var signed = request
+///     signed.headers["Authorization"] = "Bearer \(try await tokens.current())"
+///     return signed
+/// }
+/// let response = try await downloader.load(ImageLoadRequest(url: url, hooks: hooks))
+/// ```
+public struct ImageLoadHooks: Sendable {
+    /// Runs before the request is queued, off the caller's thread; may suspend (fetch a token,
+    /// sign). Throwing fails the request with the error (an ``ImageError`` as it is, anything
+    /// else as `invalidURL`), and nothing is sent.
+    public var willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)?
+    /// Changes or refuses (nil) the request before it is sent (DL-07).
+    public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
+    /// Changes or refuses (nil → `invalidResponse`) the response's status and headers before
+    /// they are checked (DL-08).
+    public var responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)?
+    /// Transforms the received bytes, for example decrypts them; nil refuses them (DL-09).
+    public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
+
+    public init(willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)? = nil,
+                requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)? = nil,
+                responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)? = nil,
+                decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)? = nil) {
+        self.willLoad = willLoad
+        self.requestModifier = requestModifier
+        self.responseModifier = responseModifier
+        self.decryptor = decryptor
+    }
+
+    /// Whether no hook is set.
+    public var isEmpty: Bool { willLoad == nil && requestModifier == nil && responseModifier == nil && decryptor == nil }
+}
+
+/// How a loader retries transient failures: connection refused or reset, timeouts, HTTP 5xx,
+/// 408 and 429. Delays grow exponentially with full jitter; a `Retry-After` header (seconds or
+/// an HTTP date) sets the delay instead when it is within ``maxRetryAfter``. A transfer whose
+/// bytes a caller already looked at (a progressive preview) is never retried.
+///
+/// ```swift
+/// var configuration = ImageDownloaderConfiguration()
+/// configuration.retryPolicy = ImageRetryPolicy(maxRetries: 2)
+/// ```
+public struct ImageRetryPolicy: Sendable, Hashable {
+    /// Attempts after the first (0: no retries).
+    public var maxRetries: Int
+    /// The first delay; attempt n waits a random time up to `baseDelay × 2ⁿ`.
+    public var baseDelay: TimeInterval
+    /// The longest delay between attempts.
+    public var maxDelay: TimeInterval
+    /// A longer `Retry-After` than this is not waited for: the failure is reported.
+    public var maxRetryAfter: TimeInterval
+
+    public init(maxRetries: Int, baseDelay: TimeInterval = 0.2, maxDelay: TimeInterval = 5, maxRetryAfter: TimeInterval = 10) {
+        self.maxRetries = maxRetries
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.maxRetryAfter = maxRetryAfter
+    }
+
+    /// No retries (the downloader's default).
+    public static let none = ImageRetryPolicy(maxRetries: 0)
+
+    /// The wait before retry number `attempt` (0 = the first retry), or nil when the response
+    /// asks for longer than ``maxRetryAfter``. `random` is in 0...1.
+    func delay(beforeRetry attempt: Int, retryAfter: TimeInterval?, random: Double) -> TimeInterval? {
+        if let retryAfter {
+            guard retryAfter <= maxRetryAfter else { return nil }
+            return max(0, retryAfter)
+        }
+        let ceiling = min(maxDelay, baseDelay * pow(2, Double(min(attempt, 30))))
+        return ceiling * min(1, max(0, random))
+    }
+
+    /// A `Retry-After` value in seconds from now: delta-seconds or an HTTP date.
+    static func retryAfterSeconds(_ value: String?, now: Date = Date()) -> TimeInterval? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int(value) { return TimeInterval(max(0, seconds)) }
+        guard let date = HTTPDate.parse(value) else { return nil }
+        return max(0, date.timeIntervalSince(now))
     }
 }
 
@@ -81,10 +211,13 @@ public struct ImageLoadResponse: Sendable {
     /// still good, and only its metadata needs refreshing.
     public var isNotModified: Bool
     public var metrics: TransferMetrics
+    /// The URL the bytes came from after redirects (``url`` when there were none).
+    public var finalURL: URL
 
     public init(url: URL, data: Data, statusCode: Int = 200, headers: [String: String] = [:],
-                isNotModified: Bool = false, metrics: TransferMetrics = TransferMetrics()) {
+                isNotModified: Bool = false, metrics: TransferMetrics = TransferMetrics(), finalURL: URL? = nil) {
         self.url = url
+        self.finalURL = finalURL ?? url
         self.data = data
         self.statusCode = statusCode
         self.headers = headers
@@ -107,10 +240,14 @@ public protocol ImageLoadCancellable: Sendable {
     /// The bytes received so far, for progressive decoding; nil when the loader cannot tell
     /// (the default) or nothing has arrived.
     func receivedData() -> Data?
+    /// Raises or lowers the load's priority while it waits (a user load joining a prefetch).
+    /// The loader uses the highest priority among the callers that share a transfer.
+    func setPriority(_ priority: ImageLoadPriority)
 }
 
 extension ImageLoadCancellable {
     public func receivedData() -> Data? { nil }
+    public func setPriority(_ priority: ImageLoadPriority) {}
 }
 
 /// Something that fetches image bytes for URLs (SDWebImage's `SDImageLoader`).

@@ -17,6 +17,11 @@ final class FailedURLList: Sendable {
         self.clock = clock
     }
 
+    /// The entry for a URL loaded with per-load `headers`: failures are remembered per header set.
+    static func key(_ url: String, requestHeaders headers: [String: String]) -> String {
+        headers.isEmpty ? url : url + "\u{0}" + RequestHeaderDigest.digest(headers)
+    }
+
     func contains(_ url: String) -> Bool {
         guard entryCount.load(ordering: .relaxed) > 0 else { return false }
         return entries.withLock { entries in

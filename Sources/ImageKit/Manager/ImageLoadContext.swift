@@ -44,8 +44,16 @@ public struct ImageLoadContext: Sendable {
     public var decodingOptions: ImageDecodingOptions?
     /// Where completion handlers, progress and previews are called; nil: the manager's queue.
     public var callbackQueue: DispatchQueue?
-    /// Extra request headers for this load.
+    /// Extra request headers for this load. Loads with other headers never share a transfer,
+    /// a cache entry or a failed-URL entry with this one (see ``CacheKeyFilter`` for the
+    /// exception).
     public var requestHeaders: [String: String]
+    /// This load's request modifier, asynchronous `willLoad` hook, response modifier and
+    /// decryptor (CTX-09, CTX-10); each one set wins over the downloader's. A load with hooks
+    /// of its own is never joined with another load.
+    public var loadHooks: ImageLoadHooks
+    /// How this load's transient failures are retried; nil: the loader's policy.
+    public var retryPolicy: ImageRetryPolicy?
 
     public init(imageCache: (any ImageCaching)? = nil, imageLoader: (any ImageLoading)? = nil,
                 coders: ImageCodersManager? = nil, transformer: (any ImageTransforming)? = nil,
@@ -54,7 +62,10 @@ public struct ImageLoadContext: Sendable {
                 originalQueryCacheType: ImageCacheType = .disk, originalStoreCacheType: ImageCacheType = .disk,
                 thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
                 scaleDownLimitBytes: Int? = nil, decodingOptions: ImageDecodingOptions? = nil,
-                callbackQueue: DispatchQueue? = nil, requestHeaders: [String: String] = [:]) {
+                callbackQueue: DispatchQueue? = nil, requestHeaders: [String: String] = [:],
+                loadHooks: ImageLoadHooks = ImageLoadHooks(), retryPolicy: ImageRetryPolicy? = nil) {
+        self.loadHooks = loadHooks
+        self.retryPolicy = retryPolicy
         self.imageCache = imageCache
         self.imageLoader = imageLoader
         self.coders = coders

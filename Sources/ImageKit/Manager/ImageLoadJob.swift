@@ -26,14 +26,29 @@ final class ImageLoadJob: Sendable {
     }
 
     /// Adds a caller; false when the job has already finished (the caller starts a new one).
+    /// A caller of higher priority than the job's raises the job and its transfer.
     func add(_ task: ImageLoadTask) -> Bool {
         let (added, intermediate) = state.withLock { state -> (Bool, ImageLoadResult?) in
             guard !state.isFinished else { return (false, nil) }
             state.tasks[task.id] = task
             return (true, state.intermediate)
         }
+        guard added else { return false }
+        task.onPriorityChange.withLock { $0 = { [weak self] in self?.updatePriority() } }
+        updatePriority()
         if let intermediate { deliverIntermediate(intermediate, to: [task]) }
         return added
+    }
+
+    /// The highest priority among the callers.
+    var priority: ImageLoadPriority {
+        state.withLock { $0.tasks.values.map(\.priority).max() } ?? plan.priority
+    }
+
+    /// Hands the callers' highest priority to the running transfer.
+    func updatePriority() {
+        let token = state.withLock { $0.loaderToken }
+        token?.setPriority(priority)
     }
 
     /// Removes a caller; returns true when it was the last one and the job should stop.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Everything one load needs, resolved once: the context merged with the manager's defaults
 /// and processed (MGR-08), the final cache key, the decode options, and the key under which
@@ -44,6 +45,19 @@ final class ImageLoadPlan: Sendable {
         .waitStoreCache, .revalidateStaleEntries, .thumbnailFromFirstScans,
     ]
 
+    /// Numbers the loads with hooks of their own, each its own job.
+    static let hookedLoads = Atomic<Int>(0)
+
+    /// The failed-URL list's key: the URL, and the request headers' digest (a failure with one
+    /// tenant's headers says nothing of another's).
+    var failedURLKey: String {
+        FailedURLList.key(urlString, requestHeaders: context.requestHeaders)
+    }
+
+    /// Whether what the loader delivers may be written to the disk cache: not for `file:` and
+    /// `data:` URLs, whose bytes are already local (a copy would only go stale).
+    var storesLoadedBytesOnDisk: Bool { !url.isFileURL && url.scheme?.lowercased() != "data" }
+
     var queriesCache: Bool { !options.contains(.fromLoaderOnly) && context.queryCacheType != .none }
 
     /// A variant's miss may be served from the original's cached bytes (MGR-10).
@@ -68,9 +82,10 @@ final class ImageLoadPlan: Sendable {
         jobKey += "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
         jobKey += "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
         jobKey += "|\(identity(context.imageCache)),\(identity(context.imageLoader)),\(identity(context.coders))"
-        if !context.requestHeaders.isEmpty {
-            jobKey += "|" + context.requestHeaders.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
-        }
+        if !context.requestHeaders.isEmpty { jobKey += "|h" + RequestHeaderDigest.digest(context.requestHeaders) }
+        // Hooks are closures that cannot be compared: a load with hooks of its own joins no other.
+        if !context.loadHooks.isEmpty { jobKey += "|hooks" + String(ImageLoadPlan.hookedLoads.add(1, ordering: .relaxed).newValue) }
+        if let retry = context.retryPolicy { jobKey += "|r\(retry.maxRetries),\(retry.baseDelay),\(retry.maxDelay),\(retry.maxRetryAfter)" }
         return jobKey
     }
 
@@ -116,6 +131,13 @@ extension ImageManager {
         decoding.decodesFramesLazily = !options.contains(.preloadAllFrames)
             && !(context.transformer != nil && options.contains(.transformAnimatedImage))
         var key = context.cacheKeyFilter.map { CacheKey(url: url, filter: $0) } ?? CacheKey(urlString)
+        // Per-load headers may change the image (another tenant, another token): their digest
+        // joins the key, unless the key filter says the image does not depend on them.
+        if !context.requestHeaders.isEmpty, !(context.cacheKeyFilter?.ignoresRequestHeaders ?? false) {
+            key = key.varying(byRequestHeaders: context.requestHeaders)
+        }
+        // A local file's entry is valid for one version of the file.
+        if url.isFileURL, let version = FileVersion(path: url.path) { key = key.varying(byFileVersion: version) }
         if let thumbnail = context.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             decoding.thumbnailPixelSize = thumbnail
             decoding.preservesAspectRatio = context.preservesAspectRatio

@@ -26,6 +26,8 @@ public struct ImageLoadResult: Sendable {
     /// reported here only with ``ImageLoadOptions/waitStoreCache`` (always to the manager's
     /// ``ImageManagerConfiguration/storeErrorHandler``).
     public var storeError: ImageError?
+    /// The URL the bytes came from after redirects, for a network load; nil from a cache.
+    public var finalURL: URL?
 
     public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
                 statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {

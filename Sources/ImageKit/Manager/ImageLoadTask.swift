@@ -27,14 +27,18 @@ public final class ImageLoadTask: ImageLoadCancellable {
     private let sink: @Sendable (Event) -> Void
     private let state = Locked(State())
     private let onEnd: @Sendable (ImageLoadTask, _ cancelled: Bool) -> Void
+    /// Told when ``priority`` changes (the job re-ranks its transfer).
+    let onPriorityChange = Locked<(@Sendable () -> Void)?>(nil)
 
     private struct State {
         var isFinished = false
         var isCancelled = false
+        var priority = ImageLoadPriority.normal
     }
 
-    init(id: Int, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
+    init(id: Int, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false, priority: ImageLoadPriority = .normal,
          sink: @escaping @Sendable (Event) -> Void, onEnd: @escaping @Sendable (ImageLoadTask, _ cancelled: Bool) -> Void) {
+        state.withLock { $0.priority = priority }
         self.id = id
         self.wantsProgress = wantsProgress
         self.wantsPreviews = wantsPreviews
@@ -42,6 +46,18 @@ public final class ImageLoadTask: ImageLoadCancellable {
         self.sink = sink
         self.onEnd = onEnd
     }
+
+    /// This caller's priority. Changing it while the load waits re-ranks the shared transfer:
+    /// the transfer runs at the highest priority among the callers that share it.
+    public var priority: ImageLoadPriority {
+        get { state.withLock { $0.priority } }
+        set {
+            state.withLock { $0.priority = newValue }
+            onPriorityChange.withLock { $0 }?()
+        }
+    }
+
+    public func setPriority(_ priority: ImageLoadPriority) { self.priority = priority }
 
     /// Whether ``cancel()`` ended this load.
     public var isCancelled: Bool { state.withLock { $0.isCancelled } }

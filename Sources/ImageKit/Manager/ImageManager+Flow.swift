@@ -46,7 +46,8 @@ extension ImageManager {
             return
         }
 
-        var request = ImageLoadRequest(url: plan.url, priority: plan.priority, headers: plan.context.requestHeaders)
+        var request = ImageLoadRequest(url: plan.url, priority: job.priority, headers: plan.context.requestHeaders,
+                                       retryPolicy: plan.context.retryPolicy, hooks: plan.context.loadHooks)
         if revalidates, let http = cached?.metadata?.http, http.etag != nil || http.lastModified != nil {
             request.cachedValidators = http
         }
@@ -61,7 +62,7 @@ extension ImageManager {
             decoding.stopsAfterDCScans = loaded.isFirstScansOnly
         case .failure(let error):
             if Task.isCancelled { return }
-            fail(job, error)
+            fail(job, error, at: .load)
             return
         }
         if Task.isCancelled { return }
@@ -77,14 +78,28 @@ extension ImageManager {
 
         // 9. Decode and transform, off the caller and the network threads.
         job.beginFinalizing()
-        let produced: Produced
+        let staged: Result<Produced, StagedError>
         do {
-            produced = try await decodeQueue.run { [decoding] () throws(ImageError) -> Produced in
-                try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding)
+            staged = try await decodeQueue.run { [decoding] () throws(ImageError) -> Result<Produced, StagedError> in
+                do throws(StagedError) {
+                    return .success(try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding))
+                } catch {
+                    return .failure(error)
+                }
             }
         } catch {
             if Task.isCancelled { return }
-            fail(job, error)
+            fail(job, error, at: .transform)
+            return
+        }
+        let produced: Produced
+        switch staged {
+        case .success(let value):
+            produced = value
+        case .failure(let failure):
+            if Task.isCancelled { return }
+            // Bytes cut after the first scans are not the URL's bytes: their failure is not its.
+            fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage)
             return
         }
         if Task.isCancelled { return }
@@ -97,6 +112,7 @@ extension ImageManager {
         if Task.isCancelled { return }
         var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
                                      cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
+        result.finalURL = response.finalURL
         result.storeError = storeError
         succeed(job, result)
     }
@@ -113,24 +129,38 @@ extension ImageManager {
     /// Decodes `data` with the plan's options (unless `image` is given), then transforms
     /// (TRK-04: finished images only; animated ones only with `.transformAnimatedImage`).
     static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
-                        decoding: ImageDecodingOptions? = nil) throws(ImageError) -> Produced {
+                        decoding: ImageDecodingOptions? = nil) throws(StagedError) -> Produced {
         if plan.options.contains(.avoidDecodeImage) && image == nil {
             return Produced(decoded: nil, delivered: nil, wasTransformed: false)
         }
         let decoded: DecodedImage
-        if let image {
-            decoded = image
-        } else if let data {
-            decoded = try plan.coders.decode(data, options: decoding ?? plan.decoding)
-        } else {
-            throw ImageError(.emptyData, "there are no bytes to decode")
+        do throws(ImageError) {
+            if let image {
+                decoded = image
+            } else if let data {
+                decoded = try plan.coders.decode(data, options: decoding ?? plan.decoding)
+            } else {
+                throw ImageError(.emptyData, "there are no bytes to decode")
+            }
+        } catch {
+            throw StagedError(error: error, stage: .decode)
         }
         guard let transformer = plan.transformer, !decoded.isAnimated || plan.options.contains(.transformAnimatedImage),
               !decoded.isPartial else {
             return Produced(decoded: decoded, delivered: decoded, wasTransformed: false)
         }
-        let transformed = try transformer.transform(decoded)
-        return Produced(decoded: decoded, delivered: transformed, wasTransformed: true)
+        do throws(ImageError) {
+            let transformed = try transformer.transform(decoded)
+            return Produced(decoded: decoded, delivered: transformed, wasTransformed: true)
+        } catch {
+            throw StagedError(error: error, stage: .transform)
+        }
+    }
+
+    /// A failure with the stage it happened in (for the failed-URL rule).
+    struct StagedError: Error, Sendable {
+        var error: ImageError
+        var stage: FailureStage
     }
 
     /// MGR-10: a variant (transformer, thumbnail, decode setting) that missed is made from the
@@ -153,7 +183,11 @@ extension ImageManager {
         let produced: Produced
         do {
             produced = try await decodeQueue.run { () throws(ImageError) -> Produced in
-                try Self.produce(from: original.data, plan: plan, image: usable)
+                do throws(StagedError) {
+                    return try Self.produce(from: original.data, plan: plan, image: usable)
+                } catch {
+                    throw error.error
+                }
             }
         } catch {
             return nil
@@ -246,15 +280,15 @@ extension ImageManager {
     // MARK: Endings
 
     private func succeed(_ job: ImageLoadJob, _ result: ImageLoadResult) {
-        if job.plan.options.contains(.retryFailed) { failedURLs.remove(job.plan.urlString) }
+        if job.plan.options.contains(.retryFailed) { failedURLs.remove(job.plan.failedURLKey) }
         job.finish(.success(result))
     }
 
     /// MGR-14: report the failure; put the URL on the failed list when the failure is permanent.
-    private func fail(_ job: ImageLoadJob, _ error: ImageError) {
+    private func fail(_ job: ImageLoadJob, _ error: ImageError, at stage: FailureStage) {
         let url = job.plan.url
-        let blocks = configuration.shouldBlockFailedURL?(url, error) ?? (error.code != .cancelled && !error.isTransient)
-        if blocks { failedURLs.insert(job.plan.urlString) }
+        let blocks = configuration.shouldBlockFailedURL?(url, error) ?? Self.blocksURL(after: error, at: stage)
+        if blocks { failedURLs.insert(job.plan.failedURLKey) }
         job.finish(.failure(error))
     }
 }

@@ -77,6 +77,8 @@ extension ImageManager {
     /// Failures go to the store-error handler; the first is returned when awaited.
     private func commit(memory: [Write], disk: [Write], plan: ImageLoadPlan) async -> ImageError? {
         let cache = plan.cache
+        // `file:` and `data:` bytes are local already: a disk copy would only go stale.
+        let disk = plan.storesLoadedBytesOnDisk ? disk : []
         for write in memory {
             try? await cache.store(write.image, data: nil, forKey: write.key, cacheType: .memory, http: nil)
         }

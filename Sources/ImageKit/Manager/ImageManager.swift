@@ -2,9 +2,11 @@ import Foundation
 
 /// Settings of an ``ImageManager`` beyond its components.
 public struct ImageManagerConfiguration: Sendable {
-    /// How long a permanently failed URL stays on the failed-URL list; nil (the default): until
+    /// How long a permanently failed URL stays on the failed-URL list: 300 s by default, so an
+    /// image published after a first 404 shows up within minutes in a long-running server
+    /// while a missing image is not asked for again on every load. nil: until
     /// ``ImageManager/removeFailedURL(_:)``, a successful ``ImageLoadOptions/retryFailed``
-    /// load, or the end of the process.
+    /// load, or the end of the process (SDWebImage's behaviour, for short-lived apps).
     public var failedURLTimeToLive: TimeInterval?
     /// Decodes and transforms running at once (default: the number of cores).
     public var decodeConcurrency: Int
@@ -15,15 +17,18 @@ public struct ImageManagerConfiguration: Sendable {
     /// Vetoes a download on a cache miss (SDWebImage's delegate `shouldDownloadImageForURL`):
     /// the load then completes with no image and no error.
     public var shouldDownload: (@Sendable (URL) -> Bool)?
-    /// Decides whether a failure puts the URL on the failed-URL list. Default (DESIGN §6): only
-    /// permanent failures — HTTP 4xx other than 408 and 429, undecodable data — never timeouts,
-    /// DNS, connection failures, 5xx or cancellation.
+    /// Decides whether a failure puts the URL on the failed-URL list. Default: only failures
+    /// that are the URL's own — HTTP 4xx other than 408 and 429 from the loader, and complete
+    /// bytes that no decoder can read (`badImageData`, `unsupportedFormat`, `emptyData`). Never
+    /// a transformer's error, a limit of one load (`decompressionBomb`, `responseTooLarge`),
+    /// timeouts, DNS, connection or TLS failures, the address policy, 5xx or cancellation:
+    /// ``ImageManager/blocksURL(after:)``.
     public var shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)?
     /// Told about every failed cache store (full or read-only disk …). The image is delivered
     /// all the same; with ``ImageLoadOptions/waitStoreCache`` the result carries the error too.
     public var storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)?
 
-    public init(failedURLTimeToLive: TimeInterval? = nil,
+    public init(failedURLTimeToLive: TimeInterval? = 300,
                 decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                 callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageManager.callbacks"),
                 shouldDownload: (@Sendable (URL) -> Bool)? = nil,
@@ -115,7 +120,33 @@ public final class ImageManager: Sendable {
     /// they pass ``ImageLoadOptions/retryFailed``).
     public func isFailedURL(_ url: URL) -> Bool { failedURLs.contains(url.absoluteString) }
 
+    /// Whether `url`, loaded with per-load `headers`, is on the failed-URL list. Failures are
+    /// remembered per header set: one tenant's 403 does not block another tenant's load.
+    public func isFailedURL(_ url: URL, requestHeaders headers: [String: String]) -> Bool {
+        failedURLs.contains(FailedURLList.key(url.absoluteString, requestHeaders: headers))
+    }
+
     public func removeFailedURL(_ url: URL) { failedURLs.remove(url.absoluteString) }
+
+    /// Where in a load a failure happened: only the loader's and the decoder's failures can be
+    /// the URL's own.
+    public enum FailureStage: Sendable {
+        case load, decode, transform
+    }
+
+    /// The default rule for the failed-URL list (see
+    /// ``ImageManagerConfiguration/shouldBlockFailedURL``).
+    public static func blocksURL(after error: ImageError, at stage: FailureStage) -> Bool {
+        switch stage {
+        case .load:
+            guard error.code == .invalidStatusCode, let status = error.httpStatusCode else { return false }
+            return (400..<500).contains(status) && status != 408 && status != 429
+        case .decode:
+            return [.badImageData, .unsupportedFormat, .emptyData].contains(error.code)
+        case .transform:
+            return false
+        }
+    }
 
     public func removeAllFailedURLs() { failedURLs.removeAll() }
 
@@ -317,7 +348,8 @@ public final class ImageManager: Sendable {
         guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
         let urlString = url.absoluteString
         guard !urlString.isEmpty else { return .failure(ImageError(.invalidURL, "the image URL is empty")) }
-        if !options.contains(.retryFailed), failedURLs.contains(urlString) {
+        let failedKey = FailedURLList.key(urlString, requestHeaders: context.requestHeaders)
+        if !options.contains(.retryFailed), failedURLs.contains(failedKey) {
             return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
         }
         if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context) { return .success(.answered(hit)) }
@@ -333,6 +365,7 @@ public final class ImageManager: Sendable {
     private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadResult? {
         guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
               context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
+              context.requestHeaders.isEmpty, !url.isFileURL,
               context.decodingOptions?.appliesOrientation ?? true,
               options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly,
                                         .preloadAllFrames])
@@ -358,7 +391,7 @@ public final class ImageManager: Sendable {
         if plan.context.queryCacheType.includesMemory,
            plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
            let image = plan.cache.imageFromMemory(forKey: plan.key) {
-            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
+            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
             return ImageLoadResult(image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
         }
         guard
@@ -369,7 +402,7 @@ public final class ImageManager: Sendable {
             if plan.options.contains(.revalidateStaleEntries), let metadata = hit.metadata, !metadata.isFresh(at: Date()) {
                 return nil
             }
-            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.urlString) }
+            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
             return plan.result(from: hit)
         }
         // A definite miss of every layer asked for, and the loader may not be used.
@@ -388,7 +421,7 @@ public final class ImageManager: Sendable {
             return state.sequence
         }
         let task = ImageLoadTask(id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
-                                 endsAtFirstResult: endsAtFirstResult, sink: sink) { [weak self] task, cancelled in
+                                 endsAtFirstResult: endsAtFirstResult, priority: plan.priority, sink: sink) { [weak self] task, cancelled in
             self?.ended(task, cancelled: cancelled, jobKey: jobKey)
         }
         let newJob = state.withLock { state -> ImageLoadJob? in

@@ -133,6 +133,11 @@ typedef int (*ik_curl_xferinfo_fn)(void *_Nullable context, int64_t total, int64
 int ik_curl_easy_set_write_function(void *_Nonnull easy, ik_curl_data_fn _Nonnull function);
 int ik_curl_easy_set_header_function(void *_Nonnull easy, ik_curl_data_fn _Nonnull function);
 int ik_curl_easy_set_xferinfo_function(void *_Nonnull easy, ik_curl_xferinfo_fn _Nonnull function);
+/// `CURLOPT_OPENSOCKETFUNCTION`: the address policy's check before each connect.
+/// The callback gets the `CURLOPT_OPENSOCKETDATA` pointer, the `curlsocktype` and a
+/// `struct curl_sockaddr *`; it returns a socket or -1 (`CURL_SOCKET_BAD`) to refuse.
+typedef int (*ik_curl_opensocket_fn)(void *_Nullable context, int purpose, void *_Nullable address);
+int ik_curl_easy_set_opensocket_function(void *_Nonnull easy, ik_curl_opensocket_fn _Nonnull function);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,14 @@ struct CurlTransferOptions: Sendable {
     var allowsInvalidCertificates: Bool
     var handlesCookies: Bool
     var credentials: (user: String, password: String)?
+    var addressPolicy: AddressPolicy?
+    var proxy: String?
+    var noProxy: String?
+    var caBundlePath: String?
+    var caDirectory: String?
+    var pinnedPublicKey: String?
+    var hostOverrides: CurlStringList?
+    var curlOptions: [ImageDownloaderConfiguration.CurlOption] = []
 }
 
 /// Request headers as the `curl_slist` curl reads, built once and shared by every transfer that
@@ -29,6 +37,20 @@ final class CurlHeaderList: @unchecked Sendable {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             list = curl_slist_append(list, "\(name): \(value)")
         }
+        self.list = list
+    }
+
+    deinit { curl_slist_free_all(list) }
+}
+
+/// A `curl_slist` of plain strings (`CURLOPT_RESOLVE`), built once per downloader. Immutable.
+final class CurlStringList: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: the list is never changed after init.
+    let list: UnsafeMutablePointer<curl_slist>?
+
+    init(_ strings: [String]) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for string in strings { list = curl_slist_append(list, string) }
         self.list = list
     }
 
@@ -55,6 +77,8 @@ final class CurlTransfer: @unchecked Sendable {
     var lastActivity: Double = 0
     /// Set when the engine ended the transfer itself (a stall).
     var engineError: String?
+    /// The address the policy refused (engine thread; read after completion).
+    var refusedAddress: String?
     /// Set before the transfer is added, later only by the engine thread.
     var reportsProgress = false
     /// Engine-thread callbacks.
@@ -133,6 +157,16 @@ final class CurlTransfer: @unchecked Sendable {
             set(CURLOPT_PASSWORD, string: credentials.password)
         }
         set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(options.headers.list))
+        if let proxy = options.proxy { set(CURLOPT_PROXY, string: proxy) }
+        if let noProxy = options.noProxy { set(CURLOPT_NOPROXY, string: noProxy) }
+        if let path = options.caBundlePath { set(CURLOPT_CAINFO, string: path) }
+        if let path = options.caDirectory { set(CURLOPT_CAPATH, string: path) }
+        if let key = options.pinnedPublicKey { set(CURLOPT_PINNEDPUBLICKEY, string: key) }
+        if let overrides = options.hostOverrides { set(CURLOPT_RESOLVE, pointer: UnsafeRawPointer(overrides.list)) }
+        if options.addressPolicy != nil {
+            set(CURLOPT_OPENSOCKETDATA, pointer: context)
+            _ = ik_curl_easy_set_opensocket_function(raw, CurlTransfer.openSocket)
+        }
         set(CURLOPT_WRITEDATA, pointer: context)
         _ = ik_curl_easy_set_write_function(raw, CurlTransfer.write)
         set(CURLOPT_HEADERDATA, pointer: context)
@@ -144,6 +178,58 @@ final class CurlTransfer: @unchecked Sendable {
         // rather than opening another. On plain http this would serialise transfers.
         if options.url.scheme?.lowercased() == "https" { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        for option in options.curlOptions {
+            switch option {
+            case .integer(let number, let value): _ = ik_curl_easy_setopt_long(raw, number, value)
+            case .string(let number, let value): _ = value.withCString { ik_curl_easy_setopt_pointer(raw, number, $0) }
+            }
+        }
+    }
+
+    /// curl's socket opener with the address policy in front: a socket only for an allowed
+    /// address, so a refused one never sees a packet. Called for every connection curl opens:
+    /// each address of each name, on every redirect hop (engine thread).
+    private static let openSocket: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+        context, _, rawAddress in
+        let transfer = CurlTransfer.from(context)
+        guard let rawAddress, let policy = transfer.options.addressPolicy else { return -1 }
+        let address = rawAddress.assumingMemoryBound(to: curl_sockaddr.self)
+        let family = address.pointee.family
+        let sockaddr = UnsafeRawPointer(address).advanced(by: MemoryLayout<curl_sockaddr>.offset(of: \.addr)!)
+        let ip: IPAddress?
+        if family == AF_INET {
+            ip = IPAddress(bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in.self).sin_addr) { Array($0) })
+        } else if family == AF_INET6 {
+            ip = IPAddress(bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in6.self).sin6_addr) { Array($0) })
+        } else {
+            ip = nil
+        }
+        // With a proxy the connection goes to the proxy the operator named; hosts written as
+        // addresses are checked in `configure` and on redirects below.
+        let throughProxy = transfer.options.proxy != nil
+        if !throughProxy {
+            guard let ip, policy.allows(ip, host: transfer.currentHost) else {
+                transfer.refusedAddress = ip?.description ?? "an address of family \(family)"
+                return -1
+            }
+        }
+        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    }
+
+    /// The host of the hop being connected (redirects change it).
+    var currentHost: String? {
+        guard let easy else { return nil }
+        var pointer: UnsafePointer<CChar>?
+        _ = ik_curl_easy_getinfo_string(easy, Int32(CURLINFO_EFFECTIVE_URL.rawValue), &pointer)
+        return pointer.flatMap { URL(string: String(cString: $0))?.host }
+    }
+
+    /// The URL of the last hop, after redirects.
+    var effectiveURL: URL? {
+        guard let easy else { return nil }
+        var pointer: UnsafePointer<CChar>?
+        _ = ik_curl_easy_getinfo_string(easy, Int32(CURLINFO_EFFECTIVE_URL.rawValue), &pointer)
+        return pointer.flatMap { URL(string: String(cString: $0)) }
     }
 
     /// Turns curl's progress function on or off to match ``reportsProgress`` (also mid-transfer).
