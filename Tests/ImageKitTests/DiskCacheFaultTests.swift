@@ -4,7 +4,8 @@ import XCTest
 
 /// The disk cache under real faults: a full file system and one made read-only mid-run (small
 /// tmpfs mounts, which need root: CI and the development machines run as root), and a process
-/// killed in the middle of a burst of stores. Afterwards every readable entry is whole and
+/// killed in the middle of a burst of stores (DiskCacheKillTests, among the integration tests:
+/// it serves the images over loopback HTTP, since file: loads are not cached on disk). Afterwards every readable entry is whole and
 /// correct, only the entries being written are lost, and the cache keeps working.
 final class DiskCacheFaultTests: XCTestCase {
     var mountPoint: TemporaryDirectory!
@@ -91,53 +92,5 @@ final class DiskCacheFaultTests: XCTestCase {
         let result = try await manager.loadImage(URL(string: "mock://host/big.jpg")!, options: .waitStoreCache)
         XCTAssertEqual(result.image?.width, 700)
         XCTAssertEqual(result.storeError?.code, .ioError)
-    }
-
-    /// `imagekit fetch` storing file URLs one after the other, killed with SIGKILL mid-burst.
-    func testKilledInTheMiddleOfABurstOfStores() throws {
-        let tool = try XCTUnwrap(DecodeMemoryBoundTests.tool, "the imagekit tool is not built beside the tests")
-        let work = TemporaryDirectory("sigkill")
-        defer { work.remove() }
-        let sources = work.url.appendingPathComponent("src")
-        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-        let jpeg = try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 64, height: 48), format: .jpeg),
-                                                        as: .jpeg, options: .default)
-        var urls: [URL] = []
-        for index in 0..<1500 {
-            // JPEG ignores bytes after its end marker: every file is distinct and decodable.
-            var data = jpeg
-            data.append(contentsOf: Array(String(index).utf8) + [UInt8](repeating: UInt8(index % 251), count: 30_000))
-            let url = sources.appendingPathComponent("\(index).jpg")
-            try data.write(to: url)
-            urls.append(url)
-        }
-        let cacheDirectory = work.url.appendingPathComponent("cache")
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = ["fetch", "--sequential", "--cache-dir", cacheDirectory.path] + urls.map(\.absoluteString)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Kill it once it is well into the burst.
-        let entries = cacheDirectory.appendingPathComponent(DiskCache.layoutVersion).path
-        for _ in 0..<500 {
-            if ((try? FileManager.default.contentsOfDirectory(atPath: entries))?.count ?? 0) > 50 { break }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
-
-        let cache = try DiskCache(directory: cacheDirectory, configuration: .init(sweepsAtOpen: false))
-        var whole = 0
-        for url in urls {
-            guard let data = cache.data(forKey: url.absoluteString) else { continue }
-            XCTAssertEqual(data, try Data(contentsOf: url), "\(url.lastPathComponent) is not whole")
-            whole += 1
-        }
-        XCTAssertGreaterThan(whole, 20)
-        XCTAssertLessThan(whole, urls.count, "the kill came before the end of the burst")
-        try cache.store(jpeg, forKey: "after-the-kill.jpg")
-        XCTAssertEqual(cache.data(forKey: "after-the-kill.jpg"), jpeg)
     }
 }

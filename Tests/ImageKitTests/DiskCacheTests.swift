@@ -303,4 +303,21 @@ final class DiskCacheTests: XCTestCase {
         cache.removeExpired()
         XCTAssertLessThanOrEqual(cache.totalSize, 200_000)
     }
+
+    /// Bounded by default: the size limit is chosen at open from the free space (at least 64 MiB,
+    /// at most 1 GiB), and a sweep runs every ten minutes while the cache is open.
+    func testTheDefaultsBoundTheCache() throws {
+        XCTAssertEqual(DiskCacheConfiguration().maxSize, DiskCacheConfiguration.automaticMaxSize)
+        XCTAssertEqual(DiskCacheConfiguration().sweepInterval, 600)
+        XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 0), 64 << 20)
+        XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 5 << 30), 512 << 20)
+        XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 500 << 30), 1 << 30)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("disk-defaults-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = try DiskCache(directory: directory)
+        XCTAssertGreaterThanOrEqual(cache.configuration.maxSize, 64 << 20)
+        XCTAssertLessThanOrEqual(cache.configuration.maxSize, 1 << 30)
+        // An explicit 0 still means unlimited.
+        XCTAssertEqual(try DiskCache(directory: directory, configuration: .init(maxSize: 0)).configuration.maxSize, 0)
+    }
 }

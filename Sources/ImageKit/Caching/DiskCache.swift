@@ -49,20 +49,32 @@ public struct DiskCacheConfiguration: Sendable, Hashable {
 
     /// Entries older than this (by ``expiryDate``) are removed by a sweep; negative = never.
     public var maxAge: TimeInterval
-    /// Allocated bytes above which a sweep trims the cache to half; 0 = unlimited.
+    /// Allocated bytes above which a sweep trims the cache to half; 0 = unlimited. Default
+    /// ``automaticMaxSize``: a tenth of the file system's free space when the cache opens,
+    /// at least 64 MiB and at most 1 GiB — bounded on a server that runs for months, and never
+    /// the reason a nearly full disk fills up.
     public var maxSize: Int
     public var expiryDate: ExpiryDate
     public var metadataStorage: MetadataStorage
     /// Run a sweep in the background when the cache opens.
     public var sweepsAtOpen: Bool
-    /// Run a sweep periodically; nil = never.
+    /// Run a sweep (age, then size) periodically while the cache is open; nil = never. Default
+    /// 600 s. A store that takes the cache over ``maxSize`` also starts one at once.
     public var sweepInterval: TimeInterval?
     /// fsync each entry before it becomes visible (slower; survives power loss).
     public var synchronizesWrites: Bool
 
-    public init(maxAge: TimeInterval = 7 * 24 * 3600, maxSize: Int = 0, expiryDate: ExpiryDate = .modificationDate,
+    /// ``maxSize``'s default: chosen from the free space when the cache opens.
+    public static let automaticMaxSize = -1
+
+    /// The size ``automaticMaxSize`` stands for, given the free bytes of the file system.
+    public static func automaticMaxSize(freeBytes: Int) -> Int {
+        min(1 << 30, max(64 << 20, freeBytes / 10))
+    }
+
+    public init(maxAge: TimeInterval = 7 * 24 * 3600, maxSize: Int = automaticMaxSize, expiryDate: ExpiryDate = .modificationDate,
                 metadataStorage: MetadataStorage = .automatic, sweepsAtOpen: Bool = true,
-                sweepInterval: TimeInterval? = nil, synchronizesWrites: Bool = false) {
+                sweepInterval: TimeInterval? = 600, synchronizesWrites: Bool = false) {
         self.maxAge = maxAge
         self.maxSize = maxSize
         self.expiryDate = expiryDate
@@ -100,6 +112,7 @@ public struct DiskCacheSweepReport: Sendable, Hashable {
 /// let data = disk.data(forKey: "https://example.com/a.jpg")
 /// ```
 public final class DiskCache: ImageDiskCaching {
+    /// The settings in force: an ``DiskCacheConfiguration/automaticMaxSize`` is replaced by the size it stood for at open.
     public let configuration: DiskCacheConfiguration
     /// The directory holding the entries (`<directory>/v1`).
     public let entriesDirectory: String
@@ -126,16 +139,22 @@ public final class DiskCache: ImageDiskCaching {
     /// - Parameter clock: the current time, injectable for tests.
     public init(directory: URL, configuration: DiskCacheConfiguration = DiskCacheConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() }) throws(ImageError) {
-        self.configuration = configuration
+        var configuration = configuration
         self.entriesDirectory = directory.appendingPathComponent(Self.layoutVersion).path
         self.metadataDirectory = entriesDirectory + "/meta"
         self.clock = clock
         self.usesSidecars = Atomic(configuration.metadataStorage == .sidecarFiles)
         try DiskFiles.createDirectory(entriesDirectory)
+        if configuration.maxSize < 0 {
+            var info = statvfs()
+            let free = statvfs(entriesDirectory, &info) == 0 ? Int(info.f_bavail) * Int(info.f_frsize) : 0
+            configuration.maxSize = DiskCacheConfiguration.automaticMaxSize(freeBytes: free)
+        }
+        self.configuration = configuration
         index.withLock { $0.isScanning = true }
         sweepQueue.async { [weak self] in
             guard let self else { return }
-            if configuration.sweepsAtOpen { self.removeExpired() } else { self.rescan() }
+            if self.configuration.sweepsAtOpen { self.removeExpired() } else { self.rescan() }
         }
         if let interval = configuration.sweepInterval, interval > 0 {
             let source = DispatchSource.makeTimerSource(queue: sweepQueue)

@@ -8,9 +8,14 @@ public struct ImageCacheConfiguration: Sendable {
     public var ioConcurrency: Int
     public var memory: MemoryCache.Configuration
     public var disk: DiskCacheConfiguration
+    /// Let ``MemoryPressureMonitor/shared`` trim the memory cache when the process's memory
+    /// pressure rises (default true).
+    public var trimsOnMemoryPressure: Bool
 
     public init(cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
-                memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init()) {
+                memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init(),
+                trimsOnMemoryPressure: Bool = true) {
+        self.trimsOnMemoryPressure = trimsOnMemoryPressure
         self.cachesImagesInMemory = cachesImagesInMemory
         self.ioConcurrency = ioConcurrency
         self.memory = memory
@@ -55,6 +60,9 @@ public final class ImageCache: ImageCaching {
         self.configuration = configuration
         self.coders = coders
         self.io = BlockingQueue(name: "ImageKit.ImageCache.io", width: configuration.ioConcurrency)
+        if configuration.trimsOnMemoryPressure, let memory = memoryCache as? MemoryCache {
+            MemoryPressureMonitor.shared.watch(memory)
+        }
     }
 
     // MARK: Memory (synchronous)
