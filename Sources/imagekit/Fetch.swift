@@ -9,7 +9,9 @@ struct Fetch: ParsableCommand {
             One manager per invocation, with its disk cache in --cache-dir. --json prints one object per URL \
             with url, cacheType (none|memory|disk), format, width, height, frames, bytes, status (the HTTP \
             status of a network load, 304 after a revalidation, null from a cache) and error (null or {code, \
-            message}; a URL on the failed-URL list has the code 'blacklisted'). Exits 1 when any URL failed.
+            message}; a URL on the failed-URL list has the code 'blacklisted', a --from-cache-only miss \
+            'notCached', an address refused by --deny-private 'forbiddenAddress'). Exits 1 when any URL \
+            failed or was not cached.
             """
     )
 
@@ -22,9 +24,21 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Load one URL after the other (default: all at once).") var sequential = false
     @Option(help: "Save each image as PNG into this directory.") var out: String?
     @Flag(help: "Print one JSON object per URL.") var json = false
+    @Flag(help: "Refuse to connect to loopback, private, link-local, multicast and reserved addresses, after DNS and on every redirect (for URLs from untrusted input).")
+    var denyPrivate = false
+    @Option(name: .customLong("allow-address"), help: "With --deny-private: a CIDR (or address) that is allowed all the same; repeatable.")
+    var allowedAddresses: [String] = []
+    @Option(name: .customLong("allow-host"), help: "With --deny-private: a host name (or *.domain) that is allowed whatever it resolves to; repeatable.")
+    var allowedHosts: [String] = []
+    @Option(name: .customLong("resolve"), help: "Resolve HOST:PORT to ADDRESS, as curl's --resolve HOST:PORT:ADDRESS; repeatable.")
+    var resolve: [String] = []
 
     func validate() throws {
         if let thumbnail, thumbnail <= 0 { throw ValidationError("--thumbnail must be positive") }
+        for cidr in allowedAddresses where IPNetwork(cidr) == nil { throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR") }
+        if !denyPrivate && !(allowedAddresses.isEmpty && allowedHosts.isEmpty) {
+            throw ValidationError("--allow-address and --allow-host go with --deny-private")
+        }
     }
 
     func run() throws {
@@ -34,7 +48,11 @@ struct Fetch: ParsableCommand {
             throw ValidationError("cannot open the cache in \(directory.path): \(error)")
         }
         if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
-        let manager = ImageManager(cache: cache)
+        var downloads = ImageDownloaderConfiguration()
+        if denyPrivate { downloads.addressPolicy = AddressPolicy.publicOnly.allowing(networks: allowedAddresses, hosts: allowedHosts) }
+        downloads.hostOverrides = resolve
+        let loader = ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader()])
+        let manager = ImageManager(cache: cache, loader: loader)
         var options: ImageLoadOptions = [.waitStoreCache] // the process may exit right after
         if refresh { options.insert(.refreshCached) }
         if retryFailed { options.insert(.retryFailed) }
@@ -89,8 +107,8 @@ struct Fetch: ParsableCommand {
             failure = error as? ImageError ?? ImageError(.internalError, "\(error)")
         }
         progress.finished()
-        if failure == nil, result?.image == nil, !fromCacheOnly {
-            failure = ImageError(.badImageData, "no image")
+        if failure == nil, result?.image == nil {
+            failure = fromCacheOnly ? ImageError(.notCached, "\(text) is not in the cache") : ImageError(.badImageData, "no image")
         }
         if let image = result?.image, let out, failure == nil {
             let name = Download.fileName(for: URL(string: text) ?? URL(fileURLWithPath: "image"), index: index) + ".png"
