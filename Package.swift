@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
@@ -66,6 +68,8 @@ let package = Package(
                 .target(name: "CJXL", condition: .when(traits: ["JXL"])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         .executableTarget(
@@ -100,13 +104,16 @@ let package = Package(
             name: "ImageKitTests",
             // CLCMS2: the colour tests compare the fast path with Little CMS's own transform;
             // CHeif writes HEIC files with thumbnail items.
-            dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"]))]
+            dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
+                           .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Logging", package: "swift-log")]
         ),
         // Real curl against an HTTP server started inside the test process on 127.0.0.1.
         .testTarget(
             name: "ImageKitIntegrationTests",
             dependencies: [
                 "ImageKit",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

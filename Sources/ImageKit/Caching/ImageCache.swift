@@ -11,6 +11,8 @@ public struct ImageCacheConfiguration: Sendable {
     /// Let ``MemoryPressureMonitor/shared`` trim the memory cache when the process's memory
     /// pressure rises (default true).
     public var trimsOnMemoryPressure: Bool
+    /// Where disk reads and writes, evictions and sizes are reported (``ImageKitTelemetry``).
+    public var telemetry: ImageKitTelemetry = ImageKitTelemetry()
 
     public init(cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
                 memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init(),
@@ -41,6 +43,7 @@ public final class ImageCache: ImageCaching {
     public let configuration: ImageCacheConfiguration
     public let coders: ImageCodersManager
     let io: BlockingQueue
+    let metrics: ImageKitMetrics
 
     /// A cache with its disk part in `directory` (default: `DiskCache.defaultDirectory(namespace:)`).
     public convenience init(namespace: String = "default", directory: URL? = nil,
@@ -48,7 +51,7 @@ public final class ImageCache: ImageCaching {
                             coders: ImageCodersManager = .shared) throws(ImageError) {
         let disk = try DiskCache(directory: directory ?? DiskCache.defaultDirectory(namespace: namespace),
                                  configuration: configuration.disk)
-        self.init(memoryCache: MemoryCache(configuration: configuration.memory), diskCache: disk,
+        self.init(memoryCache: MemoryCache(configuration: configuration.memory, telemetry: configuration.telemetry), diskCache: disk,
                   configuration: configuration, coders: coders)
     }
 
@@ -60,6 +63,7 @@ public final class ImageCache: ImageCaching {
         self.configuration = configuration
         self.coders = coders
         self.io = BlockingQueue(name: "ImageKit.ImageCache.io", width: configuration.ioConcurrency)
+        self.metrics = ImageKitMetrics(factory: configuration.telemetry.metricsFactory)
         if configuration.trimsOnMemoryPressure, let memory = memoryCache as? MemoryCache {
             MemoryPressureMonitor.shared.watch(memory)
         }
@@ -153,8 +157,10 @@ public final class ImageCache: ImageCaching {
     /// Steps 7–8 of CQS-04: read the bytes; decode them only on a memory miss, then promote.
     private func diskQuery(_ key: CacheKey, memoryImage: DecodedImage?, options: ImageCacheQueryOptions,
                            decoding: ImageDecodingOptions) throws(ImageError) -> ImageCacheQueryResult {
+        let started = DispatchTime.now().uptimeNanoseconds
         let entry = (diskCache as? DiskCache)?.entry(forKey: key.identity)
             ?? diskCache.data(forKey: key.identity).map { ($0, diskCache.metadata(forKey: key.identity)) }
+        metrics.diskRead.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
         if let memoryImage {
             return ImageCacheQueryResult(image: memoryImage, data: entry?.0, cacheType: .memory, metadata: entry?.1)
         }
@@ -197,8 +203,8 @@ public final class ImageCache: ImageCaching {
 
     public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
         guard !data.isEmpty else { return }
-        try await io.run { [diskCache] () throws(ImageError) in
-            try diskCache.store(data, forKey: key.identity, expiryDate: nil, http: http)
+        try await io.run { [self] () throws(ImageError) in
+            try timedDiskWrite { () throws(ImageError) in try diskCache.store(data, forKey: key.identity, expiryDate: nil, http: http) }
         }
     }
 
@@ -211,11 +217,21 @@ public final class ImageCache: ImageCaching {
             memoryCache.setImage(image, forKey: key.identity)
         }
         guard cacheType.includesDisk else { return nil }
-        return { [diskCache, coders] () throws(ImageError) in
+        return { [self] () throws(ImageError) in
             let bytes: Data
             if let data { bytes = data } else { bytes = try Self.reencode(image, coders: coders) }
-            try diskCache.store(bytes, forKey: key.identity, expiryDate: nil, http: http)
+            try timedDiskWrite { () throws(ImageError) in try diskCache.store(bytes, forKey: key.identity, expiryDate: nil, http: http) }
         }
+    }
+
+    /// Runs a disk write, reporting its duration and the disk cache's size after it.
+    private func timedDiskWrite(_ write: () throws(ImageError) -> Void) throws(ImageError) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer {
+            metrics.diskWrite.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
+            metrics.diskSize.record(diskCache.totalSize)
+        }
+        try write()
     }
 
     /// CQS-03: a lazy animation's own bytes; else the image's own format when ImageKit encodes

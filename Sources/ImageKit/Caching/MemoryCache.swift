@@ -50,10 +50,24 @@ public final class MemoryCache: ImageMemoryCaching {
 
     public let configuration: Configuration
     private let state: Locked<LRUState>
+    /// Evictions and the total cost are reported here (nil: nothing is reported).
+    let metrics: ImageKitMetrics?
 
-    public init(configuration: Configuration = Configuration()) {
+    /// - Parameter telemetry: where evictions (`imagekit_memory_cache_evictions_total`) and the
+    ///   total cost (`imagekit_memory_cache_cost_bytes`) are reported; nil reports nothing.
+    public init(configuration: Configuration = Configuration(), telemetry: ImageKitTelemetry? = nil) {
         self.configuration = configuration
         self.state = Locked(LRUState())
+        self.metrics = telemetry.map { ImageKitMetrics(factory: $0.metricsFactory) }
+    }
+
+    /// Images evicted for the limits (or by ``trim(toCost:)``) since the cache was made.
+    public var evictionCount: Int { state.withLock { $0.evictions } }
+
+    private func report(evicted: Int, totalCost: Int) {
+        guard let metrics else { return }
+        if evicted > 0 { metrics.evictions.increment(by: Int64(evicted)) }
+        metrics.memoryCost.record(totalCost)
     }
 
     public func image(forKey key: String) -> DecodedImage? {
@@ -74,10 +88,13 @@ public final class MemoryCache: ImageMemoryCaching {
     }
 
     public func setImage(_ image: DecodedImage, forKey key: String) {
-        state.withLock { state in
+        let (evicted, cost) = state.withLock { state -> (Int, Int) in
             if configuration.usesWeakCache { state.rememberWeakly(image, forKey: key) }
+            let before = state.evictions
             state.insert(image, forKey: key, configuration: configuration)
+            return (state.evictions - before, state.totalCost)
         }
+        report(evicted: evicted, totalCost: cost)
     }
 
     public func removeImage(forKey key: String) {
@@ -105,10 +122,16 @@ public final class MemoryCache: ImageMemoryCaching {
     /// checkpoints and their players' kept frames), and the idle pixel memory kept for reuse is
     /// returned to the system (``PixelMemory/releaseSpares()``).
     public func trim(toCost cost: Int) {
-        let animations: [AnimatedImage] = state.withLock { state in
-            while state.totalCost > max(cost, 0), let last = state.tail { state.remove(last) }
-            return state.index.values.compactMap { state.slots[$0].image?.animation }
+        let (animations, evicted, remaining) = state.withLock { state -> ([AnimatedImage], Int, Int) in
+            var evicted = 0
+            while state.totalCost > max(cost, 0), let last = state.tail {
+                state.remove(last)
+                evicted += 1
+            }
+            state.evictions += evicted
+            return (state.index.values.compactMap { state.slots[$0].image?.animation }, evicted, state.totalCost)
         }
+        report(evicted: evicted, totalCost: remaining)
         for animation in animations { animation.trim() }
         PixelMemory.releaseSpares()
     }
@@ -147,6 +170,8 @@ struct LRUState {
     var head: Int?
     var tail: Int?
     var totalCost = 0
+    /// Images removed for the limits so far.
+    var evictions = 0
     var weak: [String: WeakImage] = [:]
     var insertionsSinceWeakPrune = 0
 
@@ -174,6 +199,7 @@ struct LRUState {
               (configuration.costLimit > 0 && totalCost > configuration.costLimit)
                 || (configuration.countLimit > 0 && index.count > configuration.countLimit) {
             remove(last)
+            evictions += 1
         }
     }
 

@@ -1,6 +1,7 @@
 import CCurl
 import DequeModule
 import Foundation
+import Logging
 
 /// Downloads image bytes over HTTP(S) with libcurl (SDWebImage's `SDWebImageDownloader`).
 ///
@@ -25,6 +26,8 @@ public final class ImageDownloader: ImageLoading {
     private let baseHeaderList: CurlHeaderList
     private let hostOverrides: CurlStringList?
     let resumable: ResumableDataStore
+    let metrics: ImageKitMetrics
+    private let logger: Logger
     private let state = Locked(State())
 
     private struct State {
@@ -164,6 +167,8 @@ public final class ImageDownloader: ImageLoading {
         baseHeaderList = CurlHeaderList(baseHeaders)
         hostOverrides = configuration.hostOverrides.isEmpty ? nil : CurlStringList(configuration.hostOverrides)
         resumable = ResumableDataStore(limit: configuration.resumableDataLimit)
+        metrics = ImageKitMetrics(factory: configuration.telemetry.metricsFactory)
+        logger = configuration.telemetry.logger
         share = CurlShare(cookies: configuration.handlesCookies)
         let count = max(1, configuration.networkThreads)
         let shareHandle = share.handle
@@ -477,6 +482,16 @@ public final class ImageDownloader: ImageLoading {
             return delay
         }
         if let delay {
+            metrics.downloadRetries.increment()
+            let reason: String
+            switch outcome {
+            case .failure(let error): reason = error.code.rawValue
+            case .success(let response): reason = "HTTP \(response.statusCode)"
+            }
+            logger.warning("retrying a download", metadata: [
+                "imagekit.url": "\(operation.request.url)", "imagekit.reason": "\(reason)",
+                "imagekit.attempt": "\(operation.attempt)", "imagekit.delay": "\(delay)",
+            ])
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.retry(operation) }
             pump()
             return
@@ -486,8 +501,28 @@ public final class ImageDownloader: ImageLoading {
             defer { operation.subscribers = [:] }
             return Array(operation.subscribers.values)
         }
+        report(outcome, of: operation)
         deliver(subscribers.map { ($0, result(of: outcome, for: $0, request: operation.request)) })
         pump()
+    }
+
+    private func report(_ outcome: Result<RawResponse, ImageError>, of operation: Operation) {
+        switch outcome {
+        case .success(let response) where configuration.acceptableStatusCodes.contains(response.statusCode) || response.statusCode == 304:
+            metrics.downloadsSucceeded.increment()
+            metrics.downloadBytes.increment(by: response.metrics.bytesReceived)
+            metrics.download.record(seconds: response.metrics.total)
+            logger.debug("downloaded", metadata: [
+                "imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)",
+                "imagekit.bytes": "\(response.body.count)", "imagekit.seconds": "\(response.metrics.total)",
+            ])
+        case .success(let response):
+            metrics.downloadsFailed.increment()
+            logger.debug("download refused", metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)"])
+        case .failure(let error):
+            if error.code != .cancelled { metrics.downloadsFailed.increment() }
+            logger.debug("download failed", metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.error": "\(error)"])
+        }
     }
 
     /// After a retry delay: queued again, unless every caller left meanwhile.

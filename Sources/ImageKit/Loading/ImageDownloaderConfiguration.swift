@@ -102,6 +102,9 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var resumableDataLimit: Int
     /// Where progress and completions are delivered (never the curl thread).
     public var callbackQueue: DispatchQueue
+    /// Where downloads, bytes, retries and durations are reported, and retries logged as
+    /// warnings (``ImageKitTelemetry``).
+    public var telemetry = ImageKitTelemetry()
 
     public init(maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
                 totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],

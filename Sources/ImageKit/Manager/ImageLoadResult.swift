@@ -28,6 +28,8 @@ public struct ImageLoadResult: Sendable {
     public var storeError: ImageError?
     /// The URL the bytes came from after redirects, for a network load; nil from a cache.
     public var finalURL: URL?
+    /// How long each stage of the load took (Nuke's task metrics); empty for a memory hit.
+    public var timings = ImageLoadTimings()
 
     public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
                 statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {
@@ -56,4 +58,23 @@ public enum ImageLoadEvent: Sendable {
     /// The server answered a revalidation with 304: the cached image delivered before is
     /// current (its entry's metadata was refreshed). Nothing else follows.
     case notModified(TransferMetrics)
+}
+
+/// How long each stage of one load took, in seconds; nil for a stage the load did not run.
+/// A load joined to another's work reports that work's timings.
+public struct ImageLoadTimings: Sendable, Hashable {
+    /// Looking in the caches (memory again, then disk: reading and, for a hit, decoding).
+    public var cacheQuery: TimeInterval?
+    /// The loader, from the request to the last byte (retries included).
+    public var download: TimeInterval?
+    /// Waiting for a decode thread.
+    public var queueWait: TimeInterval?
+    public var decode: TimeInterval?
+    public var transform: TimeInterval?
+    /// Storing: the memory write, and the disk write with ``ImageLoadOptions/waitStoreCache``.
+    public var store: TimeInterval?
+    /// From the start of the shared work to the result.
+    public var total: TimeInterval?
+
+    public init() {}
 }

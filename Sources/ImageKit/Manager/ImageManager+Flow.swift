@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The load flow of one job (DESIGN §5, steps 6–10): disk, original-cache fallback, loader,
 /// decode, transform, store. Every `await` is a point where the job may have been stopped by
@@ -7,8 +8,19 @@ extension ImageManager {
     /// Minimum time between two previews of one load.
     static let previewInterval = 0.1
 
+    /// Seconds on the monotonic clock.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
     func run(_ job: ImageLoadJob) async {
         let plan = job.plan
+        let started = Self.now()
+        var timings = ImageLoadTimings()
+        var logger = self.logger
+        if logger.logLevel <= .debug {
+            logger[metadataKey: "imagekit.url"] = "\(plan.urlString)"
+            logger[metadataKey: "imagekit.cache_key"] = "\(plan.key)"
+            logger[metadataKey: "imagekit.job"] = "\(UInt(bitPattern: ObjectIdentifier(job).hashValue) & 0xFFFFFF)"
+        }
         // 6. The caches: memory again (a load that finished meanwhile), then disk.
         var cached: ImageCacheQueryResult?
         if plan.queriesCache {
@@ -18,7 +30,10 @@ extension ImageManager {
                 if plan.isHit(hit) { cached = hit }
             } catch {
                 // An unreadable cache is a miss; the image is loaded afresh.
+                logger.debug("cache query failed", metadata: ["imagekit.error": "\(error)"])
             }
+            timings.cacheQuery = Self.now() - started
+            logger.debug("cache queried", metadata: ["imagekit.hit": "\(cached.map { "\($0.cacheType)" } ?? "none")"])
             if Task.isCancelled { return }
         }
 
@@ -27,14 +42,19 @@ extension ImageManager {
             let stale = plan.options.contains(.revalidateStaleEntries) && !(cached.metadata?.isFresh(at: Date()) ?? true)
             revalidates = (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
                 && plan.loader.canLoad(plan.url) && (configuration.shouldDownload?(plan.url) ?? true)
-            let result = plan.result(from: cached)
+            var result = plan.result(from: cached)
+            result.timings = timings
+            result.timings.total = Self.now() - started
             guard revalidates else {
                 succeed(job, result)
                 return
             }
             // MGR-12: the cached image first, then the revalidation.
             job.deliverIntermediate(result)
-        } else if plan.queriesOriginal, let result = await variantFromOriginal(job) {
+        } else if plan.queriesOriginal, var result = await variantFromOriginal(job) {
+            result.timings.cacheQuery = timings.cacheQuery
+            result.timings.total = Self.now() - started
+            logger.debug("variant made from the cached original")
             succeed(job, result)
             return
         }
@@ -56,7 +76,11 @@ extension ImageManager {
 
         let response: ImageLoadResponse
         var decoding = plan.decoding
-        switch await load(request, for: job, progressive: !revalidates) {
+        let downloadStarted = Self.now()
+        logger.debug("loading", metadata: ["imagekit.priority": "\(request.priority)"])
+        let loaded = await load(request, for: job, progressive: !revalidates)
+        timings.download = Self.now() - downloadStarted
+        switch loaded {
         case .success(let loaded):
             response = loaded.response
             decoding.stopsAfterDCScans = loaded.isFirstScansOnly
@@ -79,10 +103,14 @@ extension ImageManager {
         // 9. Decode and transform, off the caller and the network threads.
         job.beginFinalizing()
         let staged: Result<Produced, StagedError>
+        let queued = Self.now()
         do {
             staged = try await decodeQueue.run { [decoding] () throws(ImageError) -> Result<Produced, StagedError> in
+                let dequeued = Self.now()
                 do throws(StagedError) {
-                    return .success(try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding))
+                    var produced = try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding)
+                    produced.queueWait = dequeued - queued
+                    return .success(produced)
                 } catch {
                     return .failure(error)
                 }
@@ -102,19 +130,35 @@ extension ImageManager {
             fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage)
             return
         }
+        timings.queueWait = produced.queueWait
+        timings.decode = produced.decodeDuration
+        timings.transform = produced.transformDuration
+        record(produced)
+        logger.debug("decoded", metadata: ["imagekit.decode_seconds": "\(produced.decodeDuration ?? 0)"])
         if Task.isCancelled { return }
 
         // 10. Store, then deliver. Bytes cut after the first scans are no original: only the
         // thumbnail made from them is kept.
+        let storing = Self.now()
         let storeError = decoding.stopsAfterDCScans
             ? await storeVariant(produced, originalData: nil, http: response.cacheHeaders, plan: plan)
             : await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
+        timings.store = Self.now() - storing
         if Task.isCancelled { return }
         var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
                                      cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
         result.finalURL = response.finalURL
         result.storeError = storeError
+        timings.total = Self.now() - started
+        result.timings = timings
         succeed(job, result)
+    }
+
+    /// Reports a decode's and a transform's durations.
+    private func record(_ produced: Produced) {
+        if let wait = produced.queueWait { metrics.queueWait.record(seconds: wait) }
+        if let decode = produced.decodeDuration { metrics.decode.record(seconds: decode) }
+        if let transform = produced.transformDuration { metrics.transform.record(seconds: transform) }
     }
 
     /// What a decode (and transform) made of some bytes.
@@ -124,6 +168,9 @@ extension ImageManager {
         /// What the caller gets: the transformed image, or the decode.
         var delivered: DecodedImage?
         var wasTransformed: Bool
+        var queueWait: TimeInterval?
+        var decodeDuration: TimeInterval?
+        var transformDuration: TimeInterval?
     }
 
     /// Decodes `data` with the plan's options (unless `image` is given), then transforms
@@ -134,11 +181,14 @@ extension ImageManager {
             return Produced(decoded: nil, delivered: nil, wasTransformed: false)
         }
         let decoded: DecodedImage
+        let decodeStarted = now()
+        var decodeDuration: TimeInterval?
         do throws(ImageError) {
             if let image {
                 decoded = image
             } else if let data {
                 decoded = try plan.coders.decode(data, options: decoding ?? plan.decoding)
+                decodeDuration = now() - decodeStarted
             } else {
                 throw ImageError(.emptyData, "there are no bytes to decode")
             }
@@ -147,11 +197,13 @@ extension ImageManager {
         }
         guard let transformer = plan.transformer, !decoded.isAnimated || plan.options.contains(.transformAnimatedImage),
               !decoded.isPartial else {
-            return Produced(decoded: decoded, delivered: decoded, wasTransformed: false)
+            return Produced(decoded: decoded, delivered: decoded, wasTransformed: false, decodeDuration: decodeDuration)
         }
         do throws(ImageError) {
+            let transformStarted = now()
             let transformed = try transformer.transform(decoded)
-            return Produced(decoded: decoded, delivered: transformed, wasTransformed: true)
+            return Produced(decoded: decoded, delivered: transformed, wasTransformed: true, decodeDuration: decodeDuration,
+                            transformDuration: now() - transformStarted)
         } catch {
             throw StagedError(error: error, stage: .transform)
         }
@@ -182,9 +234,13 @@ extension ImageManager {
         guard usable != nil || original.data != nil, !Task.isCancelled else { return nil }
         let produced: Produced
         do {
+            let queued = Self.now()
             produced = try await decodeQueue.run { () throws(ImageError) -> Produced in
+                let dequeued = Self.now()
                 do throws(StagedError) {
-                    return try Self.produce(from: original.data, plan: plan, image: usable)
+                    var produced = try Self.produce(from: original.data, plan: plan, image: usable)
+                    produced.queueWait = dequeued - queued
+                    return produced
                 } catch {
                     throw error.error
                 }
@@ -193,10 +249,16 @@ extension ImageManager {
             return nil
         }
         if Task.isCancelled { return nil }
+        record(produced)
+        let storing = Self.now()
         let storeError = await storeVariant(produced, originalData: original.data, http: original.metadata?.http, plan: plan)
         var result = ImageLoadResult(image: produced.delivered, data: original.data,
                                      cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
         result.storeError = storeError
+        result.timings.queueWait = produced.queueWait
+        result.timings.decode = produced.decodeDuration
+        result.timings.transform = produced.transformDuration
+        result.timings.store = Self.now() - storing
         return result
     }
 
@@ -280,6 +342,11 @@ extension ImageManager {
     // MARK: Endings
 
     private func succeed(_ job: ImageLoadJob, _ result: ImageLoadResult) {
+        switch result.cacheType {
+        case .memory: metrics.memoryHits.increment()
+        case .disk: metrics.diskHits.increment()
+        default: (result.statusCode != nil ? metrics.networkLoads : metrics.emptyLoads).increment()
+        }
         if job.plan.options.contains(.retryFailed) { failedURLs.remove(job.plan.failedURLKey) }
         job.finish(.success(result))
     }
@@ -289,6 +356,12 @@ extension ImageManager {
         let url = job.plan.url
         let blocks = configuration.shouldBlockFailedURL?(url, error) ?? Self.blocksURL(after: error, at: stage)
         if blocks { failedURLs.insert(job.plan.failedURLKey) }
+        if error.code == .cancelled { metrics.cancelledLoads.increment() } else { metrics.failedLoads.increment() }
+        metrics.count(error)
+        if logger.logLevel <= .debug {
+            logger.debug("load failed", metadata: ["imagekit.url": "\(job.plan.urlString)", "imagekit.error": "\(error)",
+                                                   "imagekit.blocks_url": "\(blocks)"])
+        }
         job.finish(.failure(error))
     }
 }

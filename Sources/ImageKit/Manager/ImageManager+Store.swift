@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The store step (MGR-15/16, CQS-02): memory first, before the image is delivered, so the
 /// next load of it is a memory hit; disk after, in the background unless `.waitStoreCache`.
@@ -84,6 +85,7 @@ extension ImageManager {
         }
         guard !disk.isEmpty else { return nil }
         let handler = configuration.storeErrorHandler
+        let logger = self.logger
         let writeAll: @Sendable () async -> ImageError? = {
             var first: ImageError?
             for write in disk {
@@ -94,6 +96,7 @@ extension ImageManager {
                         try await cache.store(write.image, data: write.data, forKey: write.key, cacheType: .disk, http: write.http)
                     }
                 } catch {
+                    logger.warning("cache store failed", metadata: ["imagekit.cache_key": "\(write.key)", "imagekit.error": "\(error)"])
                     handler?(error, write.key)
                     if first == nil { first = error }
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Settings of an ``ImageManager`` beyond its components.
 public struct ImageManagerConfiguration: Sendable {
@@ -27,6 +28,9 @@ public struct ImageManagerConfiguration: Sendable {
     /// Told about every failed cache store (full or read-only disk …). The image is delivered
     /// all the same; with ``ImageLoadOptions/waitStoreCache`` the result carries the error too.
     public var storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)?
+    /// Where loads are logged and counted (``ImageKitTelemetry``); also given to the cache and
+    /// downloader the manager makes when none is passed to it.
+    public var telemetry = ImageKitTelemetry()
 
     public init(failedURLTimeToLive: TimeInterval? = 300,
                 decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -77,6 +81,8 @@ public final class ImageManager: Sendable {
 
     let failedURLs: FailedURLList
     let decodeQueue: BlockingQueue
+    let metrics: ImageKitMetrics
+    let logger: Logger
     private let state = Locked(State())
 
     private struct State {
@@ -95,8 +101,12 @@ public final class ImageManager: Sendable {
                 cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
                 optionsProcessor: ImageLoadOptionsProcessor? = nil,
                 configuration: ImageManagerConfiguration = ImageManagerConfiguration()) {
-        self.cache = cache ?? ImageManager.defaultCache()
-        self.loader = loader ?? ImageLoadersManager()
+        self.cache = cache ?? ImageManager.defaultCache(telemetry: configuration.telemetry)
+        var downloads = ImageDownloaderConfiguration()
+        downloads.telemetry = configuration.telemetry
+        self.loader = loader ?? ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader()])
+        metrics = ImageKitMetrics(factory: configuration.telemetry.metricsFactory)
+        logger = configuration.telemetry.logger
         self.coders = coders
         self.transformer = transformer
         self.cacheKeyFilter = cacheKeyFilter
@@ -109,9 +119,11 @@ public final class ImageManager: Sendable {
     }
 
     /// The default namespace's cache; where its directory cannot be made, memory alone.
-    private static func defaultCache() -> any ImageCaching {
-        if let cache = try? ImageCache() { return cache }
-        return ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache())
+    private static func defaultCache(telemetry: ImageKitTelemetry) -> any ImageCaching {
+        var configuration = ImageCacheConfiguration()
+        configuration.telemetry = telemetry
+        if let cache = try? ImageCache(configuration: configuration) { return cache }
+        return ImageCache(memoryCache: MemoryCache(telemetry: telemetry), diskCache: UnavailableDiskCache(), configuration: configuration)
     }
 
     // MARK: Failed URLs
@@ -372,6 +384,7 @@ public final class ImageManager: Sendable {
         else { return nil }
         let key = CacheKey(urlString)
         guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else { return nil }
+        metrics.memoryHits.increment()
         if options.contains(.retryFailed) { failedURLs.remove(urlString) }
         return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url, cacheKey: key)
     }
@@ -391,6 +404,7 @@ public final class ImageManager: Sendable {
         if plan.context.queryCacheType.includesMemory,
            plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
            let image = plan.cache.imageFromMemory(forKey: plan.key) {
+            metrics.memoryHits.increment()
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
             return ImageLoadResult(image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
         }
@@ -403,6 +417,7 @@ public final class ImageManager: Sendable {
                 return nil
             }
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
+            (hit.cacheType == .memory ? metrics.memoryHits : metrics.diskHits).increment()
             return plan.result(from: hit)
         }
         // A definite miss of every layer asked for, and the loader may not be used.
@@ -455,6 +470,7 @@ public final class ImageManager: Sendable {
         state.withLock { state in
             if state.jobs[jobKey] === job { state.jobs[jobKey] = nil }
         }
+        metrics.cancelledLoads.increment()
         job.stop()
     }
 }
