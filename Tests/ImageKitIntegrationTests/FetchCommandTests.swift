@@ -97,6 +97,8 @@ final class FetchCommandTests: XCTestCase {
             "http://0177.0.0.2:\(port)/secret.jpg",             // octal
             "http://0x7f.0.0.2:\(port)/secret.jpg",             // hex
             "http://[::ffff:127.0.0.2]:\(port)/secret.jpg",     // IPv4-mapped IPv6
+            "http://0.0.0.0:\(port)/secret.jpg",                // unspecified (Linux connects it to this host)
+            "http://[::1]:\(port)/secret.jpg",                  // IPv6 loopback
             "http://images.test:\(port)/secret.jpg",            // a name that resolves to loopback
         ]
         for form in forms {

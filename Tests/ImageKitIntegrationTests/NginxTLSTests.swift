@@ -139,4 +139,36 @@ final class NginxTLSTests: XCTestCase {
         XCTAssertEqual(log.split(separator: "\n").count, 20)
         XCTAssertEqual(connections.count, 1, "all 20 requests multiplexed on one connection: \(connections)")
     }
+
+    /// The transport settings against a real TLS server: a CA bundle holding its certificate
+    /// verifies it; a pinned public key must match.
+    func testCABundleAndPinnedPublicKey() async throws {
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let publicKey = directory.appendingPathComponent("pub.pem").path
+        XCTAssertEqual(try Self.run(try XCTUnwrap(Self.which("openssl")), ["x509", "-in", certificate, "-pubkey", "-noout", "-out", publicKey]), 0)
+        var configuration = ImageDownloaderConfiguration()
+        configuration.caBundlePath = certificate
+        let trusting = ImageDownloader(configuration: configuration)
+        let trusted = try await trusting.load(url("1.bin"))
+        XCTAssertEqual(trusted.data.count, 20_000, "the bundle's certificate verifies")
+
+        configuration.pinnedPublicKey = publicKey
+        let pinned = try await ImageDownloader(configuration: configuration).load(url("2.bin"))
+        XCTAssertEqual(pinned.data.count, 20_000)
+        configuration.pinnedPublicKey = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        do {
+            _ = try await ImageDownloader(configuration: configuration).load(url("3.bin"))
+            XCTFail("a wrong pin must fail")
+        } catch {
+            XCTAssertEqual(error.code, .secureConnectionFailed, "\(error)")
+        }
+        configuration.pinnedPublicKey = nil
+        configuration.caBundlePath = directory.appendingPathComponent("key.pem").path // no certificate in it
+        do {
+            _ = try await ImageDownloader(configuration: configuration).load(url("4.bin"))
+            XCTFail("a bundle without the certificate must fail")
+        } catch {
+            XCTAssertEqual(error.code, .secureConnectionFailed, "\(error)")
+        }
+    }
 }

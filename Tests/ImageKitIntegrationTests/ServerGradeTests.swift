@@ -323,6 +323,34 @@ final class ServerGradeTests: XCTestCase {
         }
     }
 
+    func testATransferWhoseBytesWereLookedAtIsNotRetried() async throws {
+        let body = Self.png(3, size: 32)
+        server.route("/cut.png") { _ in
+            .init(headers: [("Content-Length", "100000")], body: body + [UInt8](repeating: 1, count: 4000), chunkSize: 500,
+                  delay: .milliseconds(20), closeAfter: 3000)
+        }
+        var configuration = ImageDownloaderConfiguration()
+        configuration.retryPolicy = ImageRetryPolicy(maxRetries: 2, baseDelay: 0.01)
+        configuration.resumableDataLimit = 0
+        let downloader = ImageDownloader(configuration: configuration)
+        let done = expectation(description: "done")
+        let looked = Locked(false)
+        let tokenBox = Locked<ImageDownloader.Token?>(nil)
+        let token = downloader.download(ImageLoadRequest(url: server.url("/cut.png")), progress: { progress in
+            // A progressive preview reads the bytes so far.
+            if progress.receivedBytes > 0, let data = tokenBox.withLock({ $0 })?.receivedData(), !data.isEmpty {
+                looked.withLock { $0 = true }
+            }
+        }) { result in
+            if case .failure(let error) = result { XCTAssertEqual(error.code, .connectionLost) } else { XCTFail("the body was cut") }
+            done.fulfill()
+        }
+        tokenBox.withLock { $0 = token }
+        await fulfillment(of: [done], timeout: 10)
+        XCTAssertTrue(looked.withLock { $0 })
+        XCTAssertEqual(server.requests(to: "/cut.png"), 1, "a caller saw the first bytes: no retry")
+    }
+
     func testRetryDelaysGrowAndStayWithinTheCeiling() {
         let policy = ImageRetryPolicy(maxRetries: 5, baseDelay: 0.1, maxDelay: 1)
         XCTAssertEqual(policy.delay(beforeRetry: 0, retryAfter: nil, random: 1), 0.1)

@@ -21,9 +21,8 @@ final class TelemetryTests: XCTestCase {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            store.records.withLock { $0.append((level, message.description, metadata.merging(extra ?? [:]) { $1 })) }
+        func log(event: LogEvent) {
+            store.records.withLock { $0.append((event.level, event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })) }
         }
     }
 

@@ -29,7 +29,17 @@ public struct ImageLoadResult: Sendable {
     /// The URL the bytes came from after redirects, for a network load; nil from a cache.
     public var finalURL: URL?
     /// How long each stage of the load took (Nuke's task metrics); empty for a memory hit.
-    public var timings = ImageLoadTimings()
+    public var timings: ImageLoadTimings {
+        get { timingsStorage?.value ?? ImageLoadTimings() }
+        set { timingsStorage = TimingsBox(newValue) }
+    }
+    /// Behind a reference: a memory hit neither fills nor copies the seven fields.
+    private var timingsStorage: TimingsBox?
+
+    private final class TimingsBox: Sendable {
+        let value: ImageLoadTimings
+        init(_ value: ImageLoadTimings) { self.value = value }
+    }
 
     public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
                 statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {

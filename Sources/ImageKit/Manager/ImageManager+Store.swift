@@ -86,7 +86,7 @@ extension ImageManager {
         guard !disk.isEmpty else { return nil }
         let handler = configuration.storeErrorHandler
         let logger = self.logger
-        let writeAll: @Sendable () async -> ImageError? = {
+        let writeAll: @Sendable () async -> ImageError? = { [self] in
             var first: ImageError?
             for write in disk {
                 do throws(ImageError) {
@@ -96,7 +96,9 @@ extension ImageManager {
                         try await cache.store(write.image, data: write.data, forKey: write.key, cacheType: .disk, http: write.http)
                     }
                 } catch {
-                    logger.warning("cache store failed", metadata: ["imagekit.cache_key": "\(write.key)", "imagekit.error": "\(error)"])
+                    if self.storeWarnings.shouldLog() {
+                        logger.warning("cache store failed", metadata: ["imagekit.cache_key": "\(write.key)", "imagekit.error": "\(error)"])
+                    }
                     handler?(error, write.key)
                     if first == nil { first = error }
                 }
