@@ -17,6 +17,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ImageKit", targets: ["ImageKit"]),
+        // The image service's request layer (grammars, signing, canonical operations). A package
+        // that depends on the ImageKit product alone compiles none of it.
+        .library(name: "ImageKitServer", targets: ["ImageKitServer"]),
         .executable(name: "imagekit", targets: ["imagekit"]),
         .executable(name: "bench", targets: ["bench"]),
     ],
@@ -71,6 +74,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
+        ),
+        .target(
+            name: "ImageKitServer",
+            dependencies: ["ImageKit", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "ImageKitServerTests",
+            dependencies: ["ImageKitServer"]
         ),
         .executableTarget(
             name: "imagekit",

@@ -1,0 +1,69 @@
+import Foundation
+
+/// One parsed image request: which grammar it came in, its signature and the exact text the
+/// signature covers, the operations and the source URL.
+public struct ImageRequest: Sendable, Hashable {
+    public enum Grammar: String, Sendable, Hashable { case thumbor, imgproxy }
+
+    public var grammar: Grammar
+    /// nil for unsigned URLs (thumbor `unsafe`, imgproxy `insecure` and `_`).
+    public var signature: String?
+    /// The part of the path the signature is computed over, as received.
+    public var signedPath: String
+    public var operations: ImageOperations
+    /// The absolute http(s) URL of the source image.
+    public var source: URL
+
+    public init(grammar: Grammar, signature: String?, signedPath: String, operations: ImageOperations, source: URL) {
+        self.grammar = grammar
+        self.signature = signature
+        self.signedPath = signedPath
+        self.operations = operations
+        self.source = source
+    }
+
+    /// Parses a request path (`/unsafe/300x200/…`, `/insecure/rs:fit:300:300/plain/…`,
+    /// `/info/_/…`) by its first segment, percent-decoded: `unsafe` or a 28-character thumbor
+    /// signature → thumbor; `insecure`, `_`, or a 43-character imgproxy signature → imgproxy;
+    /// `info` → imgproxy's info endpoint; anything else → 400.
+    public static func parse(path: String, presets: [String: [String]] = [:]) throws(ImageServiceError) -> ImageRequest {
+        guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
+        let body = path.dropFirst()
+        guard let slash = body.firstIndex(of: "/") else { throw .malformed("the path has no image") }
+        let first = String(body[..<slash])
+        let decoded = first.removingPercentEncoding ?? first
+        if first == "info" {
+            var request = try ImgproxyURL.parse(String(body[body.index(after: slash)...]).withLeadingSlash, presets: presets)
+            request.operations.metadataOnly = true
+            return request
+        }
+        if decoded == "unsafe" || decoded.count == 28 { return try ThumborURL.parse(path) }
+        if decoded == "insecure" || decoded == "_" || decoded.count == 43 { return try ImgproxyURL.parse(path, presets: presets) }
+        throw .malformed("'\(first.prefix(64))' is neither a thumbor nor an imgproxy signature")
+    }
+
+    /// An absolute http(s) URL from a source text: percent-decoded when it is encoded, `http://`
+    /// added to a bare host (thumbor's default), any other scheme refused.
+    static func sourceURL(_ text: String, addsScheme: Bool) throws(ImageServiceError) -> URL {
+        var text = text
+        if !text.contains("://"), text.contains("%"), let decoded = text.removingPercentEncoding { text = decoded }
+        let lower = text.lowercased()
+        if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {
+            if let colon = lower.firstIndex(of: ":"), lower[..<colon].allSatisfy({ $0.isLetter }),
+               lower[lower.index(after: colon)...].hasPrefix("/") {
+                throw ImageServiceError(400, code: "unsupportedScheme", "only http and https sources are served")
+            }
+            guard addsScheme else { throw .malformed("the source is not an absolute http(s) URL") }
+            text = "http://" + text
+        }
+        guard let url = URL(string: text) ?? URL(string: text.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? ""),
+              let host = url.host, !host.isEmpty else {
+            throw .malformed("the source is not a valid URL")
+        }
+        return url
+    }
+}
+
+extension String {
+    var withLeadingSlash: String { hasPrefix("/") ? self : "/" + self }
+}

@@ -1,0 +1,352 @@
+import Foundation
+
+/// thumbor 7's URL grammar:
+/// `/(unsafe|SIG)/[meta/][trim[:top-left|:bottom-right][:N]/][AxB:CxD/][adaptive-][full-]fit-in/[[-]Wx[-]H/][left|center|right/][top|middle|bottom/][smart/][filters:NAME(ARGS):…/]IMAGE`.
+///
+/// Each part is optional and taken in that order; what follows the last part is the image URL
+/// (percent-encoded or plain; a bare host gets `http://`). One difference from thumbor: an
+/// unknown filter is a 400 naming it, where thumbor ignores it (a silently different image is
+/// worse for a cache).
+///
+/// ```swift
+/// let request = try ThumborURL.parse("/unsafe/fit-in/256x256/filters:quality(70)/example.com/cat.jpg")
+/// request.operations.width   // 256
+/// ```
+public enum ThumborURL {
+    public static func parse(_ path: String) throws(ImageServiceError) -> ImageRequest {
+        guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
+        var rest = Substring(path.dropFirst())
+        guard let slash = rest.firstIndex(of: "/") else { throw .malformed("the path has no image") }
+        let first = String(rest[..<slash])
+        let decodedFirst = first.removingPercentEncoding ?? first
+        let signature: String? = decodedFirst == "unsafe" ? nil : decodedFirst
+        rest = rest[rest.index(after: slash)...]
+        let signedPath = String(rest)
+        var operations = ImageOperations()
+        operations.resizeMode = .fill
+
+        if take("meta/", from: &rest) { operations.metadataOnly = true }
+        if let segment = segment(of: rest), segment.hasPrefix("trim"), let trim = parseTrim(segment) {
+            operations.trim = trim
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        if let segment = segment(of: rest), let crop = parseCrop(segment) {
+            operations.crop = crop
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        var fitIn = false, full = false
+        if let segment = segment(of: rest), segment.hasSuffix("fit-in") {
+            var name = Substring(segment)
+            if name.hasPrefix("adaptive-") {
+                operations.adaptive = true
+                name = name.dropFirst("adaptive-".count)
+            }
+            if name.hasPrefix("full-") {
+                full = true
+                name = name.dropFirst("full-".count)
+            }
+            if name == "fit-in" {
+                fitIn = true
+                rest = rest.dropFirst(segment.count + 1)
+            } else {
+                operations.adaptive = false
+                full = false
+            }
+        }
+        var hasSize = false
+        if let segment = segment(of: rest), let size = parseSize(segment) {
+            (operations.width, operations.widthIsOriginal, operations.flipHorizontal) = size.width
+            (operations.height, operations.heightIsOriginal, operations.flipVertical) = size.height
+            hasSize = true
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        var horizontal = "center", vertical = "middle"
+        if let segment = segment(of: rest), ["left", "right", "center"].contains(segment) {
+            horizontal = segment
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        if let segment = segment(of: rest), ["top", "bottom", "middle"].contains(segment) {
+            vertical = segment
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        operations.gravity = gravity(horizontal: horizontal, vertical: vertical)
+        if take("smart/", from: &rest) { operations.gravity = .smart }
+
+        if fitIn {
+            operations.resizeMode = full ? .cover : .fit
+            operations.enlarge = full // thumbor: fit-in never upscales; full-fit-in does
+        } else {
+            operations.adaptive = false
+            operations.enlarge = true // thumbor: a plain WxH upscales
+        }
+        if !hasSize && !fitIn { operations.resizeMode = .fill }
+
+        if rest.hasPrefix("filters:") {
+            // The filter list ends at the first ")/" (thumbor's own rule), since arguments
+            // (a watermark's URL) may hold slashes.
+            guard let end = rest.range(of: ")/") else { throw .malformed("the filters are not closed by ')/'") }
+            let list = rest[rest.index(rest.startIndex, offsetBy: "filters:".count)..<rest.index(after: end.lowerBound)]
+            try applyFilters(list, to: &operations)
+            rest = rest[end.upperBound...]
+        }
+        guard !rest.isEmpty else { throw .malformed("the path has no image") }
+        let source = try ImageRequest.sourceURL(String(rest), addsScheme: true)
+        return ImageRequest(grammar: .thumbor, signature: signature, signedPath: signedPath, operations: operations, source: source)
+    }
+
+    // MARK: Parts
+
+    private static func segment(of rest: Substring) -> String? {
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        return String(rest[..<slash])
+    }
+
+    private static func take(_ prefix: String, from rest: inout Substring) -> Bool {
+        guard rest.hasPrefix(prefix) else { return false }
+        rest = rest.dropFirst(prefix.count)
+        return true
+    }
+
+    /// `trim`, `trim:top-left`, `trim:bottom-right`, each with an optional `:TOLERANCE`.
+    static func parseTrim(_ segment: String) -> ImageOperations.Trim? {
+        let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.first == "trim", parts.count <= 3 else { return nil }
+        var trim = ImageOperations.Trim()
+        for part in parts.dropFirst() {
+            if let reference = ImageOperations.Trim.Reference(rawValue: part) {
+                trim.reference = reference
+            } else if let tolerance = Int(part), tolerance >= 0, tolerance <= 442 {
+                trim.tolerance = Double(tolerance)
+            } else {
+                return nil
+            }
+        }
+        return trim
+    }
+
+    /// `AxB:CxD` (left, top, right, bottom).
+    static func parseCrop(_ segment: String) -> ImageOperations.Crop? {
+        let corners = segment.split(separator: ":", omittingEmptySubsequences: false)
+        guard corners.count == 2 else { return nil }
+        let numbers = corners.flatMap { $0.split(separator: "x", omittingEmptySubsequences: false) }.map { Int($0) }
+        guard numbers.count == 4, numbers.allSatisfy({ $0 != nil && $0! >= 0 }) else { return nil }
+        let values = numbers.map { $0! }
+        return .region(left: values[0], top: values[1], right: values[2], bottom: values[3])
+    }
+
+    /// `[-]Wx[-]H`, each side a number, `orig` or empty.
+    static func parseSize(_ segment: String) -> (width: (Int, Bool, Bool), height: (Int, Bool, Bool))? {
+        let sides = segment.split(separator: "x", omittingEmptySubsequences: false)
+        guard sides.count == 2 else { return nil }
+        func side(_ text: Substring) -> (Int, Bool, Bool)? {
+            var text = text
+            let flip = text.hasPrefix("-")
+            if flip { text = text.dropFirst() }
+            if text.isEmpty { return (0, false, flip) }
+            if text == "orig" { return (0, true, flip) }
+            guard text.allSatisfy(\.isASCII), let value = Int(text), value >= 0, value <= 100_000 else { return nil }
+            return (value, false, flip)
+        }
+        guard let width = side(sides[0]), let height = side(sides[1]) else { return nil }
+        return (width, height)
+    }
+
+    static func gravity(horizontal: String, vertical: String) -> ImageOperations.Gravity {
+        switch (horizontal, vertical) {
+        case ("left", "top"): return .northWest
+        case ("center", "top"): return .north
+        case ("right", "top"): return .northEast
+        case ("left", "middle"): return .west
+        case ("right", "middle"): return .east
+        case ("left", "bottom"): return .southWest
+        case ("center", "bottom"): return .south
+        case ("right", "bottom"): return .southEast
+        default: return .center
+        }
+    }
+
+    // MARK: Filters
+
+    /// `NAME(ARGS):NAME(ARGS)…`, split at the colons outside parentheses.
+    static func splitFilters(_ list: Substring) throws(ImageServiceError) -> [(name: String, arguments: [String])] {
+        var filters: [(String, [String])] = []
+        var index = list.startIndex
+        while index < list.endIndex {
+            guard let open = list[index...].firstIndex(of: "(") else { throw .malformed("a filter has no '('") }
+            let name = String(list[index..<open])
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0 == "_" }) else { throw .malformed("'\(name.prefix(40))' is not a filter name") }
+            var depth = 0
+            var close: Substring.Index?
+            var cursor = open
+            while cursor < list.endIndex {
+                if list[cursor] == "(" { depth += 1 }
+                if list[cursor] == ")" {
+                    depth -= 1
+                    if depth == 0 { close = cursor; break }
+                }
+                cursor = list.index(after: cursor)
+            }
+            guard let close else { throw .malformed("filter '\(name)' is not closed") }
+            let inside = list[list.index(after: open)..<close]
+            filters.append((name, inside.isEmpty ? [] : inside.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }))
+            index = list.index(after: close)
+            if index < list.endIndex {
+                guard list[index] == ":" else { throw .malformed("filters are separated by ':'") }
+                index = list.index(after: index)
+            }
+        }
+        return filters
+    }
+
+    static func applyFilters(_ list: Substring, to operations: inout ImageOperations) throws(ImageServiceError) {
+        for (name, arguments) in try splitFilters(list) {
+            try apply(name, arguments, to: &operations)
+        }
+    }
+
+    private static func int(_ text: String?, _ filter: String, in range: ClosedRange<Int>) throws(ImageServiceError) -> Int {
+        guard let text, let value = Int(text), range.contains(value) else {
+            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a whole number in \(range)")
+        }
+        return value
+    }
+
+    private static func double(_ text: String?, _ filter: String, in range: ClosedRange<Double>) throws(ImageServiceError) -> Double {
+        guard let text, let value = Double(text), value.isFinite, range.contains(value) else {
+            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a number in \(range)")
+        }
+        return value
+    }
+
+    private static func bool(_ text: String?, _ filter: String) throws(ImageServiceError) -> Bool {
+        switch text?.lowercased() {
+        case "true"?, "1"?: return true
+        case "false"?, "0"?, nil: return false
+        default: throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not true or false")
+        }
+    }
+
+    private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>) throws(ImageServiceError) {
+        guard counts.contains(arguments.count) else {
+            throw ImageServiceError(400, code: "invalidFilterArgument", "\(name) takes \(counts.lowerBound == counts.upperBound ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)") arguments")
+        }
+    }
+
+    private static func color(_ text: String, _ filter: String) throws(ImageServiceError) -> ImageOperations.Color {
+        guard let color = ImageOperations.Color(text) else {
+            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text)' is not a colour")
+        }
+        return color
+    }
+
+    static func apply(_ name: String, _ arguments: [String], to operations: inout ImageOperations) throws(ImageServiceError) {
+        switch name {
+        case "quality":
+            try expect(arguments, name, 1...1)
+            operations.quality = try int(arguments[0], name, in: 0...100)
+        case "format":
+            try expect(arguments, name, 1...1)
+            let value = arguments[0].lowercased() == "jpg" ? "jpeg" : arguments[0].lowercased()
+            guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
+                throw ImageServiceError(400, code: "invalidFilterArgument", "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic or jxl")
+            }
+            operations.format = format
+        case "blur":
+            try expect(arguments, name, 1...2)
+            let radius = try double(arguments[0], name, in: 0...150)
+            let sigma = arguments.count > 1 ? try double(arguments[1], name, in: 0...150) : nil
+            operations.filters.append(.blur(radius: radius, sigma: sigma))
+        case "rotate":
+            try expect(arguments, name, 1...1)
+            let angle = try int(arguments[0], name, in: -3600...3600)
+            guard angle % 90 == 0 else { throw ImageServiceError(400, code: "invalidFilterArgument", "rotate: the angle must be a multiple of 90") }
+            operations.rotate = ((operations.rotate + angle) % 360 + 360) % 360
+        case "grayscale":
+            try expect(arguments, name, 0...0)
+            operations.filters.append(.grayscale)
+        case "round_corner":
+            try expect(arguments, name, 4...5)
+            let radii = arguments[0].split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+            guard radii.count <= 2 else { throw ImageServiceError(400, code: "invalidFilterArgument", "round_corner: 'a|b' at most") }
+            let a = try int(radii[0], name, in: 0...10_000)
+            let b = radii.count > 1 ? try int(radii[1], name, in: 0...10_000) : a
+            let red = try int(arguments[1], name, in: 0...255), green = try int(arguments[2], name, in: 0...255)
+            let blue = try int(arguments[3], name, in: 0...255)
+            let transparent = arguments.count > 4 ? try bool(arguments[4], name) : false
+            operations.filters.append(.roundCorner(a: a, b: b, color: .init(red: UInt8(red), green: UInt8(green), blue: UInt8(blue)),
+                                                   transparent: transparent))
+        case "fill":
+            try expect(arguments, name, 1...2)
+            switch arguments[0].lowercased() {
+            case "blur": operations.fill = .blur
+            case "auto": operations.fill = .auto
+            default: operations.fill = .color(try color(arguments[0], name))
+            }
+            operations.extend = true
+        case "background_color":
+            try expect(arguments, name, 1...1)
+            operations.background = try color(arguments[0], name)
+        case "brightness":
+            try expect(arguments, name, 1...1)
+            operations.filters.append(.brightness(try int(arguments[0], name, in: -100...100)))
+        case "contrast":
+            try expect(arguments, name, 1...1)
+            operations.filters.append(.contrast(try int(arguments[0], name, in: -100...100)))
+        case "saturation":
+            try expect(arguments, name, 1...1)
+            operations.filters.append(.saturation(try double(arguments[0], name, in: 0...100)))
+        case "rgb":
+            try expect(arguments, name, 3...3)
+            operations.filters.append(.rgb(red: try int(arguments[0], name, in: -100...100), green: try int(arguments[1], name, in: -100...100),
+                                           blue: try int(arguments[2], name, in: -100...100)))
+        case "sharpen":
+            try expect(arguments, name, 3...3)
+            operations.filters.append(.sharpen(amount: try double(arguments[0], name, in: 0...100), radius: try double(arguments[1], name, in: 0...100),
+                                               luminanceOnly: try bool(arguments[2], name)))
+        case "noise":
+            try expect(arguments, name, 1...1)
+            operations.filters.append(.noise(try int(arguments[0], name, in: 0...100)))
+        case "strip_exif":
+            try expect(arguments, name, 0...0)
+            operations.stripMetadata = true
+        case "strip_icc":
+            try expect(arguments, name, 0...0)
+            operations.stripColorProfile = true
+        case "upscale":
+            try expect(arguments, name, 0...0)
+            operations.enlarge = true
+        case "no_upscale":
+            try expect(arguments, name, 0...0)
+            operations.enlarge = false
+        case "stretch":
+            try expect(arguments, name, 0...0)
+            operations.resizeMode = .force
+        case "proportion":
+            try expect(arguments, name, 1...1)
+            operations.proportion = try double(arguments[0], name, in: 0.001...100)
+        case "focal":
+            try expect(arguments, name, 1...1)
+            guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left, bottom > top else {
+                throw ImageServiceError(400, code: "invalidFilterArgument", "focal: '\(arguments[0])' is not AxB:CxD")
+            }
+            operations.gravity = .focalRegion(left: left, top: top, right: right, bottom: bottom)
+        case "max_bytes":
+            try expect(arguments, name, 1...1)
+            operations.maxBytes = try int(arguments[0], name, in: 1...(1 << 30))
+        case "max_age":
+            try expect(arguments, name, 1...1)
+            operations.maxAge = try int(arguments[0], name, in: 0...(10 * 365 * 86_400))
+        case "watermark":
+            try expect(arguments, name, 4...6)
+            let alpha = try int(arguments[3], name, in: 0...100)
+            let widthRatio = arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
+            let heightRatio = arguments.count > 5 && arguments[5] != "none" ? try double(arguments[5], name, in: 0...100) : nil
+            operations.filters.append(.watermark(url: arguments[0], x: arguments[1], y: arguments[2], alpha: alpha, widthRatio: widthRatio,
+                                                 heightRatio: heightRatio))
+        default:
+            throw .unknown("filter", name)
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+
+/// What an image request asks for, free of the URL grammar it came in: thumbor's and
+/// imgproxy's URLs both parse into this, and the service plans its work and names its results
+/// from it alone.
+///
+/// Every field has a default that means "nothing asked"; two requests that differ only in how
+/// they spelled the same thing (option order, defaults written out, short or long option names)
+/// have equal operations and the same ``canonicalKey``.
+///
+/// ```swift
+/// var operations = ImageOperations()
+/// operations.resizeMode = .fill
+/// operations.width = 300
+/// operations.height = 200
+/// print(operations.canonicalKey)   // "rs:fill;w:300;h:200"
+/// ```
+public struct ImageOperations: Sendable, Hashable {
+    /// How the image meets the box ``width`` × ``height``.
+    public enum ResizeMode: String, Sendable, Hashable, CaseIterable {
+        /// Inside the box, ratio kept (thumbor `fit-in`, imgproxy `fit`).
+        case fit
+        /// Covers the box, the overflow cropped by ``gravity`` (thumbor `WxH`, imgproxy `fill`).
+        case fill
+        /// `fill`, but a smaller box keeps the image's ratio instead of growing it (imgproxy `fill-down`).
+        case fillDown = "fill-down"
+        /// Exactly the box, ratio not kept (imgproxy `force`, thumbor `stretch()`).
+        case force
+        /// `fill` when the image and the box are both portrait or both landscape, else `fit` (imgproxy `auto`).
+        case auto
+        /// Covers the box, nothing cropped: the smaller side meets the box (thumbor `full-fit-in`).
+        case cover
+    }
+
+    /// Where a crop keeps the image, or what `fill` keeps.
+    public enum Gravity: Sendable, Hashable {
+        case center, north, south, east, west, northEast, northWest, southEast, southWest
+        /// The most interesting region (edges, saturation, skin tones).
+        case smart
+        /// A focal point, as fractions of the width and height (0…1).
+        case focalPoint(x: Double, y: Double)
+        /// A focal region in source pixels (thumbor `focal(AxB:CxD)`).
+        case focalRegion(left: Int, top: Int, right: Int, bottom: Int)
+    }
+
+    /// A manual crop, applied to the source before resizing.
+    public enum Crop: Sendable, Hashable {
+        /// Pixel edges in the source: left, top, right, bottom (thumbor `AxB:CxD`).
+        case region(left: Int, top: Int, right: Int, bottom: Int)
+        /// A size (pixels, or fractions when < 1) placed by a gravity (imgproxy `crop`).
+        case size(width: Double, height: Double, gravity: Gravity?)
+    }
+
+    /// Removing a uniform border.
+    public struct Trim: Sendable, Hashable {
+        /// Which corner's colour is the border's (thumbor `top-left` / `bottom-right`).
+        public enum Reference: String, Sendable, Hashable { case topLeft = "top-left", bottomRight = "bottom-right" }
+        public var reference: Reference
+        /// How far a pixel may differ from the border colour and still be trimmed.
+        public var tolerance: Double
+
+        public init(reference: Reference = .topLeft, tolerance: Double = 0) {
+            self.reference = reference
+            self.tolerance = tolerance
+        }
+    }
+
+    /// An sRGB colour with alpha.
+    public struct Color: Sendable, Hashable {
+        public var red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
+
+        public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
+            self.red = red
+            self.green = green
+            self.blue = blue
+            self.alpha = alpha
+        }
+
+        /// `rrggbb`, `rrggbbaa`, `rgb`, a CSS name (`white`, `black`, `red` …) or `transparent`.
+        public init?(_ text: String) {
+            let lower = text.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "#"))
+            if let named = Self.named[lower] {
+                self = named
+                return
+            }
+            var hex = lower
+            if hex.count == 3 { hex = hex.map { "\($0)\($0)" }.joined() }
+            guard hex.count == 6 || hex.count == 8, let value = UInt32(hex, radix: 16) else { return nil }
+            if hex.count == 6 {
+                self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
+            } else {
+                self.init(red: UInt8(value >> 24), green: UInt8(value >> 16 & 0xFF), blue: UInt8(value >> 8 & 0xFF), alpha: UInt8(value & 0xFF))
+            }
+        }
+
+        public var hex: String {
+            let bytes = alpha == 255 ? [red, green, blue] : [red, green, blue, alpha]
+            return bytes.map { String(format: "%02x", $0) }.joined()
+        }
+
+        static let named: [String: Color] = [
+            "transparent": Color(red: 0, green: 0, blue: 0, alpha: 0), "white": Color(red: 255, green: 255, blue: 255),
+            "black": Color(red: 0, green: 0, blue: 0), "red": Color(red: 255, green: 0, blue: 0),
+            "green": Color(red: 0, green: 128, blue: 0), "blue": Color(red: 0, green: 0, blue: 255),
+            "gray": Color(red: 128, green: 128, blue: 128), "grey": Color(red: 128, green: 128, blue: 128),
+            "yellow": Color(red: 255, green: 255, blue: 0), "orange": Color(red: 255, green: 165, blue: 0),
+        ]
+    }
+
+    /// How `fill` (thumbor's `fill()` filter, imgproxy's `extend` with a background) paints
+    /// the canvas around an image that does not cover the box.
+    public enum Fill: Sendable, Hashable {
+        case color(Color)
+        /// The image itself, blurred, behind it.
+        case blur
+        /// The image's dominant edge colour.
+        case auto
+    }
+
+    /// A pixel operation, applied in order after the geometry.
+    public enum Filter: Sendable, Hashable {
+        case blur(radius: Double, sigma: Double?)
+        case sharpen(amount: Double, radius: Double, luminanceOnly: Bool)
+        case pixelate(size: Int)
+        case grayscale
+        case brightness(Int)
+        case contrast(Int)
+        case saturation(Double)
+        case rgb(red: Int, green: Int, blue: Int)
+        case noise(Int)
+        case roundCorner(a: Int, b: Int, color: Color, transparent: Bool)
+        case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
+    }
+
+    /// Output formats the service can be asked for.
+    public enum Format: String, Sendable, Hashable, CaseIterable {
+        case jpeg, png, webp, avif, gif, heic, jxl, tiff, bmp
+    }
+
+    // MARK: Geometry
+
+    public var resizeMode: ResizeMode = .fit
+    /// The box; 0 on one side keeps the ratio, 0 on both keeps the size.
+    public var width = 0
+    public var height = 0
+    /// thumbor's `orig`: that side is the source's.
+    public var widthIsOriginal = false
+    public var heightIsOriginal = false
+    /// Thumbor `adaptive-`: the box turns when its orientation differs from the image's.
+    public var adaptive = false
+    /// Whether a smaller image grows to the box.
+    public var enlarge = false
+    /// Whether the result is padded to the box (imgproxy `extend`, thumbor `fill()`).
+    public var extend = false
+    public var minWidth = 0
+    public var minHeight = 0
+    /// Multiplies the box (imgproxy `zoom`, `dpr`).
+    public var zoomX = 1.0
+    public var zoomY = 1.0
+    public var dpr = 1.0
+    public var gravity: Gravity = .center
+    public var crop: Crop?
+    public var trim: Trim?
+    /// Padding added after resizing: top, right, bottom, left.
+    public var padding: [Int]?
+    /// Apply EXIF orientation (both services' default).
+    public var autoRotate = true
+    /// Degrees clockwise, a multiple of 90.
+    public var rotate = 0
+    public var flipHorizontal = false
+    public var flipVertical = false
+    public var background: Color?
+    public var fill: Fill?
+    /// thumbor `proportion(f)`: the box scaled by f.
+    public var proportion: Double?
+    public var filters: [Filter] = []
+
+    // MARK: Output
+
+    /// nil: the source's format, or the one negotiated from `Accept`.
+    public var format: Format?
+    public var quality: Int?
+    public var formatQuality: [Format: Int] = [:]
+    public var maxBytes: Int?
+    public var stripMetadata = true
+    public var stripColorProfile = false
+    public var keepCopyright = false
+    /// thumbor `max_age()`: the response's `Cache-Control` max-age in seconds.
+    public var maxAge: Int?
+    /// imgproxy `expires`: a Unix time after which the URL answers 404.
+    public var expires: Int?
+    public var filename: String?
+    public var returnAttachment = false
+    /// Only part of the key (imgproxy `cachebuster`).
+    public var cacheBuster: String?
+    /// Answer with the image's facts as JSON instead of the image (thumbor `meta`, imgproxy `/info`).
+    public var metadataOnly = false
+
+    public init() {}
+}
