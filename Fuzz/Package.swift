@@ -6,7 +6,7 @@ import PackageDescription
 // not reach `make test`.
 let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzPNGFast", "FuzzGIFBlocks",
                "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager", "FuzzBMPICO", "FuzzTIFF",
-               "FuzzModernFormats"]
+               "FuzzModernFormats", "FuzzServiceURL"]
 
 let package = Package(
     name: "ImageKitFuzz",
@@ -20,7 +20,8 @@ let package = Package(
         .target(name: "CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver", .product(name: "ImageKit", package: "ImageKit")]),
     ] + targets.map { name in
-        .executableTarget(name: name, dependencies: ["FuzzSupport", .product(name: "ImageKit", package: "ImageKit")])
+        .executableTarget(name: name, dependencies: ["FuzzSupport", .product(name: "ImageKit", package: "ImageKit"),
+                                                     .product(name: "ImageKitServer", package: "ImageKit")])
     },
     swiftLanguageModes: [.v6]
 )

@@ -16,7 +16,7 @@ corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
 formats=${IMAGEKIT_FORMATS_CORPUS:-$root/../shared/formats-corpus}
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
 all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager
-     FuzzBMPICO FuzzTIFF FuzzModernFormats)
+     FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 
@@ -62,6 +62,12 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
                 printf '\x0f%s' "$u" > "$dir/$(echo "$u" | md5sum | cut -c1-8)"; done ;;
         FuzzDataURL)
             printf 'image/png;base64,iVBORw0KGgo=' > "$dir/1"; printf ',%%41%%42' > "$dir/2"; printf 'text/plain;charset=utf-8;base64,QUJD' > "$dir/3" ;;
+        FuzzServiceURL)
+            for u in '/unsafe/meta/trim:top-left:10/10x20:110x220/adaptive-full-fit-in/-300x-orig/left/top/smart/filters:quality(70):focal(1x2:3x4):watermark(example.com/w.png,-10,center,50,20,none):round_corner(2|3,1,2,3,true)/example.com/a.jpg' \
+                     '/insecure/rs:fill:300:400:1:1/g:fp:0.5:0.5/c:0.5:0.5:soea/pd:1:2/bg:ff00ff/fq:webp:60/fn:YQ:1/pr:nest/plain/https://example.com/a%20b.jpg?x=1@webp' \
+                     '/_/w:10/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png' '/info/_/plain/http://example.com/a.jpg' \
+                     '/gliOovhxLB8RGXinV2YT_W607lw%3D/200x200/my-image.jpg'; do
+                printf '\x00%s' "$u" > "$dir/$(echo "$u" | md5sum | cut -c1-8)"; done ;;
         FuzzHTTPHeaders)
             printf 'HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100\r\nETag: "v1"\r\nCache-Control: max-age=60, no-cache\r\nExpires: Thu, 01 Dec 2033 16:00:00 GMT\r\nLast-Modified: Sunday, 06-Nov-94 08:49:37 GMT\r\n\r\n' > "$dir/1" ;;
     esac
