@@ -22,6 +22,17 @@ final class GrammarTests: XCTestCase {
         }
     }
 
+    /// Each path parses, renders with `render`, and parses back to the same operations and source.
+    func assertRoundTrips(_ paths: [String], render: (ImageRequest) -> String, file: StaticString = #filePath, line: UInt = #line) throws {
+        for path in paths {
+            let first = try ImageRequest.parse(path: path)
+            let rendered = render(first)
+            let second = try ImageRequest.parse(path: rendered)
+            XCTAssertEqual(second.operations, first.operations, "\(path) → \(rendered)", file: file, line: line)
+            XCTAssertEqual(second.source, first.source, rendered, file: file, line: line)
+        }
+    }
+
     // MARK: thumbor
 
     /// The forms of thumbor's URL documentation and its integration-test URL matrix.
@@ -113,13 +124,7 @@ final class GrammarTests: XCTestCase {
             "/unsafe/filters:focal(1x2:3x4):round_corner(3,1,2,3,false):brightness(-5):contrast(5):saturation(0.2):rgb(1,2,3):noise(4):sharpen(1,2,false):grayscale()/example.com/a.jpg",
             "/unsafe/filters:watermark(example.com/wm.png,10,20,30,40,none)/https://example.com/a%20b.jpg?x=1",
         ]
-        for path in paths {
-            let first = try ImageRequest.parse(path: path)
-            let rendered = "/unsafe/" + ThumborURL.path(for: first.operations, source: first.source)
-            let second = try ImageRequest.parse(path: rendered)
-            XCTAssertEqual(second.operations, first.operations, "\(path) → \(rendered)")
-            XCTAssertEqual(second.source, first.source, rendered)
-        }
+        try assertRoundTrips(paths) { "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source) }
     }
 
     // MARK: imgproxy
@@ -195,13 +200,7 @@ final class GrammarTests: XCTestCase {
             "/_/rt:auto/w:10/h:20/mw:5/mh:6/z:1.5:2/dpr:2/g:fp:0.1:0.9/c:0.5:0.5:soea/t:12/pd:1:2:3:4/ar:0/rot:90/fl:0:1/plain/https://example.com/a%20b.jpg?q=1",
             "/_/bg:0a0b0c/bl:1.5/sh:2/pix:4/q:55/fq:jpeg:40:webp:70/mb:999/sm:0/scp:1/kcr:1/cb:x/exp:100/fn:my%20file/att:1/plain/http://example.com/a.jpg@avif",
         ]
-        for path in paths {
-            let first = try ImageRequest.parse(path: path)
-            let rendered = "/_" + ImgproxyURL.path(for: first.operations, source: first.source)
-            let second = try ImageRequest.parse(path: rendered)
-            XCTAssertEqual(second.operations, first.operations, "\(path) → \(rendered)")
-            XCTAssertEqual(second.source, first.source, rendered)
-        }
+        try assertRoundTrips(paths) { "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source) }
     }
 
     // MARK: Routing
