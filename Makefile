@@ -8,7 +8,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan bench bench-net fuzz clean
+.PHONY: all deps build release test test-asan test-tsan bench bench-net fuzz clean thumbor-venv thumbor-sizes
 
 all: build
 
@@ -33,12 +33,33 @@ release: deps
 # loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
 TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test
 
-test: deps
-	$(SWIFT) test $(TEST_FLAGS)
+# The image service's output sizes are compared with a real thumbor 7.8 asked for the same URLs
+# in the same run (Tests/thumbor/sizes.py, loopback only). thumbor lives in a venv outside the
+# repository, installed once per machine from PyPI.
+THUMBOR_VENV ?= $(HOME)/.cache/imagekit/thumbor-7.8.0-venv
+THUMBOR_SIZES := $(CURDIR)/.build-test/thumbor-sizes.jsonl
+
+thumbor-venv:
+	@if $(THUMBOR_VENV)/bin/python -c "import thumbor, sys; sys.exit(thumbor.__version__ != '7.8.0')" 2>/dev/null; then \
+		echo "thumbor-venv: thumbor 7.8.0 found in $(THUMBOR_VENV)"; \
+	else \
+		echo "thumbor-venv: installing thumbor 7.8.0 into $(THUMBOR_VENV)"; \
+		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv python3-dev gcc; }; } && \
+		rm -rf $(THUMBOR_VENV) && python3 -m venv $(THUMBOR_VENV) && \
+		$(THUMBOR_VENV)/bin/pip install -q --disable-pip-version-check thumbor==7.8.0; \
+	fi
+
+thumbor-sizes: thumbor-venv
+	@mkdir -p $(dir $(THUMBOR_SIZES))
+	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES)
+
+test: deps thumbor-sizes
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) $(SWIFT) test $(TEST_FLAGS)
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
-test-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan
+test-asan: deps thumbor-sizes
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:

@@ -14,7 +14,7 @@ exit(runFuzzer { input in
     let mode = input.byte()
     let path = input.string
     let request: ImageRequest
-    do {
+    do throws(ImageServiceError) {
         switch mode % 3 {
         case 0: request = try ImageRequest.parse(path: path, presets: presets)
         case 1: request = try ThumborURL.parse(path)

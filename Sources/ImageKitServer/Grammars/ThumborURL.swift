@@ -322,7 +322,8 @@ public enum ThumborURL {
             operations.enlarge = false
         case "stretch":
             try expect(arguments, name, 0...0)
-            operations.resizeMode = .force
+            // thumbor: stretch() replaces the auto crop of a plain WxH; fit-in ignores it.
+            if operations.resizeMode == .fill { operations.resizeMode = .force }
         case "proportion":
             try expect(arguments, name, 1...1)
             operations.proportion = try double(arguments[0], name, in: 0.001...100)

@@ -171,7 +171,7 @@ public struct ImageOperations: Sendable, Hashable {
     public var flipVertical = false
     public var background: Color?
     public var fill: Fill?
-    /// thumbor `proportion(f)`: the box scaled by f.
+    /// thumbor `proportion(f)`: the result scaled by f (0 < f ≤ 1; other values do nothing).
     public var proportion: Double?
     public var filters: [Filter] = []
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Asks a real thumbor (7.8, in a venv outside the repository) for every URL of a matrix and
+records what it answered: one JSON object per line with the URL path (after /unsafe/), the
+source's name and displayed size, the HTTP status, and the output's width, height and format.
+ThumborCompatibilityTests compares ImageKit's plan for the same paths with these rows.
+
+    sizes.py OUTPUT.jsonl            (run with the thumbor venv's python)
+
+Everything listens on 127.0.0.1 at ports the kernel picks; both servers stop at the end.
+"""
+import io, itertools, json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+from http.server import ThreadingHTTPServer, SimpleHTTPRequestHandler
+from PIL import Image
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+def make_sources(directory):
+    """Landscape, portrait, square, tiny, EXIF-rotated (orientation 6), alpha PNG, animated GIF."""
+    def gradient(w, h, mode="RGB"):
+        image = Image.new(mode, (w, h))
+        image.putdata([((x * 255) // w, (y * 255) // h, 128) + ((200,) if mode == "RGBA" else ()) for y in range(h) for x in range(w)])
+        return image
+    sources = {}
+    for name, (w, h) in {"landscape.jpg": (640, 480), "portrait.jpg": (480, 640), "square.jpg": (500, 500), "tiny.jpg": (40, 30),
+                         "odd.jpg": (333, 127)}.items():
+        gradient(w, h).save(os.path.join(directory, name), quality=90)
+        sources[name] = (w, h)
+    rotated = gradient(640, 480)
+    exif = rotated.getexif()
+    exif[0x0112] = 6  # displayed as 480x640
+    rotated.save(os.path.join(directory, "rotated.jpg"), quality=90, exif=exif.tobytes())
+    sources["rotated.jpg"] = (480, 640)
+    gradient(300, 200, "RGBA").save(os.path.join(directory, "alpha.png"))
+    sources["alpha.png"] = (300, 200)
+    frames = [Image.new("P", (120, 80), color) for color in (1, 2, 3)]
+    frames[0].save(os.path.join(directory, "anim.gif"), save_all=True, append_images=frames[1:], duration=100, loop=0)
+    sources["anim.gif"] = (120, 80)
+    return sources
+
+def matrix():
+    sizes = ["300x200", "200x300", "300x0", "0x200", "0x0", "1000x800", "50x50", "-300x200", "300x-200", "-300x-200",
+             "origx200", "300xorig", "origxorig", "orig x0".replace(" ", ""), "0xorig", "x", "640x480", "100x1000"]
+    modes = ["", "fit-in/", "adaptive-fit-in/", "full-fit-in/", "adaptive-full-fit-in/"]
+    paths = []
+    for mode, size in itertools.product(modes, sizes):
+        paths.append(f"{mode}{size}/")
+    for crop in ["10x20:210x220/", "0x0:100x50/", "600x400:700x500/"]:
+        for size in ["100x100/", "fit-in/100x100/", "0x0/"]:
+            paths.append(crop + size)
+    for align in ["left/top/", "right/bottom/", "center/middle/", "smart/"]:
+        paths.append("300x100/" + align)
+    for filters in ["filters:no_upscale()/", "filters:upscale()/", "filters:stretch()/", "filters:proportion(0.5)/",
+                    "filters:fill(ff0000)/", "filters:fill(blur)/", "filters:rotate(90)/", "filters:rotate(180)/",
+                    "filters:format(png)/", "filters:format(webp)/", "filters:quality(50):grayscale()/",
+                    "filters:upscale():fill(00ff00)/", "filters:fill(transparent):rotate(270)/"]:
+        for size in ["300x200/", "1000x800/", "fit-in/300x200/", "fit-in/1000x800/", "full-fit-in/300x200/", "0x0/", "origx0/"]:
+            paths.append(size + filters)
+    return paths
+
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+def main():
+    output = sys.argv[1]
+    with tempfile.TemporaryDirectory() as work:
+        images = os.path.join(work, "images")
+        os.makedirs(images)
+        sources = make_sources(images)
+        origin_port, thumbor_port = free_port(), free_port()
+        handler = lambda *a, **k: Quiet(*a, directory=images, **k)
+        origin = ThreadingHTTPServer(("127.0.0.1", origin_port), handler)
+        threading.Thread(target=origin.serve_forever, daemon=True).start()
+        config = os.path.join(work, "thumbor.conf")
+        with open(config, "w") as f:
+            f.write("RESPECT_ORIENTATION = True\nALLOW_UNSAFE_URL = True\nRESULT_STORAGE = None\nQUALITY = 80\n"
+                    "MAX_AGE = 0\nALLOWED_SOURCES = []\nAUTO_WEBP = False\nENGINE_THREADPOOL_SIZE = 0\n")
+        thumbor = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "thumbor"), "-p", str(thumbor_port), "-i", "127.0.0.1",
+                                    "-c", config, "-l", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{thumbor_port}/healthcheck", timeout=1)
+                    break
+                except Exception:
+                    time.sleep(0.1)
+            rows = 0
+            with open(output, "w") as out:
+                for path, (name, size) in itertools.product(matrix(), sources.items()):
+                    url = f"http://127.0.0.1:{thumbor_port}/unsafe/{path}127.0.0.1:{origin_port}/{name}"
+                    row = {"path": path, "source": name, "sourceWidth": size[0], "sourceHeight": size[1]}
+                    try:
+                        body = urllib.request.urlopen(url, timeout=30).read()
+                        image = Image.open(io.BytesIO(body))
+                        row.update(status=200, width=image.size[0], height=image.size[1], format=image.format.lower())
+                    except urllib.error.HTTPError as error:
+                        row.update(status=error.code)
+                    out.write(json.dumps(row) + "\n")
+                    rows += 1
+            print(f"thumbor sizes: {rows} rows in {output}", file=sys.stderr)
+        finally:
+            thumbor.terminate()
+            thumbor.wait(timeout=10)
+            origin.shutdown()
+
+if __name__ == "__main__":
+    main()
