@@ -38,6 +38,7 @@ TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test
 # repository, installed once per machine from PyPI.
 THUMBOR_VENV ?= $(HOME)/.cache/imagekit/thumbor-7.8.0-venv
 THUMBOR_SIZES := $(CURDIR)/.build-test/thumbor-sizes.jsonl
+THUMBOR_IMAGES := $(CURDIR)/.build-test/thumbor-images
 
 thumbor-venv:
 	@if $(THUMBOR_VENV)/bin/python -c "import thumbor, sys; sys.exit(thumbor.__version__ != '7.8.0')" 2>/dev/null; then \
@@ -52,14 +53,14 @@ thumbor-venv:
 
 thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
-	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES)
+	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
 
 test: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) $(SWIFT) test $(TEST_FLAGS)
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFT) test $(TEST_FLAGS)
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:

@@ -71,7 +71,7 @@ final class GrammarTests: XCTestCase {
             ("/unsafe/fit-in/300x200/filters:fill(ff0000)/example.com/a.jpg", "rs:fit;w:300;h:200;ex:1;fill:ff0000"),
             ("/unsafe/fit-in/300x200/filters:fill(transparent)/example.com/a.png", "rs:fit;w:300;h:200;ex:1;fill:00000000"),
             ("/unsafe/fit-in/300x200/filters:fill(blur)/example.com/a.jpg", "rs:fit;w:300;h:200;ex:1;fill:blur"),
-            ("/unsafe/filters:blur(5):grayscale():rotate(90)/example.com/a.jpg", "rs:fill;el:1;rot:90;f:blur(5);f:grayscale()"),
+            ("/unsafe/filters:blur(5):grayscale():rotate(90)/example.com/a.jpg", "rs:fill;el:1;rot:270;f:blur(5);f:grayscale()"),
             ("/unsafe/filters:blur(5,2)/example.com/a.jpg", "rs:fill;el:1;f:blur(5,2)"),
             ("/unsafe/filters:round_corner(20|40,255,255,255,true)/example.com/a.png", "rs:fill;el:1;f:round_corner(20,40,ffffff,1)"),
             ("/unsafe/filters:brightness(10):contrast(-20):saturation(1.5):rgb(10,-10,0)/example.com/a.jpg",

@@ -16,6 +16,8 @@ final class ThumborCompatibilityTests: XCTestCase {
         var width: Int?
         var height: Int?
         var format: String?
+        /// thumbor's answer saved for the pixel comparison, when it was.
+        var file: String?
     }
 
     func rows() throws -> [Row] {
@@ -33,7 +35,7 @@ final class ThumborCompatibilityTests: XCTestCase {
         for row in rows {
             let url = "/unsafe/" + row.path + "127.0.0.1:9/" + row.source
             let request = try ImageRequest.parse(path: url)
-            let plan = GeometryPlan(sourceWidth: row.sourceWidth, sourceHeight: row.sourceHeight, sourceIsAnimated: row.source.hasSuffix(".gif"),
+            let plan = GeometryPlan(sourceWidth: row.sourceWidth, sourceHeight: row.sourceHeight, sourceIsGIF: row.source.hasSuffix(".gif"),
                                     request: request)
             guard row.status == 200, let width = row.width, let height = row.height else {
                 thumborFailures.insert(row.path)

@@ -4,7 +4,11 @@ records what it answered: one JSON object per line with the URL path (after /uns
 source's name and displayed size, the HTTP status, and the output's width, height and format.
 ThumborCompatibilityTests compares ImageKit's plan for the same paths with these rows.
 
-    sizes.py OUTPUT.jsonl            (run with the thumbor venv's python)
+    sizes.py OUTPUT.jsonl [IMAGES-DIR]     (run with the thumbor venv's python)
+
+With IMAGES-DIR, the sources go to IMAGES-DIR/sources and thumbor's answers to IMAGES-DIR/thumbor
+(a row's "file"), except for GIFs and the filters whose pixels are another library's own
+(grayscale, fill(blur)): the pixel comparison's inputs.
 
 Everything listens on 127.0.0.1 at ports the kernel picks; both servers stop at the end.
 """
@@ -66,10 +70,16 @@ class Quiet(SimpleHTTPRequestHandler):
 
 def main():
     output = sys.argv[1]
+    saved = sys.argv[2] if len(sys.argv) > 2 else None
     with tempfile.TemporaryDirectory() as work:
         images = os.path.join(work, "images")
         os.makedirs(images)
         sources = make_sources(images)
+        if saved:
+            import shutil
+            shutil.rmtree(saved, ignore_errors=True)
+            shutil.copytree(images, os.path.join(saved, "sources"))
+            os.makedirs(os.path.join(saved, "thumbor"))
         origin_port, thumbor_port = free_port(), free_port()
         handler = lambda *a, **k: Quiet(*a, directory=images, **k)
         origin = ThreadingHTTPServer(("127.0.0.1", origin_port), handler)
@@ -96,6 +106,10 @@ def main():
                         body = urllib.request.urlopen(url, timeout=30).read()
                         image = Image.open(io.BytesIO(body))
                         row.update(status=200, width=image.size[0], height=image.size[1], format=image.format.lower())
+                        if saved and not name.endswith(".gif") and "grayscale" not in path and "fill(blur)" not in path:
+                            row["file"] = f"{rows}.{row['format']}"
+                            with open(os.path.join(saved, "thumbor", row["file"]), "wb") as f:
+                                f.write(body)
                     except urllib.error.HTTPError as error:
                         row.update(status=error.code)
                     out.write(json.dumps(row) + "\n")

@@ -262,7 +262,8 @@ public enum ThumborURL {
             try expect(arguments, name, 1...1)
             let angle = try int(arguments[0], name, in: -3600...3600)
             guard angle % 90 == 0 else { throw ImageServiceError(400, code: "invalidFilterArgument", "rotate: the angle must be a multiple of 90") }
-            operations.rotate = ((operations.rotate + angle) % 360 + 360) % 360
+            // thumbor turns counter-clockwise (PIL's convention); the operations, clockwise.
+            operations.rotate = ((operations.rotate - angle) % 360 + 360) % 360
         case "grayscale":
             try expect(arguments, name, 0...0)
             operations.filters.append(.grayscale)

@@ -48,13 +48,13 @@ public struct GeometryPlan: Sendable, Hashable {
     public var outputWidth: Int
     public var outputHeight: Int
 
-    /// - Parameter sourceIsAnimated: thumbor runs the filters that come after the resize
-    ///   (upscale, fill, proportion, rotate) on each frame of an animation but keeps the
-    ///   animation's size; its plan does the same, so sizes stay equal to thumbor's.
-    public init(sourceWidth: Int, sourceHeight: Int, sourceIsAnimated: Bool = false, request: ImageRequest) {
+    /// - Parameter sourceIsGIF: thumbor runs none of the filters that come after the resize
+    ///   (upscale, fill, proportion, rotate, blur …) on a GIF source (its handler skips them
+    ///   unless a gifsicle engine is configured); the plan does the same, so sizes stay equal.
+    public init(sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, request: ImageRequest) {
         switch request.grammar {
         case .thumbor:
-            self = Self.thumbor(width: sourceWidth, height: sourceHeight, animated: sourceIsAnimated, operations: request.operations)
+            self = Self.thumbor(width: sourceWidth, height: sourceHeight, gif: sourceIsGIF, operations: request.operations)
         case .imgproxy: self = Self.imgproxy(width: sourceWidth, height: sourceHeight, operations: request.operations)
         }
     }
@@ -75,8 +75,8 @@ public struct GeometryPlan: Sendable, Hashable {
     /// thumbor 7.8's transformer: no_upscale clamps the request (after load), then manual crop,
     /// target size, fit-in resize or auto crop + resize, flips; then the post-transform filters
     /// that change the size — here in the order upscale, fill, proportion, rotate (thumbor runs
-    /// them in URL order; with two of them in another order the plans differ).
-    static func thumbor(width sourceWidth: Int, height sourceHeight: Int, animated: Bool, operations: ImageOperations) -> GeometryPlan {
+    /// them in URL order; with two of them in another order the plans differ), none for a GIF.
+    static func thumbor(width sourceWidth: Int, height sourceHeight: Int, gif: Bool, operations: ImageOperations) -> GeometryPlan {
         var plan = GeometryPlan(width: sourceWidth, height: sourceHeight)
         plan.flipHorizontal = operations.flipHorizontal
         plan.flipVertical = operations.flipVertical
@@ -154,7 +154,7 @@ public struct GeometryPlan: Sendable, Hashable {
             }
         }
 
-        guard !animated else {
+        guard !gif else {
             plan.outputWidth = Int(width)
             plan.outputHeight = Int(height)
             return plan

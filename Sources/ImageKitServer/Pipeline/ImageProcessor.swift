@@ -1,0 +1,350 @@
+import Foundation
+import ImageKit
+
+/// An encoded result of the pipeline.
+public struct ProcessedImage: Sendable {
+    public var data: Data
+    public var format: ImageOperations.Format
+    public var width: Int
+    public var height: Int
+    public var frameCount: Int
+}
+
+/// Turns a source's bytes and a request into the answer's bytes: probe the header, plan the
+/// geometry (``GeometryPlan``), decode at the smallest size that still serves the plan (a
+/// decode-time thumbnail: DCT scaling for JPEG, scaled WebP decodes …), crop, resample exactly to
+/// the plan, canvas, turns and filters, then encode. Synchronous and CPU-bound: the service runs
+/// it on its worker pool.
+///
+/// ```swift
+/// let request = try ImageRequest.parse(path: "/unsafe/fit-in/256x256/example.com/cat.jpg")
+/// let result = try ImageProcessor().process(sourceBytes, request: request)
+/// result.format   // .jpeg
+/// ```
+public struct ImageProcessor: Sendable {
+    public var coders: ImageCodersManager
+    /// Pixels a source may have (decompression bombs beyond): 50 M, imgproxy's default.
+    public var maxPixels: Int
+    /// The quality when none is asked (thumbor's 80).
+    public var defaultQuality: Int
+
+    public init(coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80) {
+        self.coders = coders
+        self.maxPixels = maxPixels
+        self.defaultQuality = defaultQuality
+    }
+
+    /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
+    ///   source over ``maxPixels``, 501 for an operation not implemented yet, 500 otherwise.
+    public func process(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> ProcessedImage {
+        let operations = request.operations
+        let signature = ImageSignature(data)
+        guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
+        try Self.checkImplemented(operations)
+        var decoding = ImageDecodingOptions.default
+        decoding.appliesOrientation = operations.autoRotate
+        decoding.limits.maxPixelsPerFrame = maxPixels
+        decoding.decodesFramesLazily = false
+
+        // The source's displayed size: from the header when it can be read, else from a decode.
+        var fullDecode: DecodedImage?
+        let sourceWidth: Int, sourceHeight: Int
+        if let probe = ImageProbe(data) {
+            guard probe.width <= 100_000, probe.height <= 100_000, probe.width * probe.height <= maxPixels else {
+                throw ImageServiceError(422, code: "tooManyPixels", "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
+            }
+            let swaps = operations.autoRotate && probe.orientation.swapsDimensions
+            sourceWidth = swaps ? probe.height : probe.width
+            sourceHeight = swaps ? probe.width : probe.height
+        } else {
+            let decoded = try decode(data, decoding)
+            fullDecode = decoded
+            sourceWidth = decoded.width
+            sourceHeight = decoded.height
+        }
+        let animated = signature.isAnimated || (signature.format == .gif && Self.gifHasSeveralFrames(data))
+        let skipsFilters = request.grammar == .thumbor && signature.format == .gif
+        let plan = GeometryPlan(sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
+
+        // The region of the source that ends up in the picture, and its scale.
+        var region = GeometryPlan.Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
+        if let crop = plan.manualCrop { region = crop }
+        if var fill = plan.fillCrop {
+            Self.place(&fill, in: region.width, region.height, gravity: operations.gravity, manualCrop: plan.manualCrop)
+            region = GeometryPlan.Rect(x: region.x + fill.x, y: region.y + fill.y, width: fill.width, height: fill.height)
+        }
+        let targetWidth = plan.scaledWidth ?? region.width, targetHeight = plan.scaledHeight ?? region.height
+        let scale = min(Double(targetWidth) / Double(region.width), Double(targetHeight) / Double(region.height))
+
+        // Decode at the smallest size that still has every pixel the plan needs.
+        let decoded: DecodedImage
+        if let fullDecode {
+            decoded = fullDecode
+        } else if scale < 1, !animated {
+            var scaled = decoding
+            scaled.thumbnailPixelSize = PixelSize(width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
+                                                  height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
+            decoded = try decode(data, scaled)
+        } else {
+            decoded = try decode(data, decoding)
+        }
+
+        let factorX = Double(decoded.width) / Double(sourceWidth), factorY = Double(decoded.height) / Double(sourceHeight)
+        let decodedRegion = PixelRect(x: Int((Double(region.x) * factorX).rounded()), y: Int((Double(region.y) * factorY).rounded()),
+                                      width: max(1, Int((Double(region.width) * factorX).rounded())),
+                                      height: max(1, Int((Double(region.height) * factorY).rounded())))
+        let image: DecodedImage
+        do {
+            image = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in
+                var bitmap = bitmap
+                let bounded = decodedRegion.intersection(PixelRect(x: 0, y: 0, width: bitmap.width, height: bitmap.height))
+                if bounded.width != bitmap.width || bounded.height != bitmap.height { bitmap = try bitmap.cropped(to: bounded) }
+                if bitmap.width != targetWidth || bitmap.height != targetHeight {
+                    bitmap = try bitmap.resized(to: PixelSize(width: targetWidth, height: targetHeight))
+                }
+                return try finish(bitmap, plan: plan, operations: operations, appliesFilters: !skipsFilters)
+            }
+        } catch {
+            throw Self.serviceError(error)
+        }
+        // thumbor's format() is one of the filters it skips for a GIF source: GIF stays GIF.
+        let format = operations.outputFormat(sourceFormat: Self.format(of: signature.format), isAnimated: animated || skipsFilters,
+                                             hasAlpha: !image.isOpaque)
+        return try encode(image, as: format, operations: operations)
+    }
+
+    private func decode(_ data: Data, _ options: ImageDecodingOptions) throws(ImageServiceError) -> DecodedImage {
+        do {
+            return try coders.decode(data, options: options)
+        } catch {
+            throw Self.serviceError(error)
+        }
+    }
+
+    /// Canvas, proportion, flips, turns and pixel filters, after the resample.
+    private func finish(_ input: Bitmap, plan: GeometryPlan, operations: ImageOperations, appliesFilters: Bool) throws(ImageError) -> Bitmap {
+        var bitmap = input
+        if let canvasWidth = plan.canvasWidth, let canvasHeight = plan.canvasHeight {
+            bitmap = try Self.canvas(bitmap, width: canvasWidth, height: canvasHeight, fill: operations.fill, background: operations.background)
+        }
+        if let proportion = plan.finalScale {
+            bitmap = try bitmap.resized(to: PixelSize(width: max(1, Int(Double(bitmap.width) * proportion)),
+                                                      height: max(1, Int(Double(bitmap.height) * proportion))))
+        }
+        if let padding = operations.padding, padding.count == 4, padding.contains(where: { $0 > 0 }) {
+            let scale = operations.dpr
+            bitmap = try Self.pad(bitmap, top: Int(Double(padding[0]) * scale), right: Int(Double(padding[1]) * scale),
+                                  bottom: Int(Double(padding[2]) * scale), left: Int(Double(padding[3]) * scale),
+                                  color: operations.background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
+        }
+        if plan.flipHorizontal || plan.flipVertical { bitmap = try bitmap.flipped(horizontally: plan.flipHorizontal, vertically: plan.flipVertical) }
+        if plan.rotation != 0 { bitmap = try bitmap.rotated(quarterTurns: -plan.rotation) } // the plan turns clockwise
+        // thumbor runs no post-resize filter on a GIF source (see GeometryPlan's sourceIsGIF).
+        for filter in operations.filters where appliesFilters {
+            switch filter {
+            case .blur(let radius, let sigma):
+                let value = min(Bitmap.maximumBlurSigma, sigma ?? radius)
+                if value > 0 { bitmap = try bitmap.blurred(sigma: value) }
+            case .grayscale:
+                bitmap = try bitmap.grayscaled()
+            case .roundCorner(let a, _, let color, let transparent):
+                bitmap = try bitmap.roundingCorners(radius: Double(a))
+                if !transparent { bitmap = try Self.flatten(bitmap, onto: color) }
+            default:
+                break // refused before decoding (checkImplemented)
+            }
+        }
+        if appliesFilters, let background = operations.background, !bitmap.isOpaque { bitmap = try Self.flatten(bitmap, onto: background) }
+        return bitmap
+    }
+
+    private func encode(_ image: DecodedImage, as format: ImageOperations.Format, operations: ImageOperations) throws(ImageServiceError) -> ProcessedImage {
+        let quality = operations.formatQuality[format] ?? operations.quality ?? defaultQuality
+        var options = ImageEncodingOptions(quality: Double(min(max(quality, 1), 100)) / 100)
+        options.maxFileSize = operations.maxBytes
+        let target: ImageFormat
+        switch format {
+        case .jpeg: target = .jpeg
+        case .png: target = .png
+        case .webp: target = .webp
+        case .gif: target = .gif
+        case .avif: target = .avif
+        default: throw ImageServiceError(415, code: "unsupportedOutputFormat", "\(format.rawValue) output is not supported by this build")
+        }
+        do {
+            let data = try coders.encode(image, as: target, options: options)
+            return ProcessedImage(data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount)
+        } catch {
+            throw Self.serviceError(error)
+        }
+    }
+
+    // MARK: Pieces
+
+    /// Operations the pipeline does not do yet are refused before any work (never a silently
+    /// different image).
+    static func checkImplemented(_ operations: ImageOperations) throws(ImageServiceError) {
+        func refuse(_ name: String) -> ImageServiceError {
+            ImageServiceError(501, code: "notImplemented", "\(name) is not implemented yet")
+        }
+        if operations.trim != nil { throw refuse("trim") }
+        if operations.metadataOnly { throw refuse("meta/info") }
+        for filter in operations.filters {
+            switch filter {
+            case .blur, .grayscale, .roundCorner: continue
+            case .sharpen: throw refuse("sharpen")
+            case .pixelate: throw refuse("pixelate")
+            case .brightness: throw refuse("brightness")
+            case .contrast: throw refuse("contrast")
+            case .saturation: throw refuse("saturation")
+            case .rgb: throw refuse("rgb")
+            case .noise: throw refuse("noise")
+            case .watermark: throw refuse("watermark")
+            }
+        }
+        if case .auto? = operations.fill { throw refuse("fill(auto)") }
+    }
+
+    /// Moves a fill crop to the gravity (thumbor: the alignment's focal point, floor-averaged;
+    /// a focal region's centre; smart: the centre, as thumbor without detectors).
+    static func place(_ crop: inout GeometryPlan.Rect, in width: Int, _ height: Int, gravity: ImageOperations.Gravity,
+                      manualCrop: GeometryPlan.Rect?) {
+        var focusX: Double?, focusY: Double?
+        switch gravity {
+        case .west, .northWest, .southWest: focusX = 0
+        case .east, .northEast, .southEast: focusX = Double(width)
+        default: break
+        }
+        switch gravity {
+        case .north, .northWest, .northEast: focusY = 0
+        case .south, .southWest, .southEast: focusY = Double(height)
+        default: break
+        }
+        if case .focalPoint(let x, let y) = gravity {
+            focusX = x * Double(width)
+            focusY = y * Double(height)
+        }
+        if case .focalRegion(let left, let top, let right, let bottom) = gravity {
+            focusX = Double(left + right) / 2 - Double(manualCrop?.x ?? 0)
+            focusY = Double(top + bottom) / 2 - Double(manualCrop?.y ?? 0)
+        }
+        if let focusX {
+            crop.x = Int(GeometryPlan.pythonRound(min(max(focusX.rounded(.down) - Double(crop.width) / 2, 0), Double(width - crop.width))))
+        }
+        if let focusY {
+            crop.y = Int(GeometryPlan.pythonRound(min(max(focusY.rounded(.down) - Double(crop.height) / 2, 0), Double(height - crop.height))))
+        }
+    }
+
+    static func color(_ color: ImageOperations.Color) -> (UInt8, UInt8, UInt8, UInt8) { (color.red, color.green, color.blue, color.alpha) }
+
+    /// A canvas of `width`×`height` in the fill colour (or the image blurred), the image centred.
+    static func canvas(_ bitmap: Bitmap, width: Int, height: Int, fill: ImageOperations.Fill?,
+                       background: ImageOperations.Color?) throws(ImageError) -> Bitmap {
+        let buffer = try PixelBuffer(width: width, height: height)
+        var base: Bitmap?
+        switch fill {
+        case .blur?:
+            base = try bitmap.blurred(sigma: 25).resized(to: PixelSize(width: width, height: height))
+        case .color(let color)?:
+            paint(buffer, color: color)
+        default:
+            paint(buffer, color: background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
+        }
+        if let base { copy(base, into: buffer, x: 0, y: 0) }
+        copy(bitmap, into: buffer, x: (width - bitmap.width) / 2, y: (height - bitmap.height) / 2)
+        return freeze(buffer)
+    }
+
+    static func pad(_ bitmap: Bitmap, top: Int, right: Int, bottom: Int, left: Int, color: ImageOperations.Color) throws(ImageError) -> Bitmap {
+        let buffer = try PixelBuffer(width: bitmap.width + left + right, height: bitmap.height + top + bottom)
+        paint(buffer, color: color)
+        copy(bitmap, into: buffer, x: left, y: top)
+        return freeze(buffer)
+    }
+
+    /// The image composited over an opaque colour.
+    static func flatten(_ bitmap: Bitmap, onto color: ImageOperations.Color) throws(ImageError) -> Bitmap {
+        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
+        for y in 0..<bitmap.height {
+            let target = buffer.row(y)
+            bitmap.withRow(y) { row in
+                for x in 0..<bitmap.width {
+                    let alpha = Int(row[x * 4 + 3])
+                    target[x * 4] = UInt8((Int(row[x * 4]) * alpha + Int(color.red) * (255 - alpha) + 127) / 255)
+                    target[x * 4 + 1] = UInt8((Int(row[x * 4 + 1]) * alpha + Int(color.green) * (255 - alpha) + 127) / 255)
+                    target[x * 4 + 2] = UInt8((Int(row[x * 4 + 2]) * alpha + Int(color.blue) * (255 - alpha) + 127) / 255)
+                    target[x * 4 + 3] = 255
+                }
+            }
+        }
+        return buffer.freeze(isOpaque: true)
+    }
+
+    /// Freezes a buffer, opaque when every alpha byte is 255.
+    static func freeze(_ buffer: consuming PixelBuffer) -> Bitmap {
+        var opaque = true
+        for y in 0..<buffer.height where opaque {
+            let row = buffer.row(y)
+            for x in 0..<buffer.width where row[x * 4 + 3] != 255 {
+                opaque = false
+                break
+            }
+        }
+        return buffer.freeze(isOpaque: opaque)
+    }
+
+    static func paint(_ buffer: borrowing PixelBuffer, color: ImageOperations.Color) {
+        for y in 0..<buffer.height {
+            let row = buffer.row(y)
+            for x in 0..<buffer.width {
+                row[x * 4] = color.red
+                row[x * 4 + 1] = color.green
+                row[x * 4 + 2] = color.blue
+                row[x * 4 + 3] = color.alpha
+            }
+        }
+    }
+
+    /// Copies `bitmap` into `buffer` at (x, y), clipped.
+    static func copy(_ bitmap: Bitmap, into buffer: borrowing PixelBuffer, x: Int, y: Int) {
+        for row in 0..<bitmap.height where y + row >= 0 && y + row < buffer.height {
+            let target = buffer.row(y + row)
+            bitmap.withRow(row) { source in
+                for column in 0..<bitmap.width where x + column >= 0 && x + column < buffer.width {
+                    for channel in 0..<4 { target[(x + column) * 4 + channel] = source[column * 4 + channel] }
+                }
+            }
+        }
+    }
+
+    static func gifHasSeveralFrames(_ data: Data) -> Bool {
+        (try? ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1 > 1
+    }
+
+    static func format(of format: ImageFormat) -> ImageOperations.Format? {
+        switch format {
+        case .jpeg: return .jpeg
+        case .png: return .png
+        case .webp: return .webp
+        case .gif: return .gif
+        case .avif: return .avif
+        case .heic, .heif: return .heic
+        case .jpegXL: return .jxl
+        case .tiff: return .tiff
+        case .bmp: return .bmp
+        default: return nil
+        }
+    }
+
+    /// ImageKit's errors as the service's statuses.
+    static func serviceError(_ error: ImageError) -> ImageServiceError {
+        switch error.code {
+        case .decompressionBomb: return ImageServiceError(422, code: "tooManyPixels", error.message)
+        case .badImageData, .unsupportedFormat, .emptyData, .zeroPixels, .truncatedData:
+            return ImageServiceError(415, code: "notAnImage", "the source is not an image this service reads")
+        case .invalidArgument: return ImageServiceError(400, code: "invalidArgument", error.message)
+        default: return ImageServiceError(500, code: "processingFailed", "the image could not be processed (\(error.code))")
+        }
+    }
+}
