@@ -108,7 +108,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench",
-            dependencies: ["ImageKit", "CRawCodecs"],
+            dependencies: ["ImageKit", "ImageKitServer", "CRawCodecs"],
             path: "Benchmarks/bench"
         ),
         .testTarget(

@@ -45,6 +45,27 @@ int ik_raw_jpeg_decode(void *handle, const void *data, size_t size, ik_raw_image
     return 0;
 }
 
+int ik_raw_jpeg_decode_scaled(void *handle, const void *data, size_t size, int box, ik_raw_image *out) {
+    int width, height, subsamp, colorspace, count = 0;
+    memset(out, 0, sizeof(*out));
+    if (tjDecompressHeader3(handle, data, size, &width, &height, &subsamp, &colorspace) != 0) return -1;
+    // The side that limits a fit inside box x box must stay >= box.
+    double fit = (double)box / (width > height ? width : height);
+    tjscalingfactor *factors = tjGetScalingFactors(&count);
+    int scaled_w = width, scaled_h = height;
+    for (int i = 0; i < count; i++) {
+        if ((double)factors[i].num / factors[i].denom < fit || factors[i].num > factors[i].denom) continue;
+        int w = TJSCALED(width, factors[i]), h = TJSCALED(height, factors[i]);
+        if (w * h < scaled_w * scaled_h) { scaled_w = w; scaled_h = h; }
+    }
+    if (one_frame(out, scaled_w, scaled_h) != 0) return -1;
+    if (tjDecompress2(handle, data, size, out->frames[0], scaled_w, scaled_w * 4, scaled_h, TJPF_RGBA, 0) != 0 &&
+        tjGetErrorCode(handle) != TJERR_WARNING) {
+        return -1;
+    }
+    return 0;
+}
+
 size_t ik_raw_jpeg_encode(void *handle, const void *rgba, int width, int height, int quality, int progressive, void **keep) {
     unsigned char *jpeg = NULL;
     unsigned long size = 0;

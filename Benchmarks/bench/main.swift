@@ -10,6 +10,7 @@ if !options.json {
 }
 DecodeBench(options: options, report: report).run()
 ThumbnailBench(options: options, report: report).run()
+ServeBench(options: options, report: report).run()
 if options.corpus == nil {
     EncodeBench(options: options, report: report).run()
     await CacheBench(options: options, report: report).run()

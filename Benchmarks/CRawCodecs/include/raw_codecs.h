@@ -24,6 +24,9 @@ void *_Nullable ik_raw_tj_compressor(void);
 void ik_raw_tj_destroy(void *_Nullable handle);
 
 int ik_raw_jpeg_decode(void *_Nonnull handle, const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
+/// TurboJPEG's scaled decode: the smallest of its scaling factors (n/8) whose result still
+/// covers `box` × `box` on the side that limits a fit, as a C thumbnailer would call it.
+int ik_raw_jpeg_decode_scaled(void *_Nonnull handle, const void *_Nonnull data, size_t size, int box, ik_raw_image *_Nonnull out);
 int ik_raw_png_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
 int ik_raw_gif_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
 int ik_raw_webp_decode(const void *_Nonnull data, size_t size, ik_raw_image *_Nonnull out);
