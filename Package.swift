@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "ImageKitIntegrationTests",
             dependencies: [
-                "ImageKit",
+                "ImageKit", "ImageKitServer",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

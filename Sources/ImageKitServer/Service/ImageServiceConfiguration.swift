@@ -1,0 +1,49 @@
+import Foundation
+
+/// Everything `imagekit serve` is configured with, and its defaults.
+///
+/// ```swift
+/// var configuration = ImageServiceConfiguration()
+/// configuration.thumborKeys = ["MY_SECURE_KEY"]
+/// configuration.allowedSources = ["*.example.com"]
+/// let service = try ImageService(configuration: configuration)
+/// ```
+public struct ImageServiceConfiguration: Sendable {
+    /// thumbor `SECURITY_KEY`s; the first signs, any verifies (rotation).
+    public var thumborKeys: [String] = []
+    /// imgproxy key/salt pairs (hex).
+    public var imgproxyKeys: [(key: String, salt: String)] = []
+    /// Also accept unsigned URLs (thumbor `unsafe`, imgproxy `insecure` and `_`).
+    public var allowsUnsafe = false
+    /// Source hosts served (`*.example.com` globs); empty: any.
+    public var allowedSources: [String] = []
+    /// Networks exempt from the private-address guard (CIDR); the guard itself is always on.
+    public var allowedNetworks: [String] = []
+    /// The largest source accepted (64 MiB): larger answers 413.
+    public var maxSourceBytes = 64 << 20
+    /// The most pixels a source may have (50 M, imgproxy's): more answers 422.
+    public var maxPixels = 50_000_000
+    /// A total deadline for fetching a source, connect and body (10 s): past it, 504.
+    public var timeout: TimeInterval = 10
+    public var maxRedirects = 10
+    /// Decodes, transforms and encodes at once (the core count); requests beyond wait.
+    public var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Requests that may wait for a worker (4 × workers); beyond, 503 with `Retry-After`.
+    public var queueLimit = 4 * max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// `Cache-Control: max-age` of an image (1 year); thumbor `max_age()` and imgproxy `exp` lower it.
+    public var maxAge = 365 * 86_400
+    /// imgproxy presets by name, each a list of options (`--preset NAME=rs:fit:300:300/q:80`).
+    public var presets: [String: [String]] = [:]
+    /// Answer WebP to clients whose `Accept` lists `image/webp` when no format is asked (on).
+    public var autoWebP = true
+    /// Answer AVIF to clients whose `Accept` lists `image/avif` first (off: ~10× the CPU of JPEG).
+    public var autoAVIF = false
+    /// Where sources and results are cached on disk; nil: memory only.
+    public var cacheDirectory: URL?
+    /// Bytes of results kept in memory (64 MiB).
+    public var resultMemoryBytes = 64 << 20
+    /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
+    public var hostOverrides: [String] = []
+
+    public init() {}
+}

@@ -1,0 +1,57 @@
+import Foundation
+import ImageKit
+
+/// Runs CPU-bound work `width` at a time, off the caller's executor (a thread per worker, never
+/// an event loop), with at most `queueLimit` waiting: beyond that a submission is refused at once
+/// (the service answers 503). FIFO.
+final class WorkerPool: Sendable {
+    private let width: Int
+    private let queueLimit: Int
+    private let queue: DispatchQueue
+    private let state = Locked<(running: Int, waiting: [@Sendable () -> Void])>((0, []))
+
+    init(width: Int, queueLimit: Int) {
+        self.width = max(1, width)
+        self.queueLimit = max(0, queueLimit)
+        queue = DispatchQueue(label: "ImageKitServer.workers", attributes: .concurrent)
+    }
+
+    /// Work waiting for a worker now.
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+    var runningCount: Int { state.withLock { $0.running } }
+
+    /// Runs `body` on a worker; nil when the queue is full.
+    func run<Output: Sendable>(_ body: @escaping @Sendable () -> Output) async -> Output? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Output?, Never>) in
+            let job: @Sendable () -> Void = { continuation.resume(returning: body()) }
+            let admitted = state.withLock { state -> Bool? in
+                if state.running < width {
+                    state.running += 1
+                    return true
+                }
+                guard state.waiting.count < queueLimit else { return nil }
+                state.waiting.append(job)
+                return false
+            }
+            switch admitted {
+            case nil: continuation.resume(returning: nil)
+            case true?: start(job)
+            case false?: break
+            }
+        }
+    }
+
+    private func start(_ job: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            job()
+            let next = state.withLock { state -> (@Sendable () -> Void)? in
+                if state.waiting.isEmpty {
+                    state.running -= 1
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            if let next { start(next) }
+        }
+    }
+}

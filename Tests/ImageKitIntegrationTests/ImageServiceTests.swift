@@ -1,0 +1,205 @@
+import Foundation
+import ImageKit
+@testable import ImageKitServer
+import NIOHTTP1
+import XCTest
+
+/// The image service's HTTP semantics end to end, without an HTTP framework in front: real curl
+/// fetching sources from the in-process origin on 127.0.0.1 (allowed by `allowedNetworks`),
+/// statuses, JSON errors, signatures, negotiation, ETag/304, caching headers, joins.
+final class ImageServiceTests: XCTestCase {
+    var origin: TestHTTPServer!
+    var directory: URL!
+    static let jpeg: [UInt8] = Array(try! ImageCodersManager.shared.encode(
+        DecodedImage(frames: [ImageFrame(bitmap: {
+            let buffer = try! PixelBuffer(width: 640, height: 480)
+            for y in 0..<480 {
+                let row = buffer.row(y)
+                for x in 0..<640 { row[x * 4] = UInt8(x % 256); row[x * 4 + 1] = UInt8(y % 256); row[x * 4 + 2] = 90; row[x * 4 + 3] = 255 }
+            }
+            return buffer.freeze(isOpaque: true)
+        }())], format: .jpeg), as: .jpeg, options: .init(quality: 0.9)))
+
+    override func setUpWithError() throws {
+        origin = try TestHTTPServer()
+        origin.route("/a.jpg", .init(headers: [("Content-Type", "image/jpeg")], body: Self.jpeg))
+        origin.route("/slow.jpg", .init(body: Self.jpeg, chunkSize: 20_000, delay: .milliseconds(30)))
+        origin.route("/html", .init(headers: [("Content-Type", "text/html")], body: Array("<html>hello</html>".utf8)))
+        origin.route("/down.jpg", .init(status: .internalServerError))
+        // A PNG header that declares 100000×100000 pixels.
+        var bomb: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0, 8, 6, 0, 0, 0]
+        bomb += [0, 0, 0, 0] + Array(repeating: 0, count: 64)
+        origin.route("/bomb.png", .init(body: bomb))
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        origin.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func makeService(_ adjust: (inout ImageServiceConfiguration) -> Void = { _ in }) throws -> ImageService {
+        var configuration = ImageServiceConfiguration()
+        configuration.allowsUnsafe = true
+        configuration.allowedNetworks = ["127.0.0.1/32"]
+        configuration.cacheDirectory = directory
+        adjust(&configuration)
+        return try ImageService(configuration: configuration)
+    }
+
+    var host: String { "127.0.0.1:\(origin.port)" }
+
+    func json(_ response: ImageServiceResponse) -> [String: String] {
+        (try? JSONSerialization.jsonObject(with: response.body) as? [String: String]) ?? [:]
+    }
+
+    func testAThumbnailWithCachingHeadersAnETagAndAResultCache() async throws {
+        let service = try makeService()
+        let path = "/unsafe/fit-in/256x256/\(host)/a.jpg"
+        let response = await service.handle(method: "GET", path: path, headers: [:])
+        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
+        XCTAssertEqual(response.header("Content-Type"), "image/jpeg")
+        XCTAssertEqual(response.header("Content-Length"), String(response.body.count))
+        XCTAssertEqual(response.header("Cache-Control"), "public, max-age=31536000")
+        XCTAssertEqual(response.header("Vary"), "Accept")
+        let image = try ImageCodersManager.shared.decode(response.body)
+        XCTAssertEqual("\(image.width)x\(image.height)", "256x192")
+        let etag = try XCTUnwrap(response.header("ETag"))
+
+        let again = await service.handle(method: "GET", path: path, headers: [:])
+        XCTAssertEqual(again.body, response.body)
+        XCTAssertEqual(again.header("ETag"), etag, "deterministic")
+        XCTAssertEqual(origin.requests(to: "/a.jpg"), 1, "the source is cached")
+
+        let notModified = await service.handle(method: "GET", path: path, headers: ["If-None-Match": etag])
+        XCTAssertEqual(notModified.status, 304)
+        XCTAssertTrue(notModified.body.isEmpty)
+        let head = await service.handle(method: "HEAD", path: path, headers: [:])
+        XCTAssertEqual(head.status, 200)
+        XCTAssertTrue(head.body.isEmpty)
+        XCTAssertEqual(head.header("Content-Length"), String(response.body.count))
+
+        // The same image in imgproxy's grammar and with defaults spelled out: one result.
+        let imgproxy = await service.handle(method: "GET", path: "/_/rs:fit:256:256/q:80/plain/http://\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(imgproxy.status, 200)
+        XCTAssertEqual(try ImageCodersManager.shared.decode(imgproxy.body).width, 256)
+    }
+
+    func testNegotiationAndFilenames() async throws {
+        let service = try makeService()
+        let webp = await service.handle(method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/avif,image/webp,*/*"])
+        XCTAssertEqual(webp.header("Content-Type"), "image/webp", "auto WebP on, auto AVIF off by default")
+        XCTAssertEqual(ImageSignature(webp.body).format, .webp)
+        let plain = await service.handle(method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/*"])
+        XCTAssertEqual(plain.header("Content-Type"), "image/jpeg")
+        XCTAssertNotEqual(plain.header("ETag"), webp.header("ETag"))
+        let asked = await service.handle(method: "GET", path: "/unsafe/200x0/filters:format(png)/\(host)/a.jpg", headers: ["Accept": "image/webp"])
+        XCTAssertEqual(asked.header("Content-Type"), "image/png")
+        XCTAssertNil(asked.header("Vary"), "an explicit format does not depend on Accept")
+        let attachment = await service.handle(method: "GET", path: "/_/w:50/fn:cat/att:1/plain/http://\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(attachment.header("Content-Disposition"), "attachment; filename=\"cat.jpg\"")
+        let shortLived = await service.handle(method: "GET", path: "/unsafe/filters:max_age(60)/\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(shortLived.header("Cache-Control"), "public, max-age=60")
+    }
+
+    func testSignaturesAndUnsignedURLs() async throws {
+        let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+        let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+        let service = try makeService {
+            $0.allowsUnsafe = false
+            $0.thumborKeys = ["new-key", "old-key"]
+            $0.imgproxyKeys = [(key: key, salt: salt)]
+        }
+        let thumborPath = "fit-in/100x100/\(host)/a.jpg"
+        let signed = await service.handle(method: "GET", path: "/" + ThumborSigner(keys: ["old-key"]).sign(thumborPath) + "/" + thumborPath, headers: [:])
+        XCTAssertEqual(signed.status, 200)
+        let wrong = await service.handle(method: "GET", path: "/" + ThumborSigner(keys: ["other"]).sign(thumborPath) + "/" + thumborPath, headers: [:])
+        XCTAssertEqual(wrong.status, 403)
+        XCTAssertEqual(json(wrong)["error"], "invalidSignature")
+        XCTAssertEqual(wrong.header("Content-Type"), "application/json")
+        let unsafe = await service.handle(method: "GET", path: "/unsafe/" + thumborPath, headers: [:])
+        XCTAssertEqual(unsafe.status, 403)
+        XCTAssertEqual(json(unsafe)["error"], "unsignedURL")
+        let imgproxyPath = "/rs:fit:100:100/plain/http://\(host)/a.jpg"
+        let imgproxy = await service.handle(method: "GET", path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath) + imgproxyPath,
+                                            headers: [:])
+        XCTAssertEqual(imgproxy.status, 200)
+        let tampered = await service.handle(method: "GET", path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath)
+                                            + imgproxyPath.replacingOccurrences(of: "100", with: "999"), headers: [:])
+        XCTAssertEqual(tampered.status, 403)
+        XCTAssertThrowsError(try ImageService(configuration: ImageServiceConfiguration()), "no key and no --allow-unsafe")
+    }
+
+    func testEveryFailureHasItsStatusAndAJSONBody() async throws {
+        XCTAssertGreaterThan(Self.jpeg.count, 4_000)
+        let service = try makeService {
+            $0.maxSourceBytes = 4_000
+            $0.allowedSources = ["127.0.0.1", "*.example.com"]
+        }
+        let forbidden = try TestHTTPServer(host: "127.0.0.2")
+        defer { forbidden.stop() }
+        forbidden.route("/a.jpg", .init(body: Self.jpeg))
+        let cases: [(String, Int, String)] = [
+            ("/unsafe/100x100/\(host)/missing.jpg", 404, "sourceNotFound"),
+            ("/unsafe/100x100/\(host)/down.jpg", 502, "originFailed"),
+            ("/unsafe/100x100/\(host)/a.jpg", 413, "sourceTooLarge"),
+            ("/unsafe/100x100/\(host)/html", 415, "notAnImage"),
+            ("/unsafe/100x100/\(host)/bomb.png", 422, "tooManyPixels"),
+            ("/unsafe/100x100/other.test/a.jpg", 403, "sourceNotAllowed"),
+            ("/unsafe/filters:sepia()/\(host)/a.jpg", 400, "unknownFilter"),
+            ("/nonsense/a.jpg", 400, "malformedURL"),
+            ("/_/exp:1/plain/http://\(host)/a.jpg", 404, "expired"),
+            ("/unsafe/filters:brightness(10)/\(host)/bomb.png", 501, "notImplemented"),
+        ]
+        for (path, status, code) in cases {
+            let response = await service.handle(method: "GET", path: path, headers: [:])
+            XCTAssertEqual(response.status, status, path)
+            XCTAssertEqual(json(response)["error"], code, path)
+            XCTAssertFalse(String(decoding: response.body, as: UTF8.self).contains(directory.path), "no local path leaks")
+            XCTAssertEqual(response.header("Cache-Control"), status == 404 ? "public, max-age=60" : "no-cache", path)
+        }
+        let post = await service.handle(method: "POST", path: "/unsafe/\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(post.status, 405)
+    }
+
+    func testPrivateAddressesAreRefusedUnlessListed() async throws {
+        let forbidden = try TestHTTPServer(host: "127.0.0.2")
+        defer { forbidden.stop() }
+        forbidden.route("/a.jpg", .init(body: Self.jpeg))
+        origin.route("/hop") { _ in .init(status: .found, headers: [("Location", "http://127.0.0.2:\(forbidden.port)/a.jpg")]) }
+        let service = try makeService()
+        for path in ["/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", "/unsafe/100x100/\(host)/hop",
+                     "/_/w:10/plain/http://2130706434:\(forbidden.port)/a.jpg"] {
+            let response = await service.handle(method: "GET", path: path, headers: [:])
+            XCTAssertEqual(response.status, 403, path)
+            XCTAssertEqual(json(response)["error"], "addressNotAllowed", path)
+        }
+        XCTAssertEqual(forbidden.connectionCount, 0)
+        let allowed = try makeService { $0.allowedNetworks = ["127.0.0.0/8"] }
+        let response = await allowed.handle(method: "GET", path: "/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", headers: [:])
+        XCTAssertEqual(response.status, 200)
+    }
+
+    func testIdenticalRequestsAreJoinedAndAFullQueueAnswers503() async throws {
+        let service = try makeService { $0.workers = 1; $0.queueLimit = 0 }
+        let path = "/unsafe/fit-in/128x128/\(host)/slow.jpg"
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 { group.addTask { await service.handle(method: "GET", path: path, headers: [:]).status } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses, Array(repeating: 200, count: 8), "identical requests share one job, not eight workers")
+        XCTAssertEqual(origin.requests(to: "/slow.jpg"), 1)
+
+        // Distinct results with one worker and no queue: some are refused with 503 + Retry-After.
+        let host = self.host
+        let busy = await withTaskGroup(of: ImageServiceResponse.self) { group in
+            for size in 20..<40 { group.addTask { await service.handle(method: "GET", path: "/unsafe/\(size)x\(size)/\(host)/a.jpg", headers: [:]) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertTrue(busy.allSatisfy { $0.status == 200 || $0.status == 503 })
+        for refused in busy where refused.status == 503 {
+            XCTAssertEqual(refused.header("Retry-After"), "1")
+            XCTAssertEqual(json(refused)["error"], "busy")
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+@testable import ImageKitServer
+import XCTest
+
+/// The service's bounded pool: `width` at once, `queueLimit` waiting, the rest refused at once.
+final class WorkerPoolTests: XCTestCase {
+    func testRunsWidthAtOnceQueuesTheLimitAndRefusesTheRest() async throws {
+        let pool = WorkerPool(width: 1, queueLimit: 1)
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        async let first: Int? = pool.run {
+            started.signal()
+            release.wait() // holds the only worker
+            return 1
+        }
+        started.wait()
+        async let second: Int? = pool.run { 2 }
+        while pool.waitingCount < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        let refused = await pool.run { 3 }
+        XCTAssertNil(refused, "the queue is full: refused at once")
+        XCTAssertEqual(pool.runningCount, 1)
+        release.signal()
+        let results = await [first, second]
+        XCTAssertEqual(results, [1, 2])
+        let later = await pool.run { 4 }
+        XCTAssertEqual(later, 4, "room again")
+    }
+}
