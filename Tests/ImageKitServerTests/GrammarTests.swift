@@ -57,7 +57,7 @@ final class GrammarTests: XCTestCase {
             ("/unsafe/trim/example.com/a.jpg", "trim:top-left,0;rs:fill;el:1"),
             ("/unsafe/trim:bottom-right/example.com/a.jpg", "trim:bottom-right,0;rs:fill;el:1"),
             ("/unsafe/trim:top-left:10/example.com/a.jpg", "trim:top-left,10;rs:fill;el:1"),
-            ("/unsafe/trim:50/example.com/a.jpg", "trim:top-left,50;rs:fill;el:1"),
+            ("/unsafe/trim:50/example.com/a.jpg", "trim:bottom-right,0;rs:fill;el:1"), // thumbor's reading of it
             ("/unsafe/300x200/left/top/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:nowe"),
             ("/unsafe/300x200/right/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:ea"),
             ("/unsafe/300x200/bottom/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:so"),

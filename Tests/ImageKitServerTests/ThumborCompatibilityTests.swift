@@ -32,7 +32,7 @@ final class ThumborCompatibilityTests: XCTestCase {
         XCTAssertGreaterThan(rows.count, 1000, "the matrix is complete")
         var compared = 0
         var thumborFailures = Set<String>()
-        for row in rows {
+        for row in rows where !row.path.hasPrefix("trim") { // trim needs the pixels: ThumborPipelineTests
             let url = "/unsafe/" + row.path + "127.0.0.1:9/" + row.source
             let request = try ImageRequest.parse(path: url)
             let plan = GeometryPlan(sourceWidth: row.sourceWidth, sourceHeight: row.sourceHeight, sourceIsGIF: row.source.hasSuffix(".gif"),

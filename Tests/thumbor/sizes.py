@@ -39,6 +39,10 @@ def make_sources(directory):
     sources["rotated.jpg"] = (480, 640)
     gradient(300, 200, "RGBA").save(os.path.join(directory, "alpha.png"))
     sources["alpha.png"] = (300, 200)
+    bordered = Image.new("RGB", (300, 200), (255, 255, 255))  # a white border around a gradient
+    bordered.paste(gradient(200, 120), (40, 30))
+    bordered.save(os.path.join(directory, "bordered.png"))
+    sources["bordered.png"] = (300, 200)
     frames = [Image.new("P", (120, 80), color) for color in (1, 2, 3)]
     frames[0].save(os.path.join(directory, "anim.gif"), save_all=True, append_images=frames[1:], duration=100, loop=0)
     sources["anim.gif"] = (120, 80)
@@ -54,6 +58,9 @@ def matrix():
     for crop in ["10x20:210x220/", "0x0:100x50/", "600x400:700x500/"]:
         for size in ["100x100/", "fit-in/100x100/", "0x0/"]:
             paths.append(crop + size)
+    for trim in ["trim/", "trim:bottom-right/", "trim:top-left:10/", "trim:400/"]:
+        for rest in ["", "100x100/", "fit-in/100x100/", "10x10:100x80/50x0/"]:
+            paths.append(trim + rest)
     for align in ["left/top/", "right/bottom/", "center/middle/", "smart/"]:
         paths.append("300x100/" + align)
     for filters in ["filters:no_upscale()/", "filters:upscale()/", "filters:stretch()/", "filters:proportion(0.5)/",

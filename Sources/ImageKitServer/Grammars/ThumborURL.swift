@@ -107,19 +107,26 @@ public enum ThumborURL {
         return true
     }
 
-    /// `trim`, `trim:top-left`, `trim:bottom-right`, each with an optional `:TOLERANCE`.
+    /// `trim`, `trim:top-left`, `trim:bottom-right`, each with an optional `:TOLERANCE`. As in
+    /// thumbor, the second part is the corner and only a third part is the tolerance: `trim:50`
+    /// names a corner that is not `top-left`, so thumbor trims from the bottom-right corner with
+    /// tolerance 0, and so does this.
     static func parseTrim(_ segment: String) -> ImageOperations.Trim? {
         let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.first == "trim", parts.count <= 3 else { return nil }
         var trim = ImageOperations.Trim()
-        for part in parts.dropFirst() {
-            if let reference = ImageOperations.Trim.Reference(rawValue: part) {
+        if parts.count > 1 {
+            if let reference = ImageOperations.Trim.Reference(rawValue: parts[1]) {
                 trim.reference = reference
-            } else if let tolerance = Int(part), tolerance >= 0, tolerance <= 442 {
-                trim.tolerance = Double(tolerance)
+            } else if parts.count == 2, let number = Int(parts[1]), number >= 0 {
+                trim.reference = .bottomRight
             } else {
                 return nil
             }
+        }
+        if parts.count > 2 {
+            guard let tolerance = Int(parts[2]), tolerance >= 0, tolerance <= 442 else { return nil }
+            trim.tolerance = Double(tolerance)
         }
         return trim
     }

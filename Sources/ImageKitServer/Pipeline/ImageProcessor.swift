@@ -36,8 +36,9 @@ public struct ImageProcessor: Sendable {
 
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
     ///   source over ``maxPixels``, 501 for an operation not implemented yet, 500 otherwise.
-    public func process(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> ProcessedImage {
-        let operations = request.operations
+    public func process(_ data: Data, request originalRequest: ImageRequest) throws(ImageServiceError) -> ProcessedImage {
+        var request = originalRequest
+        var operations = request.operations
         let signature = ImageSignature(data)
         guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
         try Self.checkImplemented(operations)
@@ -49,7 +50,26 @@ public struct ImageProcessor: Sendable {
         // The source's displayed size: from the header when it can be read, else from a decode.
         var fullDecode: DecodedImage?
         let sourceWidth: Int, sourceHeight: Int
-        if let probe = ImageProbe(data) {
+        if let trim = operations.trim {
+            // Trim needs the pixels: the whole image is decoded, and the trimmed image stands in
+            // for the source (a manual crop moves with it, as thumbor moves it).
+            var decoded = try decode(data, decoding)
+            if let box = Self.trimBox(decoded.frames[0].bitmap, trim: trim) {
+                do {
+                    decoded = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in try bitmap.cropped(to: box) }
+                } catch {
+                    throw Self.serviceError(error)
+                }
+                if case .region(let left, let top, let right, let bottom)? = operations.crop {
+                    operations.crop = .region(left: left - box.x, top: top - box.y, right: right - box.x, bottom: bottom - box.y)
+                }
+            }
+            operations.trim = nil
+            request.operations = operations
+            fullDecode = decoded
+            sourceWidth = decoded.width
+            sourceHeight = decoded.height
+        } else if let probe = ImageProbe(data) {
             guard probe.width <= 100_000, probe.height <= 100_000, probe.width * probe.height <= maxPixels else {
                 throw ImageServiceError(422, code: "tooManyPixels", "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
             }
@@ -187,7 +207,6 @@ public struct ImageProcessor: Sendable {
         func refuse(_ name: String) -> ImageServiceError {
             ImageServiceError(501, code: "notImplemented", "\(name) is not implemented yet")
         }
-        if operations.trim != nil { throw refuse("trim") }
         if operations.metadataOnly { throw refuse("meta/info") }
         for filter in operations.filters {
             switch filter {
@@ -203,6 +222,52 @@ public struct ImageProcessor: Sendable {
             }
         }
         if case .auto? = operations.fill { throw refuse("fill(auto)") }
+    }
+
+    /// thumbor's trim box: the pixels farther than the tolerance (Euclidean distance over RGB, or
+    /// RGBA for an image with alpha) from the reference corner's colour, scanned as thumbor scans;
+    /// nil when nothing would be left (thumbor then ignores the trim).
+    static func trimBox(_ bitmap: Bitmap, trim: ImageOperations.Trim) -> PixelRect? {
+        let width = bitmap.width, height = bitmap.height
+        let channels = bitmap.isOpaque ? 3 : 4
+        var reference = [UInt8](repeating: 0, count: 4)
+        let (referenceX, referenceY) = trim.reference == .topLeft ? (0, 0) : (width - 1, height - 1)
+        bitmap.withRow(referenceY) { row in for channel in 0..<4 { reference[channel] = row[referenceX * 4 + channel] } }
+        let limit = trim.tolerance * trim.tolerance
+        var left = width, top = height, right = 0, bottom = 0
+        for y in 0..<height {
+            bitmap.withRow(y) { row in
+                func far(_ x: Int) -> Bool {
+                    var sum = 0
+                    for channel in 0..<channels {
+                        let difference = Int(row[x * 4 + channel]) - Int(reference[channel])
+                        sum += difference * difference
+                    }
+                    return Double(sum) > limit
+                }
+                var x = 0
+                while x < width {
+                    if far(x) {
+                        left = min(left, x)
+                        top = min(top, y)
+                        bottom = y
+                        break
+                    }
+                    x += 1
+                }
+                var scan = width - 1
+                let stop = max(x, right)
+                while scan > stop {
+                    if far(scan) {
+                        right = max(right, scan)
+                        break
+                    }
+                    scan -= 1
+                }
+            }
+        }
+        guard right >= left, bottom >= top else { return nil }
+        return PixelRect(x: left, y: top, width: right + 1 - left, height: bottom + 1 - top)
     }
 
     /// Moves a fill crop to the gravity (thumbor: the alignment's focal point, floor-averaged;
