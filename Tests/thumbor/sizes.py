@@ -98,12 +98,16 @@ def main():
         thumbor = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "thumbor"), "-p", str(thumbor_port), "-i", "127.0.0.1",
                                     "-c", config, "-l", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            for _ in range(100):
+            for _ in range(300):
                 try:
                     urllib.request.urlopen(f"http://127.0.0.1:{thumbor_port}/healthcheck", timeout=1)
                     break
                 except Exception:
+                    if thumbor.poll() is not None:
+                        sys.exit(f"thumbor exited with status {thumbor.returncode} before answering")
                     time.sleep(0.1)
+            else:
+                sys.exit("thumbor did not answer on 127.0.0.1 within 30 s")
             rows = 0
             with open(output, "w") as out:
                 for path, (name, size) in itertools.product(matrix(), sources.items()):
