@@ -102,6 +102,24 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(shortLived.header("Cache-Control"), "public, max-age=60")
     }
 
+    func testMetaAndInfoAnswerFromTheHeader() async throws {
+        let service = try makeService()
+        for (path, target) in [("/unsafe/meta/fit-in/256x256/\(host)/a.jpg", [256, 192]),
+                               ("/info/_/rs:fill:100:100/plain/http://\(host)/a.jpg", [100, 100])] {
+            let response = await service.handle(method: "GET", path: path, headers: [:])
+            XCTAssertEqual(response.status, 200, path)
+            XCTAssertEqual(response.header("Content-Type"), "application/json")
+            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: response.body) as? [String: Any], path)
+            let source = try XCTUnwrap(object["source"] as? [String: Any])
+            XCTAssertEqual(source["width"] as? Int, 640)
+            XCTAssertEqual(source["height"] as? Int, 480)
+            XCTAssertEqual(source["format"] as? String, "jpeg")
+            XCTAssertEqual(source["frameCount"] as? Int, 1)
+            let answer = try XCTUnwrap(object["target"] as? [String: Int])
+            XCTAssertEqual([answer["width"] ?? 0, answer["height"] ?? 0], target, path)
+        }
+    }
+
     func testSignaturesAndUnsignedURLs() async throws {
         let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
         let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"

@@ -207,7 +207,6 @@ public struct ImageProcessor: Sendable {
         func refuse(_ name: String) -> ImageServiceError {
             ImageServiceError(501, code: "notImplemented", "\(name) is not implemented yet")
         }
-        if operations.metadataOnly { throw refuse("meta/info") }
         for filter in operations.filters {
             switch filter {
             case .blur, .grayscale, .roundCorner: continue
@@ -222,6 +221,43 @@ public struct ImageProcessor: Sendable {
             }
         }
         if case .auto? = operations.fill { throw refuse("fill(auto)") }
+    }
+
+    /// The facts `/meta/` (thumbor) and `/info/` (imgproxy) answer: the source's format, size,
+    /// orientation and frames, and the size the operations would give, read from the header
+    /// where it can be (nothing is decoded then) — as JSON.
+    public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
+        let signature = ImageSignature(data)
+        guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
+        var width: Int, height: Int, orientation = 1, frames = 1
+        if let probe = ImageProbe(data), request.operations.trim == nil {
+            guard probe.width * probe.height <= maxPixels else {
+                throw ImageServiceError(422, code: "tooManyPixels", "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
+            }
+            let swaps = request.operations.autoRotate && probe.orientation.swapsDimensions
+            (width, height) = swaps ? (probe.height, probe.width) : (probe.width, probe.height)
+            orientation = probe.orientation.rawValue
+            if signature.format == .gif || signature.isAnimated {
+                frames = (try? coders.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1
+            }
+        } else {
+            var options = ImageDecodingOptions.default
+            options.limits.maxPixelsPerFrame = maxPixels
+            options.decodesFramesLazily = true
+            let decoded: DecodedImage
+            do { decoded = try coders.decode(data, options: options) } catch { throw Self.serviceError(error) }
+            (width, height, frames) = (decoded.width, decoded.height, decoded.frameCount)
+            orientation = decoded.orientation.rawValue
+        }
+        let plan = GeometryPlan(sourceWidth: width, sourceHeight: height, sourceIsGIF: request.grammar == .thumbor && signature.format == .gif,
+                                request: request)
+        let object: [String: Any] = [
+            "source": ["url": request.source.absoluteString, "format": Self.format(of: signature.format)?.rawValue ?? "\(signature.format)",
+                       "width": width, "height": height, "orientation": orientation, "frameCount": frames],
+            "target": ["width": plan.outputWidth, "height": plan.outputHeight],
+            "operations": request.operations.canonicalKey,
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
     /// thumbor's trim box: the pixels farther than the tolerance (Euclidean distance over RGB, or

@@ -96,6 +96,13 @@ public final class ImageService: Sendable {
         guard allows(request.source) else { throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed") }
 
         let source = try await loadSource(request.source)
+        if operations.metadataOnly {
+            let processor = self.processor
+            let body = try await runOnPool { () throws(ImageServiceError) -> Data in try processor.metadata(source, request: request) }
+            return ImageServiceResponse(status: 200, headers: [(name: "Content-Type", value: "application/json"),
+                                                               (name: "Content-Length", value: String(body.count)),
+                                                               (name: "Cache-Control", value: cacheControl(operations, now: now))], body: body)
+        }
         let signature = ImageSignature(source)
         // Negotiation: only when no format is asked and the source is no animation (kept as it is).
         let accept = headers["accept"]?.lowercased() ?? ""
@@ -225,6 +232,15 @@ public final class ImageService: Sendable {
         let processed = try outcome.get()
         results.set(key, processed)
         return processed
+    }
+
+    /// Runs `body` on the worker pool (503 when it is full).
+    private func runOnPool<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageServiceError) -> Output) async throws(ImageServiceError) -> Output {
+        let outcome = await pool.run { () -> Result<Output, ImageServiceError> in
+            do throws(ImageServiceError) { return .success(try body()) } catch { return .failure(error) }
+        }
+        guard let outcome else { throw ImageServiceError(503, code: "busy", "the service is busy; try again") }
+        return try outcome.get()
     }
 
     static func mimeType(_ format: ImageOperations.Format) -> String {
