@@ -66,7 +66,9 @@ def matrix():
     for filters in ["filters:no_upscale()/", "filters:upscale()/", "filters:stretch()/", "filters:proportion(0.5)/",
                     "filters:fill(ff0000)/", "filters:fill(blur)/", "filters:rotate(90)/", "filters:rotate(180)/",
                     "filters:format(png)/", "filters:format(webp)/", "filters:quality(50):grayscale()/",
-                    "filters:upscale():fill(00ff00)/", "filters:fill(transparent):rotate(270)/"]:
+                    "filters:upscale():fill(00ff00)/", "filters:fill(transparent):rotate(270)/",
+                    "filters:brightness(20)/", "filters:contrast(-30)/", "filters:contrast(40)/", "filters:rgb(10,-20,30)/",
+                    "filters:saturation(0.5)/", "filters:saturation(1.6)/"]:
         for size in ["300x200/", "1000x800/", "fit-in/300x200/", "fit-in/1000x800/", "full-fit-in/300x200/", "0x0/", "origx0/"]:
             paths.append(size + filters)
     return paths

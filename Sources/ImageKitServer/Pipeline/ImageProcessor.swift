@@ -167,6 +167,23 @@ public struct ImageProcessor: Sendable {
                 if value > 0 { bitmap = try bitmap.blurred(sigma: value) }
             case .grayscale:
                 bitmap = try bitmap.grayscaled()
+            case .brightness(let amount):
+                let delta = 255 * amount / 100 // C's truncating division, as thumbor's filter
+                bitmap = try Self.mapColors(bitmap) { ($0 + delta, $1 + delta, $2 + delta) }
+            case .rgb(let red, let green, let blue):
+                let (dr, dg, db) = (255 * red / 100, 255 * green / 100, 255 * blue / 100)
+                bitmap = try Self.mapColors(bitmap) { ($0 + dr, $1 + dg, $2 + db) }
+            case .contrast(let amount):
+                let factor = (amount + 100) * (amount + 100) / 100
+                bitmap = try Self.mapColors(bitmap) { (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128) }
+            case .saturation(let change):
+                let amount = Float(change)
+                bitmap = try Self.mapColors(bitmap) { red, green, blue in
+                    // thumbor's: the perceived brightness p, each channel moved from p by `change` (floats, truncated).
+                    let (r, g, b) = (Float(red), Float(green), Float(blue))
+                    let p = (r * r * 0.299 + g * g * 0.587 + b * b * 0.114).squareRoot()
+                    return (Int(p + (r - p) * amount), Int(p + (g - p) * amount), Int(p + (b - p) * amount))
+                }
             case .roundCorner(let a, _, let color, let transparent):
                 bitmap = try bitmap.roundingCorners(radius: Double(a))
                 if !transparent { bitmap = try Self.flatten(bitmap, onto: color) }
@@ -210,12 +227,9 @@ public struct ImageProcessor: Sendable {
         for filter in operations.filters {
             switch filter {
             case .blur, .grayscale, .roundCorner: continue
+            case .brightness, .contrast, .saturation, .rgb: continue
             case .sharpen: throw refuse("sharpen")
             case .pixelate: throw refuse("pixelate")
-            case .brightness: throw refuse("brightness")
-            case .contrast: throw refuse("contrast")
-            case .saturation: throw refuse("saturation")
-            case .rgb: throw refuse("rgb")
             case .noise: throw refuse("noise")
             case .watermark: throw refuse("watermark")
             }
@@ -380,6 +394,24 @@ public struct ImageProcessor: Sendable {
             }
         }
         return buffer.freeze(isOpaque: true)
+    }
+
+    /// Each pixel's colour through `transform` (alpha kept), clamped to 0…255.
+    static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError) -> Bitmap {
+        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
+        for y in 0..<bitmap.height {
+            let target = buffer.row(y)
+            bitmap.withRow(y) { row in
+                for x in 0..<bitmap.width {
+                    let (r, g, b) = transform(Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]))
+                    target[x * 4] = UInt8(clamping: r)
+                    target[x * 4 + 1] = UInt8(clamping: g)
+                    target[x * 4 + 2] = UInt8(clamping: b)
+                    target[x * 4 + 3] = row[x * 4 + 3]
+                }
+            }
+        }
+        return buffer.freeze(isOpaque: bitmap.isOpaque)
     }
 
     /// Freezes a buffer, opaque when every alpha byte is 255.
