@@ -178,7 +178,9 @@ public final class ImageService: Sendable {
     /// The source's bytes, through the manager (disk cache, address policy, limits).
     private func loadSource(_ url: URL) async throws(ImageServiceError) -> Data {
         do {
-            let result = try await manager.loadImage(url, options: .avoidDecodeImage)
+            // The disk write is awaited: the next request for this source (a second size of it,
+            // often moments later) must find it, not race a background write to the origin.
+            let result = try await manager.loadImage(url, options: [.avoidDecodeImage, .waitStoreCache])
             guard let data = result.data, !data.isEmpty else { throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes") }
             return data
         } catch let error as ImageServiceError {
