@@ -193,6 +193,7 @@ public struct CacheKeyFilter: Sendable {
     /// Whether loads with different request headers share the key this filter makes.
     public let ignoresRequestHeaders: Bool
 
+    /// A filter made from `transform`; `ignoresRequestHeaders: true` lets loads with different request headers share its keys.
     public init(ignoresRequestHeaders: Bool = false, _ transform: @escaping @Sendable (URL) -> String) {
         self.transform = transform
         self.ignoresRequestHeaders = ignoresRequestHeaders

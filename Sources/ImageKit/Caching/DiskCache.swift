@@ -72,6 +72,7 @@ public struct DiskCacheConfiguration: Sendable, Hashable {
         min(1 << 30, max(64 << 20, freeBytes / 10))
     }
 
+    /// Settings with ImageKit's defaults: 7 days, an automatic size limit, a sweep at open and every 600 s.
     public init(maxAge: TimeInterval = 7 * 24 * 3600, maxSize: Int = automaticMaxSize, expiryDate: ExpiryDate = .modificationDate,
                 metadataStorage: MetadataStorage = .automatic, sweepsAtOpen: Bool = true,
                 sweepInterval: TimeInterval? = 600, synchronizesWrites: Bool = false) {

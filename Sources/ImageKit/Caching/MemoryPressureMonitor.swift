@@ -23,23 +23,33 @@ import Foundation
 /// }
 /// ```
 public final class MemoryPressureMonitor: Sendable {
+    /// How hard the kernel is pressing on the process's memory.
     public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
         case normal, warning, critical
+        /// Orders levels from normal to critical.
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+        /// `normal`, `warning` or `critical`.
         public var description: String { ["normal", "warning", "critical"][rawValue] }
     }
 
     /// What one look at the kernel's files found (nil: not available here).
     public struct Reading: Sendable, Hashable {
+        /// Share of the last 10 s in which some task stalled on memory (`some avg10`, percent).
         public var someAverage10: Double?
+        /// Share of the last 10 s in which every task stalled on memory (`full avg10`, percent).
         public var fullAverage10: Double?
         /// `high` + `max` + `oom` of `memory.events`.
         public var limitEvents: UInt64?
+        /// Bytes the cgroup uses now (`memory.current`).
         public var usage: UInt64?
+        /// The cgroup's limit in bytes (`memory.max`).
         public var limit: UInt64?
+        /// `MemAvailable` of `/proc/meminfo`, in bytes.
         public var available: UInt64?
+        /// `MemTotal` of `/proc/meminfo`, in bytes.
         public var total: UInt64?
 
+        /// A reading with the given values (tests and custom sources build their own).
         public init(someAverage10: Double? = nil, fullAverage10: Double? = nil, limitEvents: UInt64? = nil, usage: UInt64? = nil,
                     limit: UInt64? = nil, available: UInt64? = nil, total: UInt64? = nil) {
             self.someAverage10 = someAverage10
@@ -112,6 +122,7 @@ public final class MemoryPressureMonitor: Sendable {
         return id
     }
 
+    /// Stops calling the handler `addHandler(_:)` returned `id` for.
     public func removeHandler(_ id: Int) { state.withLock { _ = $0.handlers.removeValue(forKey: id) } }
 
     private func startTimerIfNeeded() {

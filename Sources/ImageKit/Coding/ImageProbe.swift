@@ -13,16 +13,21 @@ import Foundation
 /// }
 /// ```
 public struct ImageProbe: Sendable, Hashable {
+    /// The container format.
     public var format: ImageFormat
     /// The stored size.
     public var width: Int
+    /// The stored height.
     public var height: Int
+    /// The EXIF (or XMP) orientation; `.up` when there is none.
     public var orientation: ImageOrientation
 
     /// The size once the orientation is applied (what a decode returns by default).
     public var displayedWidth: Int { orientation.swapsDimensions ? height : width }
+    /// The height once the orientation is applied.
     public var displayedHeight: Int { orientation.swapsDimensions ? width : height }
 
+    /// Reads `data`'s header; nil for formats it does not read or headers it cannot parse.
     public init?(_ data: Data) {
         guard let probe = data.withUnsafeBytes({ Self.read($0) }) else { return nil }
         self = probe

@@ -33,10 +33,12 @@ import Logging
 /// let manager = ImageManager(configuration: .init(telemetry: ImageKitTelemetry(logger: logger)))
 /// ```
 public struct ImageKitTelemetry: Sendable {
+    /// Where logs go; its level decides what is logged (`debug` shows every stage).
     public var logger: Logger
     /// nil: the factory `MetricsSystem.bootstrap` installed (read when the component is made).
     public var metricsFactory: (any MetricsFactory)?
 
+    /// A telemetry with a logger and, optionally, a metrics factory other than the bootstrapped one.
     public init(logger: Logger = Logger(label: "ImageKit"), metricsFactory: (any MetricsFactory)? = nil) {
         self.logger = logger
         self.metricsFactory = metricsFactory

@@ -28,6 +28,7 @@ public struct AddressPolicy: Sendable, Hashable {
     /// whatever they resolve to.
     public var allowedHosts: [String]
 
+    /// A policy that allows public addresses and, beyond them, `allowedNetworks` and `allowedHosts`.
     public init(allowedNetworks: [IPNetwork] = [], allowedHosts: [String] = []) {
         self.allowedNetworks = allowedNetworks
         self.allowedHosts = allowedHosts
@@ -64,8 +65,10 @@ public struct AddressPolicy: Sendable, Hashable {
 
 /// An IPv4 or IPv6 address as its bytes (4 or 16).
 public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The address's bytes, network order: 4 for IPv4, 16 for IPv6.
     public let bytes: [UInt8]
 
+    /// An address from 4 or 16 bytes; nil for any other count.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
         self.bytes = bytes
@@ -91,8 +94,10 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// Whether this is an IPv4 address (4 bytes).
     public var isIPv4: Bool { bytes.count == 4 }
 
+    /// Dotted decimal for IPv4, the compressed form for IPv6.
     public var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
@@ -133,9 +138,12 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`; a bare address is a /32 or /128).
 public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
+    /// The network's first address (the bits past the prefix are ignored).
     public let address: IPAddress
+    /// How many leading bits are the network's.
     public let prefixLength: Int
 
+    /// Parses `ADDRESS/LENGTH` or a bare address; nil for anything else.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1)
         guard let first = parts.first, let address = IPAddress(String(first)) else { return nil }
@@ -146,6 +154,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         self.prefixLength = length
     }
 
+    /// `ADDRESS/LENGTH`.
     public var description: String { "\(address)/\(prefixLength)" }
 
     /// Whether `candidate` is in this network (IPv4-mapped IPv6 addresses count as IPv4).

@@ -144,9 +144,11 @@ public final class ImageDownloader: ImageLoading {
     public struct Token: ImageLoadCancellable {
         fileprivate weak var downloader: ImageDownloader?
         fileprivate let ticket: Ticket
+        /// Detaches this caller (its completion reports `cancelled`); the transfer stops when no caller is left.
         public func cancel() { downloader?.cancel(ticket) }
         /// The bytes received so far (a copy, taken only when asked: for progressive decoding).
         public func receivedData() -> Data? { downloader?.snapshot(ticket) }
+        /// Re-ranks the transfer while it waits: it runs at the highest priority among its callers.
         public func setPriority(_ priority: ImageLoadPriority) { downloader?.setPriority(priority, of: ticket) }
     }
 

@@ -9,6 +9,7 @@ import Foundation
 /// let downloader = ImageDownloader(configuration: configuration)
 /// ```
 public struct ImageDownloaderConfiguration: Sendable {
+    /// Which waiting transfer of one priority starts first.
     public enum ExecutionOrder: Sendable { case fifo, lifo }
 
     /// A curl option the configuration does not name, by its `CURLOPT_*` number, applied after
@@ -30,16 +31,20 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var connectTimeout: TimeInterval?
     /// An overall deadline per transfer (connect and body); nil = none.
     public var totalTimeout: TimeInterval?
+    /// FIFO (default) or LIFO among waiting transfers of one priority.
     public var executionOrder: ExecutionOrder
     /// Headers sent with every request (a request's own headers win).
     public var headers: [String: String]
+    /// Statuses that count as success (200..<300); others fail with `invalidStatusCode`.
     public var acceptableStatusCodes: Range<Int>
     /// When set, responses whose Content-Type (without parameters) is not listed fail.
     public var acceptableContentTypes: Set<String>?
     /// Bodies larger than this fail with ``ImageError/Code/responseTooLarge``, with or without
     /// a Content-Length (default 256 MiB).
     public var maxBodySize: Int?
+    /// Redirects followed at most (10); each hop is checked by the address policy.
     public var maxRedirects: Int
+    /// Basic-auth credentials sent with every request.
     public var credentials: (user: String, password: String)?
     /// curl's in-memory cookie engine (off by default).
     public var handlesCookies: Bool
@@ -49,6 +54,7 @@ public struct ImageDownloaderConfiguration: Sendable {
     /// (``networkThreads``). Connections in use never exceed ``maxConcurrentDownloads``; plain
     /// HTTP spread over several threads may keep up to `networkThreads` times this many open.
     public var maxConnectionsPerHost: Int
+    /// Connections open at once in all, per network thread (0: no limit).
     public var maxTotalConnections: Int
     /// Threads that run transfers, each with its own curl multi handle (default: 2 when the
     /// machine has two cores or more, else 1). Plain-HTTP transfers go to the least busy
@@ -106,6 +112,7 @@ public struct ImageDownloaderConfiguration: Sendable {
     /// warnings (``ImageKitTelemetry``).
     public var telemetry = ImageKitTelemetry()
 
+    /// A configuration; every parameter has the default documented on its property.
     public init(maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
                 totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],
                 acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,

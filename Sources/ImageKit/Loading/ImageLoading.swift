@@ -43,12 +43,14 @@ public struct ImageLoadRequest: Sendable, Hashable {
         self.hooks = hooks
     }
 
+    /// Compares the request's data; hooks are not compared.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.url == rhs.url && lhs.priority == rhs.priority && lhs.headers == rhs.headers
             && lhs.cachedValidators == rhs.cachedValidators && lhs.allowsInvalidSSLCertificates == rhs.allowsInvalidSSLCertificates
             && lhs.handlesCookies == rhs.handlesCookies && lhs.retryPolicy == rhs.retryPolicy
     }
 
+    /// Hashes the request's data; hooks are not hashed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(url)
         hasher.combine(priority)
@@ -62,10 +64,12 @@ public struct ImageLoadRequest: Sendable, Hashable {
 
 /// The status line and headers of a response, as a response modifier sees and changes them.
 public struct ImageLoadResponseHead: Sendable, Hashable {
+    /// The HTTP status.
     public var statusCode: Int
     /// Header names lower-cased.
     public var headers: [String: String]
 
+    /// A head with the given status and lower-cased headers.
     public init(statusCode: Int, headers: [String: String]) {
         self.statusCode = statusCode
         self.headers = headers
@@ -102,6 +106,7 @@ public struct ImageLoadHooks: Sendable {
     /// Transforms the received bytes, for example decrypts them; nil refuses them (DL-09).
     public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
 
+    /// Hooks; each one left nil falls back to the loader's own.
     public init(willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)? = nil,
                 requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)? = nil,
                 responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)? = nil,
@@ -135,6 +140,7 @@ public struct ImageRetryPolicy: Sendable, Hashable {
     /// A longer `Retry-After` than this is not waited for: the failure is reported.
     public var maxRetryAfter: TimeInterval
 
+    /// A policy of `maxRetries` retries with the given delays (seconds).
     public init(maxRetries: Int, baseDelay: TimeInterval = 0.2, maxDelay: TimeInterval = 5, maxRetryAfter: TimeInterval = 10) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
@@ -247,6 +253,7 @@ public protocol ImageLoadCancellable: Sendable {
 
 extension ImageLoadCancellable {
     public func receivedData() -> Data? { nil }
+    /// Does nothing: loaders without priorities ignore it.
     public func setPriority(_ priority: ImageLoadPriority) {}
 }
 

@@ -79,12 +79,15 @@ public struct ImageLoadTimings: Sendable, Hashable {
     public var download: TimeInterval?
     /// Waiting for a decode thread.
     public var queueWait: TimeInterval?
+    /// Decoding the bytes.
     public var decode: TimeInterval?
+    /// Running the transformer.
     public var transform: TimeInterval?
     /// Storing: the memory write, and the disk write with ``ImageLoadOptions/waitStoreCache``.
     public var store: TimeInterval?
     /// From the start of the shared work to the result.
     public var total: TimeInterval?
 
+    /// No stage timed yet.
     public init() {}
 }

@@ -57,6 +57,7 @@ public final class ImageLoadTask: ImageLoadCancellable {
         }
     }
 
+    /// The same as setting ``priority``.
     public func setPriority(_ priority: ImageLoadPriority) { self.priority = priority }
 
     /// Whether ``cancel()`` ended this load.

@@ -32,6 +32,7 @@ public struct ImageManagerConfiguration: Sendable {
     /// downloader the manager makes when none is passed to it.
     public var telemetry = ImageKitTelemetry()
 
+    /// A configuration; every parameter has the default documented on its property.
     public init(failedURLTimeToLive: TimeInterval? = 300,
                 decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                 callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageManager.callbacks"),

@@ -3,17 +3,21 @@ import Foundation
 /// One parsed image request: which grammar it came in, its signature and the exact text the
 /// signature covers, the operations and the source URL.
 public struct ImageRequest: Sendable, Hashable {
+    /// The URL grammar a request came in.
     public enum Grammar: String, Sendable, Hashable { case thumbor, imgproxy }
 
+    /// Which grammar the path used (decided by its first segment).
     public var grammar: Grammar
     /// nil for unsigned URLs (thumbor `unsafe`, imgproxy `insecure` and `_`).
     public var signature: String?
     /// The part of the path the signature is computed over, as received.
     public var signedPath: String
+    /// What the request asks for, grammar-free.
     public var operations: ImageOperations
     /// The absolute http(s) URL of the source image.
     public var source: URL
 
+    /// A request from its parts (renderers and tests build them).
     public init(grammar: Grammar, signature: String?, signedPath: String, operations: ImageOperations, source: URL) {
         self.grammar = grammar
         self.signature = signature

@@ -12,6 +12,7 @@ import Foundation
 /// request.operations.resizeMode   // .fill
 /// ```
 public enum ImgproxyURL {
+    /// Parses an imgproxy path (signature segment included) with `presets` for `pr:`; throws 400s for malformed or unknown options.
     public static func parse(_ path: String, presets: [String: [String]] = [:]) throws(ImageServiceError) -> ImageRequest {
         guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
         let body = path.dropFirst()

@@ -13,6 +13,7 @@ import Foundation
 /// request.operations.width   // 256
 /// ```
 public enum ThumborURL {
+    /// Parses a thumbor path (signature segment included); throws 400s for malformed parts or unknown filters.
     public static func parse(_ path: String) throws(ImageServiceError) -> ImageRequest {
         guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
         var rest = Substring(path.dropFirst())

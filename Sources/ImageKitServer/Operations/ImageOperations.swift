@@ -55,10 +55,12 @@ public struct ImageOperations: Sendable, Hashable {
     public struct Trim: Sendable, Hashable {
         /// Which corner's colour is the border's (thumbor `top-left` / `bottom-right`).
         public enum Reference: String, Sendable, Hashable { case topLeft = "top-left", bottomRight = "bottom-right" }
+        /// The corner whose colour is the border's.
         public var reference: Reference
         /// How far a pixel may differ from the border colour and still be trimmed.
         public var tolerance: Double
 
+        /// A trim from `reference`'s colour, allowing `tolerance` of colour distance.
         public init(reference: Reference = .topLeft, tolerance: Double = 0) {
             self.reference = reference
             self.tolerance = tolerance
@@ -67,8 +69,10 @@ public struct ImageOperations: Sendable, Hashable {
 
     /// An sRGB colour with alpha.
     public struct Color: Sendable, Hashable {
+        /// Channels, 0…255; alpha 255 is opaque.
         public var red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
 
+        /// A colour from its channels.
         public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
             self.red = red
             self.green = green
@@ -93,6 +97,7 @@ public struct ImageOperations: Sendable, Hashable {
             }
         }
 
+        /// `rrggbb`, or `rrggbbaa` when not opaque.
         public var hex: String {
             let bytes = alpha == 255 ? [red, green, blue] : [red, green, blue, alpha]
             return bytes.map { String(format: "%02x", $0) }.joined()
@@ -139,12 +144,15 @@ public struct ImageOperations: Sendable, Hashable {
 
     // MARK: Geometry
 
+    /// How the image meets the box (default `fit`).
     public var resizeMode: ResizeMode = .fit
     /// The box; 0 on one side keeps the ratio, 0 on both keeps the size.
     public var width = 0
+    /// The box's height (see ``width``).
     public var height = 0
     /// thumbor's `orig`: that side is the source's.
     public var widthIsOriginal = false
+    /// thumbor's `orig` for the height.
     public var heightIsOriginal = false
     /// Thumbor `adaptive-`: the box turns when its orientation differs from the image's.
     public var adaptive = false
@@ -152,14 +160,21 @@ public struct ImageOperations: Sendable, Hashable {
     public var enlarge = false
     /// Whether the result is padded to the box (imgproxy `extend`, thumbor `fill()`).
     public var extend = false
+    /// imgproxy `min-width`: a fit never ends narrower than this.
     public var minWidth = 0
+    /// imgproxy `min-height`: a fit never ends lower than this.
     public var minHeight = 0
     /// Multiplies the box (imgproxy `zoom`, `dpr`).
     public var zoomX = 1.0
+    /// The vertical zoom (imgproxy `z:X:Y`).
     public var zoomY = 1.0
+    /// Device pixel ratio: the box and padding are multiplied by it.
     public var dpr = 1.0
+    /// What a crop keeps (default: the centre).
     public var gravity: Gravity = .center
+    /// A manual crop before resizing.
     public var crop: Crop?
+    /// A uniform border removed first.
     public var trim: Trim?
     /// Padding added after resizing: top, right, bottom, left.
     public var padding: [Int]?
@@ -167,34 +182,48 @@ public struct ImageOperations: Sendable, Hashable {
     public var autoRotate = true
     /// Degrees clockwise, a multiple of 90.
     public var rotate = 0
+    /// Mirror left to right (thumbor `-W`, imgproxy `fl:1:0`).
     public var flipHorizontal = false
+    /// Mirror top to bottom (thumbor `-H`, imgproxy `fl:0:1`).
     public var flipVertical = false
+    /// The colour transparent pixels are flattened onto, and padding and canvas are painted with.
     public var background: Color?
+    /// How a canvas around the image is painted (thumbor `fill()`).
     public var fill: Fill?
     /// thumbor `proportion(f)`: the result scaled by f (0 < f ≤ 1; other values do nothing).
     public var proportion: Double?
+    /// Pixel filters, in the URL's order.
     public var filters: [Filter] = []
 
     // MARK: Output
 
     /// nil: the source's format, or the one negotiated from `Accept`.
     public var format: Format?
+    /// Lossy quality 1…100; nil: the service's default (80).
     public var quality: Int?
+    /// Quality by output format (imgproxy `fq`), winning over ``quality``.
     public var formatQuality: [Format: Int] = [:]
+    /// The most bytes the answer may have: quality is lowered until it fits.
     public var maxBytes: Int?
+    /// Drop EXIF and other metadata (default true).
     public var stripMetadata = true
+    /// Drop the ICC profile too.
     public var stripColorProfile = false
+    /// Keep the copyright fields when stripping metadata.
     public var keepCopyright = false
     /// thumbor `max_age()`: the response's `Cache-Control` max-age in seconds.
     public var maxAge: Int?
     /// imgproxy `expires`: a Unix time after which the URL answers 404.
     public var expires: Int?
+    /// The file name of `Content-Disposition` (without extension).
     public var filename: String?
+    /// Answer `Content-Disposition: attachment` rather than `inline`.
     public var returnAttachment = false
     /// Only part of the key (imgproxy `cachebuster`).
     public var cacheBuster: String?
     /// Answer with the image's facts as JSON instead of the image (thumbor `meta`, imgproxy `/info`).
     public var metadataOnly = false
 
+    /// Nothing asked: the source as it is.
     public init() {}
 }

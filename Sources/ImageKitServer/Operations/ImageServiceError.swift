@@ -11,14 +11,17 @@ public struct ImageServiceError: Error, Sendable, Hashable, CustomStringConverti
     public var status: Int
     /// A stable, machine-readable code: the JSON body's `error`.
     public var code: String
+    /// For people; never a local path, a key or the origin's body.
     public var message: String
 
+    /// An error answered with `status` and `{"error": code, "message": message}`.
     public init(_ status: Int, code: String, _ message: String) {
         self.status = status
         self.code = code
         self.message = message
     }
 
+    /// `STATUS code: message`.
     public var description: String { "\(status) \(code): \(message)" }
 
     /// 400: a malformed path or option.

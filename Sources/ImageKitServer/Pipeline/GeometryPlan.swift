@@ -17,7 +17,9 @@ import Foundation
 public struct GeometryPlan: Sendable, Hashable {
     /// A rectangle in pixels.
     public struct Rect: Sendable, Hashable {
+        /// The origin and size in pixels.
         public var x: Int, y: Int, width: Int, height: Int
+        /// A rectangle from its origin and size.
         public init(x: Int, y: Int, width: Int, height: Int) {
             self.x = x
             self.y = y
@@ -34,18 +36,23 @@ public struct GeometryPlan: Sendable, Hashable {
     public var fillCrop: Rect?
     /// The size the (cropped) image is scaled to; nil: not scaled.
     public var scaledWidth: Int?
+    /// See ``scaledWidth``.
     public var scaledHeight: Int?
     /// A canvas the scaled image is placed on (thumbor `fill()`, imgproxy `extend`); nil: none.
     public var canvasWidth: Int?
+    /// See ``canvasWidth``.
     public var canvasHeight: Int?
     /// A second scaling after the canvas (thumbor `proportion()`).
     public var finalScale: Double?
     /// Clockwise quarter turns after everything else.
     public var rotation: Int
+    /// Mirror left to right after scaling.
     public var flipHorizontal: Bool
+    /// Mirror top to bottom after scaling.
     public var flipVertical: Bool
     /// The output's size.
     public var outputWidth: Int
+    /// See ``outputWidth``.
     public var outputHeight: Int
 
     /// - Parameter sourceIsGIF: thumbor runs none of the filters that come after the resize

@@ -3,10 +3,15 @@ import ImageKit
 
 /// An encoded result of the pipeline.
 public struct ProcessedImage: Sendable {
+    /// The encoded answer.
     public var data: Data
+    /// Its format.
     public var format: ImageOperations.Format
+    /// Its width in pixels (0 when read back from the result cache's disk).
     public var width: Int
+    /// Its height in pixels (0 when read back from the result cache's disk).
     public var height: Int
+    /// Its frames (an animation keeps all of them).
     public var frameCount: Int
 }
 
@@ -22,12 +27,14 @@ public struct ProcessedImage: Sendable {
 /// result.format   // .jpeg
 /// ```
 public struct ImageProcessor: Sendable {
+    /// The decoders and encoders used.
     public var coders: ImageCodersManager
     /// Pixels a source may have (decompression bombs beyond): 50 M, imgproxy's default.
     public var maxPixels: Int
     /// The quality when none is asked (thumbor's 80).
     public var defaultQuality: Int
 
+    /// A processor; every parameter has the default documented on its property.
     public init(coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80) {
         self.coders = coders
         self.maxPixels = maxPixels

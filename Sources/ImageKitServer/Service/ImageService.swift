@@ -19,6 +19,7 @@ import ImageKit
 /// let response = await service.handle(method: "GET", path: "/unsafe/fit-in/256x256/example.com/a.jpg", headers: [:])
 /// ```
 public final class ImageService: Sendable {
+    /// The settings the service was made with.
     public let configuration: ImageServiceConfiguration
     let manager: ImageManager
     let processor: ImageProcessor
@@ -28,6 +29,7 @@ public final class ImageService: Sendable {
     private let results: ResultCache
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
 
+    /// A service; throws when no signing key is set and unsigned URLs are not allowed, or a setting is invalid.
     public init(configuration: ImageServiceConfiguration) throws(ImageServiceError) {
         self.configuration = configuration
         thumbor = configuration.thumborKeys.isEmpty ? nil : ThumborSigner(keys: configuration.thumborKeys)

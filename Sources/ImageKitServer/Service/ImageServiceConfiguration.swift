@@ -25,6 +25,7 @@ public struct ImageServiceConfiguration: Sendable {
     public var maxPixels = 50_000_000
     /// A total deadline for fetching a source, connect and body (10 s): past it, 504.
     public var timeout: TimeInterval = 10
+    /// Redirects followed at most (10); each hop is checked by the address policy.
     public var maxRedirects = 10
     /// Decodes, transforms and encodes at once (the core count); requests beyond wait.
     public var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -45,5 +46,6 @@ public struct ImageServiceConfiguration: Sendable {
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
 
+    /// The defaults documented on each property (no key: set one, or `allowsUnsafe`).
     public init() {}
 }

@@ -2,11 +2,14 @@ import Foundation
 
 /// An HTTP answer of the service, framework-free: the HTTP layer writes it as it is.
 public struct ImageServiceResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
     /// Header fields in order (names as sent).
     public var headers: [(name: String, value: String)]
+    /// The body (empty for HEAD and 304).
     public var body: Data
 
+    /// A response from its parts.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
         self.status = status
         self.headers = headers

@@ -65,6 +65,7 @@ public struct ImgproxySigner: Sendable {
         self.pairs = decoded
     }
 
+    /// The signature of `path` (with its leading `/`) with the first key pair.
     public func sign(_ path: String) -> String {
         guard let (key, salt) = pairs.first else { return "" }
         return Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: salt + Data(path.utf8), using: SymmetricKey(data: key))), padded: false)
