@@ -100,7 +100,7 @@ public struct ImageOperations: Sendable, Hashable {
         /// `rrggbb`, or `rrggbbaa` when not opaque.
         public var hex: String {
             let bytes = alpha == 255 ? [red, green, blue] : [red, green, blue, alpha]
-            return bytes.map { String(format: "%02x", $0) }.joined()
+            return bytes.hexString
         }
 
         static let named: [String: Color] = [

@@ -92,10 +92,8 @@ public struct GeometryPlan: Sendable, Hashable {
         // `orig` beside a 0; the source's side is what the URL asks for).
         var requestWidth = operations.widthIsOriginal ? Double(sourceWidth) : Double(operations.width)
         var requestHeight = operations.heightIsOriginal ? Double(sourceHeight) : Double(operations.height)
-        if !operations.enlarge && !fitIn { // no_upscale(): the request clamped to the image
-            requestWidth = min(requestWidth, Double(sourceWidth))
-            requestHeight = min(requestHeight, Double(sourceHeight))
-        } else if !operations.enlarge && operations.resizeMode == .cover {
+        // no_upscale(): the request clamped to the image (under plain fit-in it changes nothing).
+        if !operations.enlarge && operations.resizeMode != .fit {
             requestWidth = min(requestWidth, Double(sourceWidth))
             requestHeight = min(requestHeight, Double(sourceHeight))
         }

@@ -89,7 +89,9 @@ public struct ImageProcessor: Sendable {
             sourceWidth = decoded.width
             sourceHeight = decoded.height
         }
-        let animated = signature.isAnimated || (signature.format == .gif && Self.gifHasSeveralFrames(data))
+        // A GIF has no decode-time scaling: decoded once, whole, which also tells its frame count.
+        if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding) }
+        let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
         let skipsFilters = request.grammar == .thumbor && signature.format == .gif
         let plan = GeometryPlan(sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
 
@@ -456,10 +458,6 @@ public struct ImageProcessor: Sendable {
                 }
             }
         }
-    }
-
-    static func gifHasSeveralFrames(_ data: Data) -> Bool {
-        (try? ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1 > 1
     }
 
     static func format(of format: ImageFormat) -> ImageOperations.Format? {

@@ -118,10 +118,10 @@ public final class ImageService: Sendable {
         var effective = request
         if let negotiated { effective.operations.format = negotiated }
 
-        let sourceDigest = SHA256.hash(data: source).prefix(12).map { String(format: "%02x", $0) }.joined()
+        let sourceDigest = SHA256.hash(data: source).prefix(12).hexString
         let resultKey = effective.operations.canonicalKey + "|" + request.source.absoluteString + "|" + sourceDigest
             + "|" + (effective.operations.format?.rawValue ?? "source")
-        let etag = "\"" + SHA256.hash(data: Data(resultKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        let etag = "\"" + SHA256.hash(data: Data(resultKey.utf8)).prefix(16).hexString + "\""
         var common: [(String, String)] = [("ETag", etag), ("Cache-Control", cacheControl(operations, now: now))]
         if negotiates { common.append(("Vary", "Accept")) }
         if let match = headers["if-none-match"], match.split(separator: ",").contains(where: {
@@ -256,7 +256,8 @@ public final class ImageService: Sendable {
     }
 }
 
-/// Encoded results by key: a byte-bounded LRU in memory, then the disk (keyed by the result key's digest).
+/// Encoded results by key: in memory up to a byte budget (the oldest entries leave first), then
+/// on disk (keyed by the result key's digest).
 final class ResultCache: Sendable {
     private let memoryBytes: Int
     private let disk: DiskCache?
@@ -295,7 +296,7 @@ final class ResultCache: Sendable {
     }
 
     static func diskKey(_ key: String) -> String {
-        "result:" + SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        "result:" + SHA256.hash(data: Data(key.utf8)).hexString
     }
 
     static func format(of data: Data) -> ImageOperations.Format? {

@@ -103,6 +103,19 @@ enum Base64URL {
     }
 }
 
+extension Sequence<UInt8> {
+    /// Lower-case hex, two digits a byte.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
+
 enum Hex {
     static func decode(_ text: String) -> Data? {
         let bytes = Array(text.utf8)
