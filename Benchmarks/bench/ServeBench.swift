@@ -14,31 +14,51 @@ struct ServeBench {
                         "serve/fit-in-256-jpeg-progressive-1600x1200"]
 
     func run() {
+        // With --corpus: every JPEG of the directory, as one case (`serve/corpus`, mean per image),
+        // so the same files can be given to a peer (Benchmarks/peers/serve_thumbor.py).
+        if let directory = options.corpus {
+            guard options.includes("serve/corpus") else { return }
+            let files = DecodeBench.corpusCases(directory).filter { $0.format == .jpeg }.map(\.data)
+            guard !files.isEmpty else { return }
+            measure([("serve/corpus (\(files.count) JPEGs, mean per image)", files)])
+            return
+        }
         let cases = Self.names.filter(options.includes)
         guard !cases.isEmpty else { return }
+        measure(cases.map { name in
+            let size = name.split(separator: "-").last!.split(separator: "x").map { Int($0)! }
+            let photo = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: size[0], height: size[1]))], format: .jpeg)
+            let data = try! ImageCodersManager.shared.encode(photo, as: .jpeg,
+                                                             options: .init(quality: 0.85, progressive: name.contains("progressive")))
+            return (name, [data])
+        })
+    }
+
+    /// One row per case: the pipeline and TurboJPEG's scaled decode over the case's files, per image.
+    private func measure(_ cases: [(name: String, files: [Data])]) {
         let request = try! ImageRequest.parse(path: "/unsafe/fit-in/256x256/filters:quality(80)/example.com/a.jpg")
         let processor = ImageProcessor()
         let decompressor = ik_raw_tj_decompressor()!
         defer { ik_raw_tj_destroy(decompressor) }
         let measurement = PairedMeasurement(minTime: options.minTime)
         var rows: [[String]] = []
-        for name in cases {
-            let size = name.split(separator: "-").last!.split(separator: "x").map { Int($0)! }
-            let photo = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: size[0], height: size[1]))], format: .jpeg)
-            let data = try! ImageCodersManager.shared.encode(photo, as: .jpeg,
-                                                             options: .init(quality: 0.85, progressive: name.contains("progressive")))
-            guard let sample = try? processor.process(data, request: request) else {
+        for (name, files) in cases {
+            guard let sample = try? processor.process(files[0], request: request) else {
                 log("skipping \(name): the pipeline failed")
                 continue
             }
-            let (ours, raw) = measurement.run(work: 1, {
-                _ = try? processor.process(data, request: request)
+            let count = Double(files.count)
+            let (ours, raw) = measurement.run(work: count, {
+                for data in files { _ = try? processor.process(data, request: request) }
             }, {
-                var image = ik_raw_image()
-                _ = data.withUnsafeBytes { ik_raw_jpeg_decode_scaled(decompressor, $0.baseAddress!, $0.count, 256, &image) }
-                ik_raw_image_free(&image)
+                for data in files {
+                    var image = ik_raw_image()
+                    _ = data.withUnsafeBytes { ik_raw_jpeg_decode_scaled(decompressor, $0.baseAddress!, $0.count, 256, &image) }
+                    ik_raw_image_free(&image)
+                }
             })
-            rows.append([name, "\(data.count / 1024) KB", "\(sample.width)x\(sample.height)", format(1000 / ours, 2), format(1000 / raw, 2),
+            let bytes = files.reduce(0) { $0 + $1.count } / files.count
+            rows.append([name, "\(bytes / 1024) KB", "\(sample.width)x\(sample.height)", format(1000 / ours, 2), format(1000 / raw, 2),
                          format(raw / ours, 2) + "x"])
             report.jsonLine(["case": name, "ms_per_image": 1000 / ours, "turbojpeg_scaled_decode_ms": 1000 / raw, "ratio": raw / ours,
                              "output_bytes": sample.data.count])

@@ -111,8 +111,14 @@ public struct ImageProcessor: Sendable {
             decoded = fullDecode
         } else if scale < 1, !animated {
             var scaled = decoding
-            scaled.thumbnailPixelSize = PixelSize(width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
-                                                  height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
+            if region.width == sourceWidth && region.height == sourceHeight {
+                // No crop: the decoder makes the plan's exact size itself, one resample in all.
+                scaled.thumbnailPixelSize = PixelSize(width: targetWidth, height: targetHeight)
+                scaled.preservesAspectRatio = false
+            } else {
+                scaled.thumbnailPixelSize = PixelSize(width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
+                                                      height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
+            }
             decoded = try decode(data, scaled)
         } else {
             decoded = try decode(data, decoding)
