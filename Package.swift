@@ -31,7 +31,11 @@ let package = Package(
         .trait(name: "HEIF", description: "HEIC/HEIF decoding with libheif"),
         .trait(name: "AVIF", description: "AVIF still and animated decoding and AVIF encoding with libavif"),
         .trait(name: "JXL", description: "JPEG XL decoding with libjxl"),
-        .default(enabledTraits: ["HEIF", "AVIF", "JXL"]),
+        // The image service's HTTP layer (Hummingbird 2, swift-service-lifecycle, swift-prometheus)
+        // and `imagekit serve`. Without it ImageKitServer keeps its framework-free core
+        // (`ImageService.handle`), which is how the sanitizer builds skip compiling Hummingbird twice.
+        .trait(name: "Serve", description: "The HTTP layer of ImageKitServer and the `imagekit serve` command"),
+        .default(enabledTraits: ["HEIF", "AVIF", "JXL", "Serve"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,6 +44,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // Hummingbird's own default traits pull swift-configuration, which the service does not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.3.0"),
     ],
     targets: [
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
@@ -77,7 +86,17 @@ let package = Package(
         ),
         .target(
             name: "ImageKitServer",
-            dependencies: ["ImageKit", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "ImageKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Serve"])),
+            ]
         ),
         .testTarget(
             name: "ImageKitServerTests",
@@ -86,8 +105,11 @@ let package = Package(
         .executableTarget(
             name: "imagekit",
             dependencies: [
-                "ImageKit",
+                "ImageKit", "ImageKitServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
             ]
         ),
         // Straight C decoders used by the benchmark as the "raw library" baseline.
@@ -128,6 +150,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Serve"])),
             ]
         ),
     ],

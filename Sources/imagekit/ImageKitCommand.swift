@@ -8,16 +8,34 @@ struct ImageKitCommand: ParsableCommand {
         commandName: "imagekit",
         abstract: "Inspect, decode and convert images with ImageKit.",
         version: ImageKit.version,
-        subcommands: [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self, Download.self, Fetch.self,
-                      Prefetch.self, Frames.self]
+        subcommands: subcommands
     )
+
+    #if Serve
+    static let subcommands: [any ParsableCommand.Type] = [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
+                                                          Download.self, Fetch.self, Prefetch.self, Frames.self, Serve.self]
+    #else
+    static let subcommands: [any ParsableCommand.Type] = [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
+                                                          Download.self, Fetch.self, Prefetch.self, Frames.self]
+    #endif
+
+    /// The command line, with `IMAGEKIT_SERVE_*` variables added as options for `serve`.
+    static var arguments: [String] {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        #if Serve
+        if arguments.first == "serve" {
+            arguments = ["serve"] + Serve.arguments(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        }
+        #endif
+        return arguments
+    }
 
     /// As ArgumentParser's, except that bad arguments exit with status 2 (the Unix convention
     /// the tool documents) rather than 64.
     static func main() {
         var usageMessage: String
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             try command.run()
             return
         } catch {

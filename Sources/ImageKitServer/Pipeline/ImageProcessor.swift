@@ -13,6 +13,25 @@ public struct ProcessedImage: Sendable {
     public var height: Int
     /// Its frames (an animation keeps all of them).
     public var frameCount: Int
+    /// Where the time went (zero when read back from the result cache).
+    public var timings = ProcessingTimings()
+}
+
+/// The CPU stages of one ``ImageProcessor/process(_:request:)``, for the service's stage metrics.
+public struct ProcessingTimings: Sendable {
+    /// Decoding, including decode-time scaling.
+    public var decode: Duration = .zero
+    /// Everything between decode and encode: crop, resample, canvas, turns, filters.
+    public var transform: Duration = .zero
+    /// Encoding.
+    public var encode: Duration = .zero
+}
+
+/// Adds up decode and encode time across one run of the pipeline (it may decode twice).
+private final class StageClock {
+    var decode: Duration = .zero
+    var encode: Duration = .zero
+    let start = ContinuousClock.now
 }
 
 /// Turns a source's bytes and a request into the answer's bytes: probe the header, plan the
@@ -44,6 +63,15 @@ public struct ImageProcessor: Sendable {
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
     ///   source over ``maxPixels``, 501 for an operation not implemented yet, 500 otherwise.
     public func process(_ data: Data, request originalRequest: ImageRequest) throws(ImageServiceError) -> ProcessedImage {
+        let clock = StageClock()
+        var result = try process(data, request: originalRequest, clock: clock)
+        let total = ContinuousClock.now - clock.start
+        result.timings = ProcessingTimings(decode: clock.decode, transform: max(.zero, total - clock.decode - clock.encode),
+                                           encode: clock.encode)
+        return result
+    }
+
+    private func process(_ data: Data, request originalRequest: ImageRequest, clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
         var request = originalRequest
         var operations = request.operations
         let signature = ImageSignature(data)
@@ -60,7 +88,7 @@ public struct ImageProcessor: Sendable {
         if let trim = operations.trim {
             // Trim needs the pixels: the whole image is decoded, and the trimmed image stands in
             // for the source (a manual crop moves with it, as thumbor moves it).
-            var decoded = try decode(data, decoding)
+            var decoded = try decode(data, decoding, clock)
             if let box = Self.trimBox(decoded.frames[0].bitmap, trim: trim) {
                 do {
                     decoded = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in try bitmap.cropped(to: box) }
@@ -84,13 +112,13 @@ public struct ImageProcessor: Sendable {
             sourceWidth = swaps ? probe.height : probe.width
             sourceHeight = swaps ? probe.width : probe.height
         } else {
-            let decoded = try decode(data, decoding)
+            let decoded = try decode(data, decoding, clock)
             fullDecode = decoded
             sourceWidth = decoded.width
             sourceHeight = decoded.height
         }
         // A GIF has no decode-time scaling: decoded once, whole, which also tells its frame count.
-        if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding) }
+        if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding, clock) }
         let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
         let skipsFilters = request.grammar == .thumbor && signature.format == .gif
         let plan = GeometryPlan(sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
@@ -119,9 +147,9 @@ public struct ImageProcessor: Sendable {
                 scaled.thumbnailPixelSize = PixelSize(width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
                                                       height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
             }
-            decoded = try decode(data, scaled)
+            decoded = try decode(data, scaled, clock)
         } else {
-            decoded = try decode(data, decoding)
+            decoded = try decode(data, decoding, clock)
         }
 
         let factorX = Double(decoded.width) / Double(sourceWidth), factorY = Double(decoded.height) / Double(sourceHeight)
@@ -145,10 +173,12 @@ public struct ImageProcessor: Sendable {
         // thumbor's format() is one of the filters it skips for a GIF source: GIF stays GIF.
         let format = operations.outputFormat(sourceFormat: Self.format(of: signature.format), isAnimated: animated || skipsFilters,
                                              hasAlpha: !image.isOpaque)
-        return try encode(image, as: format, operations: operations)
+        return try encode(image, as: format, operations: operations, clock)
     }
 
-    private func decode(_ data: Data, _ options: ImageDecodingOptions) throws(ImageServiceError) -> DecodedImage {
+    private func decode(_ data: Data, _ options: ImageDecodingOptions, _ clock: StageClock) throws(ImageServiceError) -> DecodedImage {
+        let start = ContinuousClock.now
+        defer { clock.decode += ContinuousClock.now - start }
         do {
             return try coders.decode(data, options: options)
         } catch {
@@ -210,7 +240,10 @@ public struct ImageProcessor: Sendable {
         return bitmap
     }
 
-    private func encode(_ image: DecodedImage, as format: ImageOperations.Format, operations: ImageOperations) throws(ImageServiceError) -> ProcessedImage {
+    private func encode(_ image: DecodedImage, as format: ImageOperations.Format, operations: ImageOperations,
+                        _ clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
+        let start = ContinuousClock.now
+        defer { clock.encode += ContinuousClock.now - start }
         let quality = operations.formatQuality[format] ?? operations.quality ?? defaultQuality
         var options = ImageEncodingOptions(quality: Double(min(max(quality, 1), 100)) / 100)
         options.maxFileSize = operations.maxBytes
@@ -485,7 +518,11 @@ public struct ImageProcessor: Sendable {
     static func serviceError(_ error: ImageError) -> ImageServiceError {
         switch error.code {
         case .decompressionBomb: return ImageServiceError(422, code: "tooManyPixels", error.message)
-        case .badImageData, .unsupportedFormat, .emptyData, .zeroPixels, .truncatedData:
+        case .truncatedData:
+            return ImageServiceError(415, code: "truncatedImage", "the source image is cut short")
+        case .badImageData, .zeroPixels:
+            return ImageServiceError(415, code: "undecodableImage", "the source image is corrupt")
+        case .unsupportedFormat, .emptyData:
             return ImageServiceError(415, code: "notAnImage", "the source is not an image this service reads")
         case .invalidArgument: return ImageServiceError(400, code: "invalidArgument", error.message)
         default: return ImageServiceError(500, code: "processingFailed", "the image could not be processed (\(error.code))")

@@ -27,6 +27,8 @@ public final class ImageService: Sendable {
     private let thumbor: ThumborSigner?
     private let imgproxy: ImgproxySigner?
     private let results: ResultCache
+    private let sourceDisk: DiskCache?
+    private let metrics: ServiceMetrics
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
 
     /// A service; throws when no signing key is set and unsigned URLs are not allowed, or a setting is invalid.
@@ -46,15 +48,20 @@ public final class ImageService: Sendable {
                                                      addressPolicy: AddressPolicy.publicOnly.allowing(networks: configuration.allowedNetworks))
         downloads.connectTimeout = min(configuration.timeout, 5)
         downloads.hostOverrides = configuration.hostOverrides
+        // Sources get three quarters of the disk budget, results the rest.
+        let diskLimit = configuration.diskLimitBytes
         let cache: ImageCache
         if let directory = configuration.cacheDirectory {
             do {
-                cache = try ImageCache(directory: directory.appendingPathComponent("sources"),
-                                       configuration: ImageCacheConfiguration(cachesImagesInMemory: false))
+                let disk = try DiskCache(directory: directory.appendingPathComponent("sources"),
+                                         configuration: DiskCacheConfiguration(maxSize: diskLimit.map { max(1, $0 / 4 * 3) } ?? DiskCacheConfiguration.automaticMaxSize))
+                sourceDisk = disk
+                cache = ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: disk)
             } catch {
                 throw ImageServiceError(500, code: "cacheUnavailable", "cannot open the cache directory")
             }
         } else {
+            sourceDisk = nil
             cache = ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: UnavailableDiskCache())
         }
         // The service never decodes through the manager: only bytes are loaded (and cached).
@@ -63,85 +70,165 @@ public final class ImageService: Sendable {
         manager = ImageManager(cache: cache, loader: ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads)]),
                                configuration: managerConfiguration)
         processor = ImageProcessor(maxPixels: configuration.maxPixels)
-        pool = WorkerPool(width: configuration.workers, queueLimit: configuration.queueLimit)
+        let metrics = ServiceMetrics()
+        self.metrics = metrics
+        pool = WorkerPool(width: configuration.workers, queueLimit: configuration.queueLimit, onWait: { metrics.waited($0) })
         results = ResultCache(memoryBytes: configuration.resultMemoryBytes,
-                              directory: configuration.cacheDirectory?.appendingPathComponent("results"))
+                              directory: configuration.cacheDirectory?.appendingPathComponent("results"),
+                              diskLimit: diskLimit.map { max(1, $0 / 4) })
     }
 
     /// Answers one request. Never throws: every failure is a status and a JSON body.
     public func handle(method: String, path: String, headers: [String: String]) async -> ImageServiceResponse {
+        let started = ContinuousClock.now
+        metrics.requestStarted()
         let isHead = method.uppercased() == "HEAD"
+        let trace = RequestTrace()
         var response: ImageServiceResponse
         do throws(ImageServiceError) {
             guard ["GET", "HEAD"].contains(method.uppercased()) else {
                 throw ImageServiceError(405, code: "methodNotAllowed", "only GET and HEAD are served")
             }
-            response = try await answer(path: path, headers: Self.lowercased(headers))
+            response = try await answer(path: path, headers: Self.lowercased(headers), trace: trace)
         } catch {
             response = .error(error)
         }
         if isHead { response.body = Data() }
+        response.grammar = trace.grammar
+        response.cacheTier = trace.tier
+        if let tier = trace.tier, response.status == 200 || response.status == 304 { metrics.served(from: tier) }
+        metrics.queueLength(pool.waitingCount)
+        metrics.requestFinished(grammar: trace.grammar?.rawValue ?? "none", status: response.status,
+                                duration: ContinuousClock.now - started)
         return response
+    }
+
+    /// Records the gauges that are read rather than counted (queue length, resident memory):
+    /// `/metrics` calls it before each scrape.
+    public func refreshGauges() {
+        metrics.queueLength(pool.waitingCount)
+        metrics.residentMemory()
+    }
+
+    /// Waits for the caches' background disk work: call it before the process exits.
+    public func flush() {
+        results.flush()
+        sourceDisk?.waitForBackgroundWork()
     }
 
     static func lowercased(_ headers: [String: String]) -> [String: String] {
         Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
-    private func answer(path: String, headers: [String: String]) async throws(ImageServiceError) -> ImageServiceResponse {
+    /// `path` as the access log shows it: a signature in the first segment is replaced by `-`
+    /// (`unsafe`, `insecure` and `_` are kept), and the query is dropped.
+    public static func loggablePath(_ path: String) -> String {
+        let rawPath = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        var segments = rawPath.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count > 2, segments[0].isEmpty else { return rawPath }
+        if !["unsafe", "insecure", "_"].contains(segments[1]) { segments[1] = "-" }
+        return segments.joined(separator: "/")
+    }
+
+    private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError) -> ImageServiceResponse {
         let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         let request = try ImageRequest.parse(path: rawPath, presets: configuration.presets)
+        trace.grammar = request.grammar
         try authorize(request)
         let operations = request.operations
         let now = Int(Date().timeIntervalSince1970)
         if let expires = operations.expires, expires <= now { throw ImageServiceError(404, code: "expired", "the URL has expired") }
         guard allows(request.source) else { throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed") }
 
-        let source = try await loadSource(request.source)
         if operations.metadataOnly {
+            let source = try await loadSource(request.source, trace: trace)
             let processor = self.processor
-            let body = try await runOnPool { () throws(ImageServiceError) -> Data in try processor.metadata(source, request: request) }
+            let body = try await runOnPool { () throws(ImageServiceError) -> Data in try processor.metadata(source.data, request: request) }
             return ImageServiceResponse(status: 200, headers: [(name: "Content-Type", value: "application/json"),
                                                                (name: "Content-Length", value: String(body.count)),
                                                                (name: "Cache-Control", value: cacheControl(operations, now: now))], body: body)
         }
-        let signature = ImageSignature(source)
-        // Negotiation: only when no format is asked and the source is no animation (kept as it is).
+        // The format asked, or the class of client (what its Accept allows): results are kept per
+        // class, so a result hit needs neither the source nor a decode.
         let accept = headers["accept"]?.lowercased() ?? ""
-        var negotiated: ImageOperations.Format?
-        let negotiates = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
-            && !signature.isAnimated && signature.format != .gif
-        if negotiates {
-            if configuration.autoAVIF, accept.contains("image/avif") { negotiated = .avif }
-            else if configuration.autoWebP, accept.contains("image/webp") { negotiated = .webp }
+        let negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
+        var offered: ImageOperations.Format?
+        if negotiable {
+            if configuration.autoAVIF, accept.contains("image/avif") { offered = .avif }
+            else if configuration.autoWebP, accept.contains("image/webp") { offered = .webp }
         }
-        var effective = request
-        if let negotiated { effective.operations.format = negotiated }
+        let formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
+        let resultKey = effectiveKey(operations) + "|" + request.source.absoluteString + "|" + formatClass
 
-        let sourceDigest = SHA256.hash(data: source).prefix(12).hexString
-        let resultKey = effective.operations.canonicalKey + "|" + request.source.absoluteString + "|" + sourceDigest
-            + "|" + (effective.operations.format?.rawValue ?? "source")
-        let etag = "\"" + SHA256.hash(data: Data(resultKey.utf8)).prefix(16).hexString + "\""
-        var common: [(String, String)] = [("ETag", etag), ("Cache-Control", cacheControl(operations, now: now))]
-        if negotiates { common.append(("Vary", "Accept")) }
-        if let match = headers["if-none-match"], match.split(separator: ",").contains(where: {
+        let stale: CachedResult?
+        switch results.get(resultKey) {
+        case .fresh(let hit, let tier):
+            trace.tier = tier
+            return respond(with: hit, operations: operations, negotiable: negotiable, headers: headers, now: now)
+        case .stale(let entry): stale = entry
+        case .miss: stale = nil
+        }
+
+        let source = try await loadSource(request.source, trace: trace)
+        let signature = ImageSignature(source.data)
+        // An animation and a GIF keep their format: nothing is negotiated for them.
+        var effective = request
+        if negotiable, !signature.isAnimated, signature.format != .gif, let offered { effective.operations.format = offered }
+        let sourceDigest = SHA256.hash(data: source.data).prefix(12).hexString
+        let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceDigest).utf8)).prefix(16).hexString + "\""
+        let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
+        if let stale, stale.etag == etag {
+            // The source has not changed since the result was made: it stands for another period.
+            let renewed = CachedResult(image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
+            results.set(resultKey, renewed)
+            return respond(with: renewed, operations: operations, negotiable: negotiable, headers: headers, now: now)
+        }
+        if Self.matches(headers["if-none-match"], etag) {
+            return respond(with: CachedResult(image: ProcessedImage(data: Data(), format: effective.operations.format ?? .jpeg,
+                                                                   width: 0, height: 0, frameCount: 1),
+                                              etag: etag, lastModified: source.lastModified, expires: expiry),
+                           operations: operations, negotiable: negotiable, headers: headers, now: now)
+        }
+        let processed = try await process(source.data, request: effective, key: resultKey + "|" + sourceDigest)
+        let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
+        results.set(resultKey, result)
+        return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
+    }
+
+    /// The canonical key without what only shapes the response's headers (a cache buster stays:
+    /// it is there to get a fresh result).
+    private func effectiveKey(_ operations: ImageOperations) -> String {
+        var keyed = operations
+        keyed.maxAge = nil
+        keyed.expires = nil
+        keyed.filename = nil
+        keyed.returnAttachment = false
+        return keyed.canonicalKey
+    }
+
+    static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        return ifNoneMatch.split(separator: ",").contains {
             let tag = $0.trimmingCharacters(in: .whitespaces)
             return tag == etag || tag == "W/" + etag || tag == "*"
-        }) {
+        }
+    }
+
+    /// A result's response: 304 when the client holds it already.
+    private func respond(with result: CachedResult, operations: ImageOperations, negotiable: Bool, headers: [String: String],
+                         now: Int) -> ImageServiceResponse {
+        var common: [(String, String)] = [("ETag", result.etag), ("Cache-Control", cacheControl(operations, now: now))]
+        if let lastModified = result.lastModified { common.append(("Last-Modified", lastModified)) }
+        if negotiable, result.image.format != .gif { common.append(("Vary", "Accept")) }
+        if Self.matches(headers["if-none-match"], result.etag) {
             return ImageServiceResponse(status: 304, headers: common.map { (name: $0.0, value: $0.1) })
         }
-
-        let processed: ProcessedImage
-        if let hit = results.get(resultKey) {
-            processed = hit
-        } else {
-            processed = try await process(source, request: effective, key: resultKey)
-        }
+        let processed = result.image
         var fields: [(String, String)] = [("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count))]
         fields += common
         if operations.filename != nil || operations.returnAttachment {
             let name = (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
-            let safe = name.replacingOccurrences(of: "\"", with: "")
+            let safe = String(name.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 })
             fields.append(("Content-Disposition", (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""))
         }
         return ImageServiceResponse(status: 200, headers: fields.map { (name: $0.0, value: $0.1) }, body: processed.data)
@@ -177,14 +264,21 @@ public final class ImageService: Sendable {
         return "public, max-age=\(maxAge)"
     }
 
-    /// The source's bytes, through the manager (disk cache, address policy, limits).
-    private func loadSource(_ url: URL) async throws(ImageServiceError) -> Data {
+    /// The source's bytes, through the manager (disk cache, address policy, limits), and the
+    /// origin's `Last-Modified` when it sent one.
+    private func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> (data: Data, lastModified: String?) {
+        let started = ContinuousClock.now
         do {
             // The disk write is awaited: the next request for this source (a second size of it,
             // often moments later) must find it, not race a background write to the origin.
-            let result = try await manager.loadImage(url, options: [.avoidDecodeImage, .waitStoreCache])
+            let result = try await manager.loadImage(url, options: [.avoidDecodeImage, .waitStoreCache],
+                                                     context: ImageLoadContext(storeCacheType: sourceDisk == nil ? .none : .all))
             guard let data = result.data, !data.isEmpty else { throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes") }
-            return data
+            let fromOrigin = result.cacheType == .none
+            trace.tier = fromOrigin ? .origin : .sourceDisk
+            metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fromOrigin)
+            let lastModified = sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http?.lastModified
+            return (data, lastModified)
         } catch let error as ImageServiceError {
             throw error
         } catch let error as ImageError {
@@ -234,7 +328,7 @@ public final class ImageService: Sendable {
             if tasks[key] == task { tasks[key] = nil }
         }
         let processed = try outcome.get()
-        results.set(key, processed)
+        metrics.processed(processed.timings)
         return processed
     }
 
@@ -256,44 +350,80 @@ public final class ImageService: Sendable {
     }
 }
 
+/// One request's facts for the metrics and the access log, filled in as it is answered.
+final class RequestTrace {
+    var grammar: ImageRequest.Grammar?
+    var tier: ImageServiceCacheTier?
+}
+
+/// An encoded result and what its response needs without the source: its `ETag`, the origin's
+/// `Last-Modified`, and until when it is served without looking at the source again.
+struct CachedResult: Sendable {
+    var image: ProcessedImage
+    var etag: String
+    var lastModified: String?
+    var expires: Date
+}
+
 /// Encoded results by key: in memory up to a byte budget (the oldest entries leave first), then
-/// on disk (keyed by the result key's digest).
+/// on disk (keyed by the result key's digest, the `ETag` and `Last-Modified` in the entry's
+/// metadata, its expiry the result's time to live).
 final class ResultCache: Sendable {
+    enum Lookup {
+        case fresh(CachedResult, ImageServiceCacheTier)
+        case stale(CachedResult)
+        case miss
+    }
+
     private let memoryBytes: Int
     private let disk: DiskCache?
-    private let memory = Locked((entries: [String: ProcessedImage](), order: [String](), bytes: 0))
+    private let memory = Locked((entries: [String: CachedResult](), order: [String](), bytes: 0))
 
-    init(memoryBytes: Int, directory: URL?) {
+    init(memoryBytes: Int, directory: URL?, diskLimit: Int? = nil) {
         self.memoryBytes = memoryBytes
-        disk = directory.flatMap { try? DiskCache(directory: $0) }
+        disk = directory.flatMap {
+            try? DiskCache(directory: $0, configuration: DiskCacheConfiguration(maxSize: diskLimit ?? DiskCacheConfiguration.automaticMaxSize))
+        }
     }
 
-    func get(_ key: String) -> ProcessedImage? {
-        if let hit = memory.withLock({ $0.entries[key] }) { return hit }
-        guard let disk, let data = disk.data(forKey: Self.diskKey(key)), let format = Self.format(of: data) else { return nil }
-        let image = ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1)
-        insert(key, image)
-        return image
+    func get(_ key: String, now: Date = Date()) -> Lookup {
+        if let hit = memory.withLock({ $0.entries[key] }) {
+            return hit.expires > now ? .fresh(hit, .resultMemory) : .stale(hit)
+        }
+        guard let disk, let (data, metadata) = disk.entry(forKey: Self.diskKey(key)), let format = Self.format(of: data),
+              let etag = metadata?.http?.etag else { return .miss }
+        let result = CachedResult(image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
+                                  lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
+        guard result.expires > now else { return .stale(result) }
+        insert(key, result)
+        return .fresh(result, .resultDisk)
     }
 
-    func set(_ key: String, _ image: ProcessedImage) {
-        insert(key, image)
-        try? disk?.store(image.data, forKey: Self.diskKey(key))
+    func set(_ key: String, _ result: CachedResult) {
+        insert(key, result)
+        try? disk?.store(result.image.data, forKey: Self.diskKey(key), expiryDate: result.expires,
+                         http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified))
     }
 
-    private func insert(_ key: String, _ image: ProcessedImage) {
-        guard image.data.count <= memoryBytes / 8 else { return }
+    private func insert(_ key: String, _ result: CachedResult) {
+        let size = result.image.data.count
+        guard size <= memoryBytes / 8 else { return }
         memory.withLock { state in
-            if state.entries[key] != nil { return }
-            state.entries[key] = image
-            state.order.append(key)
-            state.bytes += image.data.count
+            if let old = state.entries.updateValue(result, forKey: key) {
+                state.bytes -= old.image.data.count
+            } else {
+                state.order.append(key)
+            }
+            state.bytes += size
             while state.bytes > memoryBytes, !state.order.isEmpty {
                 let oldest = state.order.removeFirst()
-                state.bytes -= state.entries.removeValue(forKey: oldest)?.data.count ?? 0
+                state.bytes -= state.entries.removeValue(forKey: oldest)?.image.data.count ?? 0
             }
         }
     }
+
+    /// Waits for the disk's background work (the sweep) to finish: shutdown calls it.
+    func flush() { disk?.waitForBackgroundWork() }
 
     static func diskKey(_ key: String) -> String {
         "result:" + SHA256.hash(data: Data(key.utf8)).hexString

@@ -43,6 +43,13 @@ public struct ImageServiceConfiguration: Sendable {
     public var cacheDirectory: URL?
     /// Bytes of results kept in memory (64 MiB).
     public var resultMemoryBytes = 64 << 20
+    /// Bytes of disk for sources (three quarters) and results (a quarter); nil: a tenth of the
+    /// free space when the cache opens, 64 MiB–1 GiB each (ImageKit's automatic bound).
+    public var diskLimitBytes: Int?
+    /// How long a result is answered from the result cache without looking at its source (1 h).
+    /// After that the source is loaded again (revalidated with the origin when its own cache
+    /// entry is stale); if its bytes are unchanged the result stands for another period.
+    public var resultTimeToLive: TimeInterval = 3600
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
 

@@ -8,6 +8,10 @@ public struct ImageServiceResponse: Sendable {
     public var headers: [(name: String, value: String)]
     /// The body (empty for HEAD and 304).
     public var body: Data
+    /// The grammar the path was read in (nil when it was not read).
+    public var grammar: ImageRequest.Grammar?
+    /// Where the image came from (nil for errors before the source).
+    public var cacheTier: ImageServiceCacheTier?
 
     /// A response from its parts.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {

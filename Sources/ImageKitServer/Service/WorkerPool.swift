@@ -9,10 +9,13 @@ final class WorkerPool: Sendable {
     private let queueLimit: Int
     private let queue: DispatchQueue
     private let state = Locked<(running: Int, waiting: [@Sendable () -> Void])>((0, []))
+    private let onWait: @Sendable (Duration) -> Void
 
-    init(width: Int, queueLimit: Int) {
+    /// - Parameter onWait: told how long each job waited for a worker (the queue-wait metric).
+    init(width: Int, queueLimit: Int, onWait: @escaping @Sendable (Duration) -> Void = { _ in }) {
         self.width = max(1, width)
         self.queueLimit = max(0, queueLimit)
+        self.onWait = onWait
         queue = DispatchQueue(label: "ImageKitServer.workers", attributes: .concurrent)
     }
 
@@ -23,7 +26,11 @@ final class WorkerPool: Sendable {
     /// Runs `body` on a worker; nil when the queue is full.
     func run<Output: Sendable>(_ body: @escaping @Sendable () -> Output) async -> Output? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Output?, Never>) in
-            let job: @Sendable () -> Void = { continuation.resume(returning: body()) }
+            let submitted = ContinuousClock.now
+            let job: @Sendable () -> Void = { [onWait] in
+                onWait(ContinuousClock.now - submitted)
+                continuation.resume(returning: body())
+            }
             let admitted = state.withLock { state -> Bool? in
                 if state.running < width {
                     state.running += 1
