@@ -8,7 +8,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan bench bench-net fuzz clean thumbor-venv thumbor-sizes
+.PHONY: all deps build release test test-asan test-tsan bench bench-net bench-serve fuzz clean thumbor-venv thumbor-sizes
 
 all: build
 
@@ -79,6 +79,20 @@ bench: deps
 # separate package). JSON=1 prints JSON lines.
 bench-net: deps
 	bash Benchmarks/NetBench/run.sh $(if $(JSON),--json,)
+
+# `imagekit serve` beside a real thumbor 7.8 on ~1000 photos made from Debian's lomiri-wallpapers
+# (cached in ~/.cache/imagekit), served by nginx on loopback: in-process, cold, warm, mixed and
+# overload phases (Benchmarks/serve/bench_serve.py). JSON=1 prints JSON lines; SOAK=600 adds a
+# ten-minute soak; COUNT=N photos.
+SOAK ?= 0
+COUNT ?= 1000
+bench-serve: deps thumbor-venv
+	@command -v wrk >/dev/null 2>&1 && [ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends wrk lomiri-wallpapers; }
+	$(SWIFT) build -c release --product imagekit
+	$(SWIFT) build -c release --product bench
+	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_serve.py --imagekit .build/release/imagekit --bench .build/release/bench \
+		--count $(COUNT) --soak $(SOAK) $(if $(JSON),--json,)
 
 # libFuzzer targets under AddressSanitizer (Fuzz/, a separate package), FUZZ_SECONDS each
 # (default 60); fails on any crash, leak, timeout or out-of-memory. FUZZ_TARGETS narrows it.
