@@ -9,15 +9,18 @@ enum FixedPointResample {
 
     /// `region` of `bitmap` scaled to `size`, or nil when the box step would average more than
     /// 257 rows (16-bit column sums): the caller then streams through the ``Resampler``.
-    static func resize(_ bitmap: Bitmap, region: PixelRect, to size: PixelSize,
+    /// - Parameter extent: the picture's true size in source pixels when it is fractional (a
+    ///   DCT-scaled JPEG), as the ``Resampler`` takes it.
+    static func resize(_ bitmap: Bitmap, region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
                        reducingGap: Double) throws(ImageError) -> Bitmap? {
         let source = PixelSize(width: region.width, height: region.height)
         let (boxX, boxY) = Resampler.boxFactors(source: source, target: size, reducingGap: reducingGap)
         guard boxY <= 257 else { return nil }
         let reducedWidth = (source.width + boxX - 1) / boxX, reducedHeight = (source.height + boxY - 1) / boxY
-        let horizontal = Weights(Resampler.Coefficients(inSize: Double(source.width) / Double(boxX), outSize: size.width,
+        let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
+        let horizontal = Weights(Resampler.Coefficients(inSize: extentWidth / Double(boxX), outSize: size.width,
                                                         available: reducedWidth))
-        let vertical = Weights(Resampler.Coefficients(inSize: Double(source.height) / Double(boxY), outSize: size.height,
+        let vertical = Weights(Resampler.Coefficients(inSize: extentHeight / Double(boxY), outSize: size.height,
                                                       available: reducedHeight))
         let output = try PixelBuffer(width: size.width, height: size.height)
         let origin = bitmap.baseAddress + region.y * bitmap.bytesPerRow + region.x * 4
