@@ -33,7 +33,9 @@ final class ThumborPipelineTests: XCTestCase {
             XCTAssertEqual("\(result.width)x\(result.height)", "\(row.width ?? 0)x\(row.height ?? 0)", url)
             XCTAssertEqual(result.format.rawValue, row.format, url)
             compared += 1
-            guard let file = row.file else { continue }
+            // thumbor without its detectors centres `smart/`; ImageKit's attention crop moves the
+            // window to the detail on purpose: same size, other pixels.
+            guard let file = row.file, !row.path.contains("smart/") else { continue }
             let theirs = try ImageCodersManager.shared.decode(Data(contentsOf: images.appendingPathComponent("thumbor/\(file)")))
             let ours = try ImageCodersManager.shared.decode(result.data)
             guard ours.width == theirs.width, ours.height == theirs.height else { continue }

@@ -126,6 +126,7 @@ public struct ImageProcessor: Sendable {
         // The region of the source that ends up in the picture, and its scale.
         var region = GeometryPlan.Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
         if let crop = plan.manualCrop { region = crop }
+        let cropBounds = region
         if var fill = plan.fillCrop {
             Self.place(&fill, in: region.width, region.height, gravity: operations.gravity, manualCrop: plan.manualCrop)
             region = GeometryPlan.Rect(x: region.x + fill.x, y: region.y + fill.y, width: fill.width, height: fill.height)
@@ -153,9 +154,19 @@ public struct ImageProcessor: Sendable {
         }
 
         let factorX = Double(decoded.width) / Double(sourceWidth), factorY = Double(decoded.height) / Double(sourceHeight)
-        let decodedRegion = PixelRect(x: Int((Double(region.x) * factorX).rounded()), y: Int((Double(region.y) * factorY).rounded()),
+        var decodedRegion = PixelRect(x: Int((Double(region.x) * factorX).rounded()), y: Int((Double(region.y) * factorY).rounded()),
                                       width: max(1, Int((Double(region.width) * factorX).rounded())),
                                       height: max(1, Int((Double(region.height) * factorY).rounded())))
+        if operations.gravity == .smart, plan.fillCrop != nil, !animated {
+            // The window's place comes from the pixels: scored on the decode-time thumbnail.
+            let bounds = PixelRect(x: Int((Double(cropBounds.x) * factorX).rounded()), y: Int((Double(cropBounds.y) * factorY).rounded()),
+                                   width: Int((Double(cropBounds.width) * factorX).rounded()),
+                                   height: Int((Double(cropBounds.height) * factorY).rounded()))
+                .intersection(PixelRect(x: 0, y: 0, width: decoded.width, height: decoded.height))
+            if !bounds.isEmpty {
+                decodedRegion = SmartCrop.window(of: (decodedRegion.width, decodedRegion.height), within: bounds, in: decoded.frames[0].bitmap)
+            }
+        }
         let image: DecodedImage
         do {
             image = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in
@@ -232,7 +243,28 @@ public struct ImageProcessor: Sendable {
             case .roundCorner(let a, _, let color, let transparent):
                 bitmap = try bitmap.roundingCorners(radius: Double(a))
                 if !transparent { bitmap = try Self.flatten(bitmap, onto: color) }
-            default:
+            case .sharpen(let amount, let radius, let luminanceOnly):
+                // thumbor: an unsharp mask of `amount` over a Gaussian of `radius`; imgproxy
+                // (radius 0): `amount` is the Gaussian's sigma at strength 1.
+                let (strength, sigma) = radius > 0 ? (amount, radius) : (1, amount)
+                if strength > 0, sigma > 0 {
+                    bitmap = try Self.sharpened(bitmap, strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
+                }
+            case .pixelate(let size):
+                if size > 1 { bitmap = try Self.pixelated(bitmap, blockSize: size) }
+            case .noise(let amount):
+                // thumbor's noise: each channel moved by a random amount in ±`amount`; the
+                // generator is seeded with the image's size so one URL always gives the same bytes.
+                guard amount > 0 else { continue }
+                var state = UInt64(bitmap.width) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitmap.height) &+ 0xD1B5_4A32_D192_ED03
+                func next() -> Int {
+                    state ^= state << 13
+                    state ^= state >> 7
+                    state ^= state << 17
+                    return Int(state % UInt64(2 * amount + 1)) - amount
+                }
+                bitmap = try Self.mapColors(bitmap) { ($0 + next(), $1 + next(), $2 + next()) }
+            case .watermark:
                 break // refused before decoding (checkImplemented)
             }
         }
@@ -276,9 +308,7 @@ public struct ImageProcessor: Sendable {
             switch filter {
             case .blur, .grayscale, .roundCorner: continue
             case .brightness, .contrast, .saturation, .rgb: continue
-            case .sharpen: throw refuse("sharpen")
-            case .pixelate: throw refuse("pixelate")
-            case .noise: throw refuse("noise")
+            case .sharpen, .pixelate, .noise: continue
             case .watermark: throw refuse("watermark")
             }
         }
@@ -445,6 +475,66 @@ public struct ImageProcessor: Sendable {
     }
 
     /// Each pixel's colour through `transform` (alpha kept), clamped to 0…255.
+    /// An unsharp mask: each pixel moved away from its Gaussian blur by `strength` times the
+    /// difference (the luma's difference on every channel with `luminanceOnly`).
+    static func sharpened(_ bitmap: Bitmap, strength: Double, sigma: Double, luminanceOnly: Bool) throws(ImageError) -> Bitmap {
+        let blurred = try bitmap.blurred(sigma: sigma)
+        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
+        let amount = Float(strength)
+        for y in 0..<bitmap.height {
+            let target = buffer.row(y)
+            bitmap.withRow(y) { row in
+                blurred.withRow(y) { soft in
+                    for x in 0..<bitmap.width {
+                        let i = x * 4
+                        if luminanceOnly {
+                            let sharp = 0.299 * Float(row[i]) + 0.587 * Float(row[i + 1]) + 0.114 * Float(row[i + 2])
+                            let smooth = 0.299 * Float(soft[i]) + 0.587 * Float(soft[i + 1]) + 0.114 * Float(soft[i + 2])
+                            let delta = amount * (sharp - smooth)
+                            for c in 0..<3 { target[i + c] = UInt8(min(max(Float(row[i + c]) + delta, 0), 255).rounded()) }
+                        } else {
+                            for c in 0..<3 {
+                                let value = Float(row[i + c]) + amount * (Float(row[i + c]) - Float(soft[i + c]))
+                                target[i + c] = UInt8(min(max(value, 0), 255).rounded())
+                            }
+                        }
+                        target[i + 3] = row[i + 3]
+                    }
+                }
+            }
+        }
+        return buffer.freeze(isOpaque: bitmap.isOpaque)
+    }
+
+    /// Blocks of `blockSize`² pixels, each painted its average colour (imgproxy's `pixelate`).
+    static func pixelated(_ bitmap: Bitmap, blockSize: Int) throws(ImageError) -> Bitmap {
+        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
+        for top in stride(from: 0, to: bitmap.height, by: blockSize) {
+            let bottom = min(top + blockSize, bitmap.height)
+            for left in stride(from: 0, to: bitmap.width, by: blockSize) {
+                let right = min(left + blockSize, bitmap.width)
+                var sum = SIMD4<Int>.zero
+                for y in top..<bottom {
+                    bitmap.withRow(y) { row in
+                        for x in left..<right { sum &+= SIMD4(Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]), Int(row[x * 4 + 3])) }
+                    }
+                }
+                let count = (bottom - top) * (right - left)
+                let mean = SIMD4<UInt8>(truncatingIfNeeded: (sum &+ SIMD4(repeating: count / 2)) / SIMD4(repeating: count))
+                for y in top..<bottom {
+                    let target = buffer.row(y)
+                    for x in left..<right {
+                        target[x * 4] = mean.x
+                        target[x * 4 + 1] = mean.y
+                        target[x * 4 + 2] = mean.z
+                        target[x * 4 + 3] = mean.w
+                    }
+                }
+            }
+        }
+        return buffer.freeze(isOpaque: bitmap.isOpaque)
+    }
+
     static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError) -> Bitmap {
         let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
         for y in 0..<bitmap.height {

@@ -1,0 +1,59 @@
+import Foundation
+import ImageKit
+@testable import ImageKitServer
+import XCTest
+
+/// sharpen (thumbor and imgproxy), pixelate (imgproxy) and noise (thumbor) on real pixels.
+final class PixelFilterTests: XCTestCase {
+    /// 64×64: a dark left half and a light right half.
+    func edge() throws -> Data {
+        let buffer = try PixelBuffer(width: 64, height: 64)
+        for y in 0..<64 {
+            let row = buffer.row(y)
+            for x in 0..<64 { row[x * 4] = x < 32 ? 60 : 190; row[x * 4 + 1] = row[x * 4]; row[x * 4 + 2] = row[x * 4]; row[x * 4 + 3] = 255 }
+        }
+        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+                                                   as: .png, options: .init())
+    }
+
+    func run(_ path: String) throws -> Bitmap {
+        let result = try ImageProcessor().process(try edge(), request: try ImageRequest.parse(path: path))
+        return try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
+    }
+
+    func testSharpenOvershootsAtTheEdgeAndLeavesFlatAreas() throws {
+        for path in ["/unsafe/filters:sharpen(2,1.5,false):format(png)/example.com/a.png", "/_/sh:2/f:png/plain/http://example.com/a.png",
+                     "/unsafe/filters:sharpen(2,1.5,true):format(png)/example.com/a.png"] {
+            let bitmap = try run(path)
+            XCTAssertLessThan(bitmap[31, 32].r, 60, "\(path): darker than dark beside the edge")
+            XCTAssertGreaterThan(bitmap[32, 32].r, 190, "\(path): lighter than light beside the edge")
+            XCTAssertEqual(bitmap[5, 32].r, 60, path)
+            XCTAssertEqual(bitmap[58, 32].r, 190, path)
+        }
+    }
+
+    func testPixelateAveragesBlocks() throws {
+        let bitmap = try run("/_/pix:16/f:png/plain/http://example.com/a.png")
+        XCTAssertEqual(bitmap[0, 0].r, bitmap[15, 15].r)
+        XCTAssertEqual(bitmap[16, 0].r, 60)
+        XCTAssertEqual(bitmap[48, 0].r, 190)
+        let odd = try run("/_/pix:24/f:png/plain/http://example.com/a.png")
+        let mean: Int = (8 * 60 + 16 * 190 + 12) / 24
+        XCTAssertEqual(Int(odd[24, 0].r), mean, "a block across the edge is its mean")
+    }
+
+    func testNoiseIsBoundedAndTheSameForTheSameURL() throws {
+        let path = "/unsafe/filters:noise(20):format(png)/example.com/a.png"
+        let first = try run(path), second = try run(path)
+        var changed = 0
+        for y in 0..<64 {
+            for x in 0..<64 {
+                XCTAssertEqual(first[x, y].r, second[x, y].r)
+                let base = x < 32 ? 60 : 190
+                XCTAssertLessThanOrEqual(abs(Int(first[x, y].r) - base), 20)
+                if Int(first[x, y].r) != base { changed += 1 }
+            }
+        }
+        XCTAssertGreaterThan(changed, 64 * 64 / 2)
+    }
+}
