@@ -167,7 +167,7 @@ final class ImageServiceTests: XCTestCase {
             ("/unsafe/filters:sepia()/\(host)/a.jpg", 400, "unknownFilter"),
             ("/nonsense/a.jpg", 400, "malformedURL"),
             ("/_/exp:1/plain/http://\(host)/a.jpg", 404, "expired"),
-            ("/unsafe/filters:watermark(example.com/wm.png,0,0,0)/\(host)/bomb.png", 501, "notImplemented"),
+            ("/unsafe/fit-in/300x300/filters:fill(auto)/\(host)/bomb.png", 501, "notImplemented"),
         ]
         for (path, status, code) in cases {
             let response = await service.handle(method: "GET", path: path, headers: [:])
@@ -198,6 +198,25 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(response.status, 200)
     }
 
+    func testAWatermarkIsFetchedUnderTheSourceRules() async throws {
+        origin.route("/mark.png", .init(body: Array(try WatermarkTestsMark.png)))
+        let forbidden = try TestHTTPServer(host: "127.0.0.2")
+        defer { forbidden.stop() }
+        forbidden.route("/mark.png", .init(body: Array(try WatermarkTestsMark.png)))
+        let service = try makeService()
+        let response = await service.handle(method: "GET", path: "/unsafe/fit-in/200x200/filters:watermark(\(host)/mark.png,0,0,0):format(png)/\(host)/a.jpg",
+                                            headers: [:])
+        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
+        let bitmap = try ImageCodersManager.shared.decode(response.body).frames[0].bitmap
+        XCTAssertGreaterThan(bitmap[2, 2].r, 200)
+        XCTAssertLessThan(bitmap[2, 2].g, 50)
+        let refused = await service.handle(method: "GET", path: "/unsafe/fit-in/200x200/filters:watermark(127.0.0.2:\(forbidden.port)/mark.png,0,0,0)/\(host)/a.jpg",
+                                           headers: [:])
+        XCTAssertEqual(refused.status, 403)
+        XCTAssertEqual(json(refused)["error"], "addressNotAllowed")
+        XCTAssertEqual(forbidden.connectionCount, 0)
+    }
+
     func testIdenticalRequestsAreJoinedAndAFullQueueAnswers503() async throws {
         let service = try makeService { $0.workers = 1; $0.queueLimit = 0 }
         let path = "/unsafe/fit-in/128x128/\(host)/slow.jpg"
@@ -218,6 +237,21 @@ final class ImageServiceTests: XCTestCase {
         for refused in busy where refused.status == 503 {
             XCTAssertEqual(refused.header("Retry-After"), "1")
             XCTAssertEqual(json(refused)["error"], "busy")
+        }
+    }
+}
+
+/// A 16×16 opaque red PNG.
+enum WatermarkTestsMark {
+    static var png: Data {
+        get throws {
+            let buffer = try PixelBuffer(width: 16, height: 16)
+            for y in 0..<16 {
+                let row = buffer.row(y)
+                for x in 0..<16 { row[x * 4] = 255; row[x * 4 + 1] = 0; row[x * 4 + 2] = 0; row[x * 4 + 3] = 255 }
+            }
+            return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+                                                        as: .png, options: .init())
         }
     }
 }

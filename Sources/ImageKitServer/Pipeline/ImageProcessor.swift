@@ -62,16 +62,21 @@ public struct ImageProcessor: Sendable {
 
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
     ///   source over ``maxPixels``, 501 for an operation not implemented yet, 500 otherwise.
-    public func process(_ data: Data, request originalRequest: ImageRequest) throws(ImageServiceError) -> ProcessedImage {
+    ///
+    /// - Parameter watermarks: the bytes of each `watermark()` filter's image, by the URL as the
+    ///   filter names it (the service fetches them through the same rules as the source).
+    public func process(_ data: Data, request originalRequest: ImageRequest,
+                        watermarks: [String: Data] = [:]) throws(ImageServiceError) -> ProcessedImage {
         let clock = StageClock()
-        var result = try process(data, request: originalRequest, clock: clock)
+        var result = try process(data, request: originalRequest, watermarks: watermarks, clock: clock)
         let total = ContinuousClock.now - clock.start
         result.timings = ProcessingTimings(decode: clock.decode, transform: max(.zero, total - clock.decode - clock.encode),
                                            encode: clock.encode)
         return result
     }
 
-    private func process(_ data: Data, request originalRequest: ImageRequest, clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
+    private func process(_ data: Data, request originalRequest: ImageRequest, watermarks: [String: Data],
+                         clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
         var request = originalRequest
         var operations = request.operations
         let signature = ImageSignature(data)
@@ -176,7 +181,7 @@ public struct ImageProcessor: Sendable {
                 if bitmap.width != targetWidth || bitmap.height != targetHeight {
                     bitmap = try bitmap.resized(to: PixelSize(width: targetWidth, height: targetHeight))
                 }
-                return try finish(bitmap, plan: plan, operations: operations, appliesFilters: !skipsFilters)
+                return try finish(bitmap, plan: plan, operations: operations, appliesFilters: !skipsFilters, watermarks: watermarks)
             }
         } catch {
             throw Self.serviceError(error)
@@ -198,7 +203,8 @@ public struct ImageProcessor: Sendable {
     }
 
     /// Canvas, proportion, flips, turns and pixel filters, after the resample.
-    private func finish(_ input: Bitmap, plan: GeometryPlan, operations: ImageOperations, appliesFilters: Bool) throws(ImageError) -> Bitmap {
+    private func finish(_ input: Bitmap, plan: GeometryPlan, operations: ImageOperations, appliesFilters: Bool,
+                        watermarks: [String: Data]) throws(ImageError) -> Bitmap {
         var bitmap = input
         if let canvasWidth = plan.canvasWidth, let canvasHeight = plan.canvasHeight {
             bitmap = try Self.canvas(bitmap, width: canvasWidth, height: canvasHeight, fill: operations.fill, background: operations.background)
@@ -264,8 +270,10 @@ public struct ImageProcessor: Sendable {
                     return Int(state % UInt64(2 * amount + 1)) - amount
                 }
                 bitmap = try Self.mapColors(bitmap) { ($0 + next(), $1 + next(), $2 + next()) }
-            case .watermark:
-                break // refused before decoding (checkImplemented)
+            case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
+                guard let mark = watermarks[url] else { throw ImageError(.invalidArgument, "the watermark's image was not given") }
+                bitmap = try Watermark.apply(bitmap, markBytes: mark, x: x, y: y, alpha: alpha, widthRatio: widthRatio,
+                                             heightRatio: heightRatio, coders: coders, maxPixels: maxPixels)
             }
         }
         if appliesFilters, let background = operations.background, !bitmap.isOpaque { bitmap = try Self.flatten(bitmap, onto: background) }
@@ -308,8 +316,7 @@ public struct ImageProcessor: Sendable {
             switch filter {
             case .blur, .grayscale, .roundCorner: continue
             case .brightness, .contrast, .saturation, .rgb: continue
-            case .sharpen, .pixelate, .noise: continue
-            case .watermark: throw refuse("watermark")
+            case .sharpen, .pixelate, .noise, .watermark: continue
             }
         }
         if case .auto? = operations.fill { throw refuse("fill(auto)") }

@@ -189,7 +189,8 @@ public final class ImageService: Sendable {
                                               etag: etag, lastModified: source.lastModified, expires: expiry),
                            operations: operations, negotiable: negotiable, headers: headers, now: now)
         }
-        let processed = try await process(source.data, request: effective, key: resultKey + "|" + sourceDigest)
+        let watermarks = try await loadWatermarks(operations, trace: trace)
+        let processed = try await process(source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceDigest)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
@@ -304,8 +305,23 @@ public final class ImageService: Sendable {
         }
     }
 
+    /// Each `watermark()` image, fetched as a source is (allowed hosts, address policy, limits,
+    /// the source cache); by the URL as the filter names it.
+    private func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError) -> [String: Data] {
+        var watermarks: [String: Data] = [:]
+        for case .watermark(let text, _, _, _, _, _) in operations.filters where watermarks[text] == nil {
+            let url = try ImageRequest.sourceURL(text, addsScheme: true)
+            guard allows(url) else { throw ImageServiceError(403, code: "sourceNotAllowed", "the watermark's host is not allowed") }
+            let tier = trace.tier
+            watermarks[text] = try await loadSource(url, trace: trace).data
+            trace.tier = tier // the response's tier is its source's
+        }
+        return watermarks
+    }
+
     /// The processing of one result: joined with identical requests in flight, run on the pool.
-    private func process(_ source: Data, request: ImageRequest, key: String) async throws(ImageServiceError) -> ProcessedImage {
+    private func process(_ source: Data, request: ImageRequest, watermarks: [String: Data] = [:],
+                         key: String) async throws(ImageServiceError) -> ProcessedImage {
         let processor = self.processor
         let pool = self.pool
         let task = inFlight.withLock { tasks -> Task<Result<ProcessedImage, ImageServiceError>, Never> in
@@ -313,7 +329,7 @@ public final class ImageService: Sendable {
             let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
                 let outcome = await pool.run { () -> Result<ProcessedImage, ImageServiceError> in
                     do throws(ImageServiceError) {
-                        return .success(try processor.process(source, request: request))
+                        return .success(try processor.process(source, request: request, watermarks: watermarks))
                     } catch {
                         return .failure(error)
                     }

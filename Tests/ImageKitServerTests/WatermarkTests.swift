@@ -1,0 +1,57 @@
+import Foundation
+import ImageKit
+@testable import ImageKitServer
+import XCTest
+
+/// thumbor's watermark(): positions, ratios, transparency and tiling, on real pixels.
+final class WatermarkTests: XCTestCase {
+    static func png(width: Int, height: Int, _ color: (UInt8, UInt8, UInt8, UInt8)) throws -> Data {
+        let buffer = try PixelBuffer(width: width, height: height)
+        for y in 0..<height {
+            let row = buffer.row(y)
+            for x in 0..<width { row[x * 4] = color.0; row[x * 4 + 1] = color.1; row[x * 4 + 2] = color.2; row[x * 4 + 3] = color.3 }
+        }
+        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: color.3 == 255))],
+                                                                 format: .png), as: .png, options: .init())
+    }
+
+    func render(_ filter: String, mark: Data? = nil) throws -> Bitmap {
+        let source = try Self.png(width: 200, height: 100, (0, 0, 255, 255))
+        let request = try ImageRequest.parse(path: "/unsafe/filters:\(filter):format(png)/example.com/a.png")
+        let result = try ImageProcessor().process(source, request: request, watermarks: ["wm.example/m.png": try mark ?? Self.png(width: 20, height: 10, (255, 0, 0, 255))])
+        return try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
+    }
+
+    func isRed(_ pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8)) -> Bool { pixel.r > 200 && pixel.b < 50 }
+
+    func testPositions() throws {
+        let corner = try render("watermark(wm.example/m.png,10,5,0)")
+        XCTAssertTrue(isRed(corner[10, 5]) && isRed(corner[29, 14]))
+        XCTAssertFalse(isRed(corner[9, 5]) || isRed(corner[30, 14]) || isRed(corner[10, 15]))
+        let fromRight = try render("watermark(wm.example/m.png,-10,-5,0)")
+        XCTAssertTrue(isRed(fromRight[170, 85]) && isRed(fromRight[189, 94]))
+        XCTAssertFalse(isRed(fromRight[190, 94]))
+        let centred = try render("watermark(wm.example/m.png,center,center,0)")
+        XCTAssertTrue(isRed(centred[90, 45]) && isRed(centred[109, 54]))
+        XCTAssertFalse(isRed(centred[89, 45]))
+        let percent = try render("watermark(wm.example/m.png,50p,50p,0)")
+        XCTAssertTrue(isRed(percent[100, 50]))
+        XCTAssertFalse(isRed(percent[99, 50]))
+    }
+
+    func testTransparencyRatioAndTiles() throws {
+        let half = try render("watermark(wm.example/m.png,0,0,50)")[5, 5]
+        XCTAssertEqual(Int(half.r), 128, accuracy: 2)
+        XCTAssertEqual(Int(half.b), 128, accuracy: 2)
+        let invisible = try render("watermark(wm.example/m.png,0,0,100)")[5, 5]
+        XCTAssertEqual(invisible.b, 255)
+        // 50 % of the width: the 20×10 mark becomes 100×50.
+        let large = try render("watermark(wm.example/m.png,0,0,0,50,none)")
+        XCTAssertTrue(isRed(large[99, 49]))
+        XCTAssertFalse(isRed(large[100, 49]) || isRed(large[99, 50]))
+        // Tiled: 10 copies across 200 px, 10 down 100 px, no gaps.
+        let tiled = try render("watermark(wm.example/m.png,repeat,repeat,0)")
+        XCTAssertTrue(isRed(tiled[0, 0]) && isRed(tiled[199, 99]) && isRed(tiled[105, 55]))
+        XCTAssertThrowsError(try render("watermark(wm.example/m.png,left,0,0)"), "an unknown position is a 400")
+    }
+}
