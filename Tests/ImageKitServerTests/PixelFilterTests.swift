@@ -56,4 +56,19 @@ final class PixelFilterTests: XCTestCase {
         }
         XCTAssertGreaterThan(changed, 64 * 64 / 2)
     }
+
+    func testFillAutoPaintsTheMedianColour() throws {
+        let buffer = try PixelBuffer(width: 40, height: 20)
+        for y in 0..<20 {
+            let row = buffer.row(y)
+            for x in 0..<40 { row[x * 4] = x < 10 ? 250 : 20; row[x * 4 + 1] = x < 10 ? 10 : 180; row[x * 4 + 2] = 40; row[x * 4 + 3] = 255 }
+        }
+        let png = try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+                                                      as: .png, options: .init())
+        let result = try ImageProcessor().process(png, request: try ImageRequest.parse(path: "/unsafe/fit-in/40x40/filters:fill(auto):format(png)/example.com/a.png"))
+        let bitmap = try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
+        XCTAssertEqual("\(bitmap.width)x\(bitmap.height)", "40x40")
+        let canvas = bitmap[20, 2]
+        XCTAssertEqual([canvas.r, canvas.g, canvas.b], [20, 180, 40], "three quarters of the pixels are that colour")
+    }
 }

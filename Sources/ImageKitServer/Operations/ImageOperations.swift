@@ -118,7 +118,7 @@ public struct ImageOperations: Sendable, Hashable {
         case color(Color)
         /// The image itself, blurred, behind it.
         case blur
-        /// The image's dominant edge colour.
+        /// The median colour of the image (each channel's median), as thumbor's `fill(auto)`.
         case auto
     }
 

@@ -81,7 +81,6 @@ public struct ImageProcessor: Sendable {
         var operations = request.operations
         let signature = ImageSignature(data)
         guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
-        try Self.checkImplemented(operations)
         var decoding = ImageDecodingOptions.default
         decoding.appliesOrientation = operations.autoRotate
         decoding.limits.maxPixelsPerFrame = maxPixels
@@ -207,7 +206,9 @@ public struct ImageProcessor: Sendable {
                         watermarks: [String: Data]) throws(ImageError) -> Bitmap {
         var bitmap = input
         if let canvasWidth = plan.canvasWidth, let canvasHeight = plan.canvasHeight {
-            bitmap = try Self.canvas(bitmap, width: canvasWidth, height: canvasHeight, fill: operations.fill, background: operations.background)
+            var fill = operations.fill
+            if case .auto? = fill { fill = .color(Self.medianColor(bitmap)) }
+            bitmap = try Self.canvas(bitmap, width: canvasWidth, height: canvasHeight, fill: fill, background: operations.background)
         }
         if let proportion = plan.finalScale {
             bitmap = try bitmap.resized(to: PixelSize(width: max(1, Int(Double(bitmap.width) * proportion)),
@@ -305,22 +306,6 @@ public struct ImageProcessor: Sendable {
     }
 
     // MARK: Pieces
-
-    /// Operations the pipeline does not do yet are refused before any work (never a silently
-    /// different image).
-    static func checkImplemented(_ operations: ImageOperations) throws(ImageServiceError) {
-        func refuse(_ name: String) -> ImageServiceError {
-            ImageServiceError(501, code: "notImplemented", "\(name) is not implemented yet")
-        }
-        for filter in operations.filters {
-            switch filter {
-            case .blur, .grayscale, .roundCorner: continue
-            case .brightness, .contrast, .saturation, .rgb: continue
-            case .sharpen, .pixelate, .noise, .watermark: continue
-            }
-        }
-        if case .auto? = operations.fill { throw refuse("fill(auto)") }
-    }
 
     /// The facts `/meta/` (thumbor) and `/info/` (imgproxy) answer: the source's format, size,
     /// orientation and frames, and the size the operations would give, read from the header
@@ -540,6 +525,30 @@ public struct ImageProcessor: Sendable {
             }
         }
         return buffer.freeze(isOpaque: bitmap.isOpaque)
+    }
+
+    /// thumbor's `fill(auto)` colour: the median of each channel over the image's pixels.
+    static func medianColor(_ bitmap: Bitmap) -> ImageOperations.Color {
+        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 256), count: 3)
+        for y in 0..<bitmap.height {
+            bitmap.withRow(y) { row in
+                for x in 0..<bitmap.width {
+                    histograms[0][Int(row[x * 4])] += 1
+                    histograms[1][Int(row[x * 4 + 1])] += 1
+                    histograms[2][Int(row[x * 4 + 2])] += 1
+                }
+            }
+        }
+        let half = (bitmap.width * bitmap.height + 1) / 2
+        let medians = histograms.map { histogram -> UInt8 in
+            var seen = 0
+            for (value, count) in histogram.enumerated() {
+                seen += count
+                if seen >= half { return UInt8(value) }
+            }
+            return 255
+        }
+        return ImageOperations.Color(red: medians[0], green: medians[1], blue: medians[2])
     }
 
     static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError) -> Bitmap {
