@@ -61,7 +61,7 @@ public struct ImageProcessor: Sendable {
     }
 
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
-    ///   source over ``maxPixels``, 501 for an operation not implemented yet, 500 otherwise.
+    ///   source over ``maxPixels``, 400 for a bad argument (a watermark position), 500 otherwise.
     ///
     /// - Parameter watermarks: the bytes of each `watermark()` filter's image, by the URL as the
     ///   filter names it (the service fetches them through the same rules as the source).
