@@ -30,6 +30,7 @@ public final class ImageService: Sendable {
     private let sourceDisk: DiskCache?
     private let metrics: ServiceMetrics
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
+    private let parsedPaths = Locked<[String: (ImageRequest, String)]>([:])
 
     /// A service; throws when no signing key is set and unsigned URLs are not allowed, or a setting is invalid.
     public init(configuration: ImageServiceConfiguration) throws(ImageServiceError) {
@@ -132,7 +133,7 @@ public final class ImageService: Sendable {
 
     private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError) -> ImageServiceResponse {
         let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        let request = try ImageRequest.parse(path: rawPath, presets: configuration.presets)
+        let (request, operationsKey) = try parsed(rawPath)
         trace.grammar = request.grammar
         try authorize(request)
         let operations = request.operations
@@ -158,7 +159,7 @@ public final class ImageService: Sendable {
             else if configuration.autoWebP, accept.contains("image/webp") { offered = .webp }
         }
         let formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
-        let resultKey = effectiveKey(operations) + "|" + request.source.absoluteString + "|" + formatClass
+        let resultKey = operationsKey + "|" + formatClass
 
         let stale: CachedResult?
         switch results.get(resultKey) {
@@ -194,6 +195,20 @@ public final class ImageService: Sendable {
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
+    }
+
+    /// The path read, and its result key without the format: from a memo of recent paths, since a
+    /// CDN asks the same URLs again and parsing is most of a result-cache hit's work. Only
+    /// paths that parsed are kept (errors are cheap to find again and are not worth the memory).
+    private func parsed(_ path: String) throws(ImageServiceError) -> (ImageRequest, String) {
+        if let hit = parsedPaths.withLock({ $0[path] }) { return hit }
+        let request = try ImageRequest.parse(path: path, presets: configuration.presets)
+        let entry = (request, effectiveKey(request.operations) + "|" + request.source.absoluteString)
+        parsedPaths.withLock { paths in
+            if paths.count >= 20_000 { paths.removeAll(keepingCapacity: true) }
+            paths[path] = entry
+        }
+        return entry
     }
 
     /// The canonical key without what only shapes the response's headers (a cache buster stays:

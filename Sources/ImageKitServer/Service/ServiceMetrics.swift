@@ -42,6 +42,9 @@ struct ServiceMetrics: Sendable {
     private let queueGauge: Gauge
     private let residentGauge: Gauge
     private let inFlight = Locked(0)
+    /// Labelled handles made once: a factory lookup per request costs more than the count.
+    private let requestHandles = Locked<[String: (Counter, CoreMetrics.Timer)]>([:])
+    private let tierCounters: [ImageServiceCacheTier: Counter]
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -57,6 +60,11 @@ struct ServiceMetrics: Sendable {
         inFlightGauge = Gauge(label: "imagekit_requests_in_flight", factory: factory)
         queueGauge = Gauge(label: "imagekit_queue_length", factory: factory)
         residentGauge = Gauge(label: "imagekit_process_resident_memory_bytes", factory: factory)
+        var tiers: [ImageServiceCacheTier: Counter] = [:]
+        for tier in [ImageServiceCacheTier.resultMemory, .resultDisk, .sourceDisk, .origin] {
+            tiers[tier] = Counter(label: "imagekit_cache_hits_total", dimensions: [("tier", tier.rawValue)], factory: factory)
+        }
+        tierCounters = tiers
     }
 
     func requestStarted() {
@@ -71,14 +79,21 @@ struct ServiceMetrics: Sendable {
             count -= 1
             return count
         })
-        Counter(label: "imagekit_requests_total", dimensions: [("grammar", grammar), ("status", String(status))], factory: factory)
-            .increment()
-        CoreMetrics.Timer(label: "imagekit_request_duration_seconds", dimensions: [("grammar", grammar)], factory: factory)
-            .recordNanoseconds(duration.nanoseconds)
+        let key = grammar + " " + String(status)
+        let factory = self.factory
+        let (counter, timer) = requestHandles.withLock { handles in
+            if let made = handles[key] { return made }
+            let made = (Counter(label: "imagekit_requests_total", dimensions: [("grammar", grammar), ("status", String(status))], factory: factory),
+                        CoreMetrics.Timer(label: "imagekit_request_duration_seconds", dimensions: [("grammar", grammar)], factory: factory))
+            handles[key] = made
+            return made
+        }
+        counter.increment()
+        timer.recordNanoseconds(duration.nanoseconds)
     }
 
     func served(from tier: ImageServiceCacheTier) {
-        Counter(label: "imagekit_cache_hits_total", dimensions: [("tier", tier.rawValue)], factory: factory).increment()
+        tierCounters[tier]?.increment()
     }
 
     func fetched(bytes: Int, duration: Duration, fromOrigin: Bool) {
