@@ -55,8 +55,11 @@ thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
 	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
 
+# Last, a package that depends on the ImageKit product alone is built in .build-consumer and
+# must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
 	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFT) test $(TEST_FLAGS)
+	bash Tests/consumer-check.sh
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by

@@ -21,9 +21,12 @@ print("ImageKit \(ImageKit.version)")
 SWIFT
 swift build --package-path "$work" --scratch-path "$work/.build" >/dev/null
 "$work/.build/debug/Consumer"
-modules=$(find "$work/.build/debug" -name "*.swiftmodule" -maxdepth 2 | xargs -n1 basename | sort -u)
+# `debug` is a symbolic link into the triple's folder: -L follows it.
+modules=$(find -L "$work/.build/debug" -maxdepth 2 -name "*.swiftmodule" -exec basename {} \; | sort -u)
 for forbidden in ImageKitServer Hummingbird HummingbirdCore ServiceLifecycle Prometheus NIOCore; do
-    if grep -qx "$forbidden.swiftmodule" <<<"$modules"; then
+    # SwiftPM makes a folder for every target of the graph; a compiled one holds object files.
+    if grep -qx "$forbidden.swiftmodule" <<<"$modules" \
+        || [ -n "$(find -L "$work/.build/debug/$forbidden.build" -name "*.o" 2>/dev/null | head -1)" ]; then
         echo "consumer-check: a package using only ImageKit compiled $forbidden" >&2
         exit 1
     fi
