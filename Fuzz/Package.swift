@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // `make fuzz`: libFuzzer targets over ImageKit's entry points (run.sh builds them with
@@ -14,7 +14,9 @@ let package = Package(
     dependencies: [
         // run.sh links the repository here, so the identity is "ImageKit" whatever the
         // checkout's directory is called.
-        .package(path: ".deps/ImageKit"),
+        // Without the Serve trait: the fuzzers reach the request layer, not the HTTP server, and
+        // Hummingbird need not be built with the fuzzer's instrumentation.
+        .package(path: ".deps/ImageKit", traits: ["HEIF", "AVIF", "JXL"]),
     ],
     targets: [
         .target(name: "CFuzzDriver"),
