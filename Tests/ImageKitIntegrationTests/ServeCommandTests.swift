@@ -57,6 +57,7 @@ final class ServeCommandTests: XCTestCase {
         for key in ["old-key", "new-key"] {
             let signed = try server.request("/" + ThumborSigner(keys: [key]).sign(path) + "/" + path)
             XCTAssertEqual(signed.status, 200, key)
+            XCTAssertEqual(signed.headers["last-modified"], "Tue, 03 Nov 2026 10:00:00 GMT", "passed on without a disk cache too")
         }
         XCTAssertEqual(try server.request("/unsafe/" + path).status, 403, "no --allow-unsafe")
         XCTAssertEqual(try server.request("/" + ThumborSigner(keys: ["other"]).sign(path) + "/" + path).json["error"], "invalidSignature")

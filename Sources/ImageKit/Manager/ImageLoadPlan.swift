@@ -95,7 +95,9 @@ final class ImageLoadPlan: Sendable {
     }
 
     func result(from hit: ImageCacheQueryResult) -> ImageLoadResult {
-        ImageLoadResult(image: delivering(hit.image), data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+        var result = ImageLoadResult(image: delivering(hit.image), data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+        result.httpHeaders = hit.metadata?.http
+        return result
     }
 
     /// A cached image as this load wants it: with ``ImageLoadOptions/preloadAllFrames``, a lazy

@@ -36,6 +36,21 @@ public struct ImageLoadResult: Sendable {
     /// Behind a reference: a memory hit neither fills nor copies the seven fields.
     private var timingsStorage: TimingsBox?
 
+    /// The caching headers the bytes came with (`ETag`, `Last-Modified`, `Cache-Control` …): the
+    /// response's for a network load, the stored entry's for a disk hit; nil from memory. An
+    /// image service passes `Last-Modified` on from them.
+    public var httpHeaders: HTTPCacheHeaders? {
+        get { httpHeadersStorage?.value }
+        set { httpHeadersStorage = newValue.map(HeadersBox.init) }
+    }
+
+    private var httpHeadersStorage: HeadersBox?
+
+    private final class HeadersBox: Sendable {
+        let value: HTTPCacheHeaders
+        init(_ value: HTTPCacheHeaders) { self.value = value }
+    }
+
     private final class TimingsBox: Sendable {
         let value: ImageLoadTimings
         init(_ value: ImageLoadTimings) { self.value = value }

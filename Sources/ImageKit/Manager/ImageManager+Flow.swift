@@ -148,6 +148,7 @@ extension ImageManager {
         var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
                                      cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
         result.finalURL = response.finalURL
+        result.httpHeaders = response.cacheHeaders
         result.storeError = storeError
         timings.total = Self.now() - started
         result.timings = timings
@@ -254,6 +255,7 @@ extension ImageManager {
         let storeError = await storeVariant(produced, originalData: original.data, http: original.metadata?.http, plan: plan)
         var result = ImageLoadResult(image: produced.delivered, data: original.data,
                                      cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
+        result.httpHeaders = original.metadata?.http
         result.storeError = storeError
         result.timings.queueWait = produced.queueWait
         result.timings.decode = produced.decodeDuration

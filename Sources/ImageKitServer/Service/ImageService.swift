@@ -293,7 +293,7 @@ public final class ImageService: Sendable {
             let fromOrigin = result.cacheType == .none
             trace.tier = fromOrigin ? .origin : .sourceDisk
             metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fromOrigin)
-            let lastModified = sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http?.lastModified
+            let lastModified = result.httpHeaders?.lastModified ?? sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http?.lastModified
             return (data, lastModified)
         } catch let error as ImageServiceError {
             throw error
