@@ -25,6 +25,16 @@ public struct ProcessingTimings: Sendable {
     public var transform: Duration = .zero
     /// Encoding.
     public var encode: Duration = .zero
+
+    /// All zero.
+    public init() {}
+
+    /// The three stages' durations.
+    public init(decode: Duration, transform: Duration, encode: Duration) {
+        self.decode = decode
+        self.transform = transform
+        self.encode = encode
+    }
 }
 
 /// Adds up decode and encode time across one run of the pipeline (it may decode twice).
