@@ -20,7 +20,10 @@ final class ServeCommandTests: XCTestCase {
 
     override func setUpWithError() throws {
         origin = try TestHTTPServer()
-        origin.route("/a.jpg", .init(headers: [("Content-Type", "image/jpeg"), ("Last-Modified", "Tue, 03 Nov 2026 10:00:00 GMT")],
+        // A strong ETag: the service names the source by it instead of hashing the bytes (the
+        // in-process ImageServiceTests' origin sends none: the digest path).
+        origin.route("/a.jpg", .init(headers: [("Content-Type", "image/jpeg"), ("Last-Modified", "Tue, 03 Nov 2026 10:00:00 GMT"),
+                                               ("ETag", "\"a-v1\"")],
                                      body: ImageServiceTests.jpeg))
     }
 

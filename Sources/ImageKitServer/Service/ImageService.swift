@@ -5,12 +5,15 @@ import ImageKit
 /// The image service without its HTTP framework: a request's method, path and headers in, an
 /// ``ImageServiceResponse`` out. The Hummingbird layer (and tests) call ``handle(method:path:headers:)``.
 ///
-/// One request: parse (either grammar) → signature (constant time) → expiry, allowed source →
-/// the source's bytes through an `ImageManager` (disk-cached, private addresses refused after
-/// DNS and on every redirect, size and time limits) → `ETag` from the source's digest, the
-/// canonical operations and the output format, so `If-None-Match` answers 304 with nothing
-/// decoded → the result cache → on a miss, one joined job per result on the bounded worker pool
-/// (full: 503 + `Retry-After`) → headers (`Cache-Control`, `Vary: Accept`, `Content-Disposition`).
+/// One request: parse (either grammar, memoised per path) → signature (constant time) → expiry,
+/// allowed source → the result cache, keyed by the canonical operations, the source URL and the
+/// class of client (`Accept`), which answers a hit without touching the source → on a miss or
+/// once the result's time to live is over, the source's bytes through an `ImageManager`
+/// (disk-cached and revalidated, private addresses refused after DNS and on every redirect, size
+/// and time limits) → `ETag` from the source's identity (its strong `ETag`, else a digest of its
+/// bytes), the canonical operations and the format, so `If-None-Match` answers 304 with nothing
+/// decoded → one joined job per result on the bounded worker pool (full: 503 + `Retry-After`) →
+/// headers (`Cache-Control`, `Last-Modified`, `Vary: Accept`, `Content-Disposition`).
 ///
 /// ```swift
 /// var configuration = ImageServiceConfiguration()
@@ -175,8 +178,8 @@ public final class ImageService: Sendable {
         // An animation and a GIF keep their format: nothing is negotiated for them.
         var effective = request
         if negotiable, !signature.isAnimated, signature.format != .gif, let offered { effective.operations.format = offered }
-        let sourceDigest = SHA256.hash(data: source.data).prefix(12).hexString
-        let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceDigest).utf8)).prefix(16).hexString + "\""
+        let sourceIdentity = source.identity
+        let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceIdentity).utf8)).prefix(16).hexString + "\""
         let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
         if let stale, stale.etag == etag {
             // The source has not changed since the result was made: it stands for another period.
@@ -191,7 +194,7 @@ public final class ImageService: Sendable {
                            operations: operations, negotiable: negotiable, headers: headers, now: now)
         }
         let watermarks = try await loadWatermarks(operations, trace: trace)
-        let processed = try await process(source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceDigest)
+        let processed = try await process(source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
@@ -280,9 +283,16 @@ public final class ImageService: Sendable {
         return "public, max-age=\(maxAge)"
     }
 
-    /// The source's bytes, through the manager (disk cache, address policy, limits), and the
-    /// origin's `Last-Modified` when it sent one.
-    private func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> (data: Data, lastModified: String?) {
+    /// A source's bytes, the origin's `Last-Modified`, and what identifies this version of it:
+    /// the origin's strong `ETag` with the length, else a digest of the bytes.
+    struct Source {
+        var data: Data
+        var lastModified: String?
+        var identity: String
+    }
+
+    /// The source's bytes, through the manager (disk cache, address policy, limits).
+    private func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
         let started = ContinuousClock.now
         do {
             // The disk write is awaited: the next request for this source (a second size of it,
@@ -293,8 +303,11 @@ public final class ImageService: Sendable {
             let fromOrigin = result.cacheType == .none
             trace.tier = fromOrigin ? .origin : .sourceDisk
             metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fromOrigin)
-            let lastModified = result.httpHeaders?.lastModified ?? sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http?.lastModified
-            return (data, lastModified)
+            let headers = result.httpHeaders ?? sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http
+            // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
+            let identity = headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
+                ?? SHA256.hash(data: data).prefix(12).hexString
+            return Source(data: data, lastModified: headers?.lastModified, identity: identity)
         } catch let error as ImageServiceError {
             throw error
         } catch let error as ImageError {
