@@ -208,7 +208,7 @@ public final class ImageService: Sendable {
         let request = try ImageRequest.parse(path: path, presets: configuration.presets)
         let entry = (request, effectiveKey(request.operations) + "|" + request.source.absoluteString)
         parsedPaths.withLock { paths in
-            if paths.count >= 20_000 { paths.removeAll(keepingCapacity: true) }
+            if paths.count >= 4096 { paths.removeAll(keepingCapacity: true) } // a few MB at most
             paths[path] = entry
         }
         return entry
