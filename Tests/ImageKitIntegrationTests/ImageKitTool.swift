@@ -15,16 +15,24 @@ enum ImageKitTool {
 
     /// Runs the tool; returns its exit status and standard output (standard error is dropped).
     static func run(_ arguments: [String]) throws -> (Int32, String) {
+        let (status, output, _) = try run(arguments, capturing: .standardOutput)
+        return (status, output)
+    }
+
+    enum Stream { case standardOutput, standardError }
+
+    /// Runs the tool; returns its exit status, the captured stream and nothing of the other.
+    static func run(_ arguments: [String], capturing stream: Stream) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = try XCTUnwrap(url, "the imagekit tool is not built beside the tests")
         process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        process.standardOutput = stream == .standardOutput ? pipe : FileHandle.nullDevice
+        process.standardError = stream == .standardError ? pipe : FileHandle.nullDevice
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (process.terminationStatus, stream == .standardOutput ? data : "", stream == .standardError ? data : "")
     }
 
     /// One JSON object per output line.

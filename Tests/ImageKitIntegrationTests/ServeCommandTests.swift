@@ -34,16 +34,8 @@ final class ServeCommandTests: XCTestCase {
     func testRefusesToStartWithoutAKeyOrWithABadOption() throws {
         for arguments in [["serve", "--port", "0"], ["serve", "--port", "0", "--allow-unsafe", "--allow-address", "not-a-cidr"],
                           ["serve", "--port", "0", "--key", "abcd"]] {
-            let process = Process()
-            process.executableURL = try XCTUnwrap(ImageKitTool.url)
-            process.arguments = arguments
-            let errors = Pipe()
-            process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            XCTAssertEqual(process.terminationStatus, 2, arguments.joined(separator: " "))
+            let (status, _, message) = try ImageKitTool.run(arguments, capturing: .standardError)
+            XCTAssertEqual(status, 2, arguments.joined(separator: " "))
             XCTAssertFalse(message.isEmpty)
             if arguments.count == 3 { XCTAssertTrue(message.contains("no signing key"), message) }
         }

@@ -188,10 +188,10 @@ public final class ImageService: Sendable {
             return respond(with: renewed, operations: operations, negotiable: negotiable, headers: headers, now: now)
         }
         if Self.matches(headers["if-none-match"], etag) {
-            return respond(with: CachedResult(image: ProcessedImage(data: Data(), format: effective.operations.format ?? .jpeg,
-                                                                   width: 0, height: 0, frameCount: 1),
-                                              etag: etag, lastModified: source.lastModified, expires: expiry),
-                           operations: operations, negotiable: negotiable, headers: headers, now: now)
+            // A GIF stays a GIF whatever Accept says: no Vary, as its 200 would have none.
+            let varies = negotiable && signature.format != .gif
+            return ImageServiceResponse(status: 304, headers: validators(etag: etag, lastModified: source.lastModified, varies: varies,
+                                                                         operations: operations, now: now))
         }
         let watermarks = try await loadWatermarks(operations, trace: trace)
         let processed = try await process(source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
@@ -233,18 +233,24 @@ public final class ImageService: Sendable {
         }
     }
 
+    /// The headers a 200 and a 304 of one result share.
+    private func validators(etag: String, lastModified: String?, varies: Bool, operations: ImageOperations,
+                            now: Int) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = [("ETag", etag), ("Cache-Control", cacheControl(operations, now: now))]
+        if let lastModified { fields.append(("Last-Modified", lastModified)) }
+        if varies { fields.append(("Vary", "Accept")) }
+        return fields
+    }
+
     /// A result's response: 304 when the client holds it already.
     private func respond(with result: CachedResult, operations: ImageOperations, negotiable: Bool, headers: [String: String],
                          now: Int) -> ImageServiceResponse {
-        var common: [(String, String)] = [("ETag", result.etag), ("Cache-Control", cacheControl(operations, now: now))]
-        if let lastModified = result.lastModified { common.append(("Last-Modified", lastModified)) }
-        if negotiable, result.image.format != .gif { common.append(("Vary", "Accept")) }
-        if Self.matches(headers["if-none-match"], result.etag) {
-            return ImageServiceResponse(status: 304, headers: common.map { (name: $0.0, value: $0.1) })
-        }
+        let common = validators(etag: result.etag, lastModified: result.lastModified, varies: negotiable && result.image.format != .gif,
+                                operations: operations, now: now)
+        if Self.matches(headers["if-none-match"], result.etag) { return ImageServiceResponse(status: 304, headers: common) }
         let processed = result.image
         var fields: [(String, String)] = [("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count))]
-        fields += common
+        fields += common.map { ($0.name, $0.value) }
         if operations.filename != nil || operations.returnAttachment {
             let name = (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
             let safe = String(name.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 })
