@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 @testable import ImageKitServer
 import XCTest
 
@@ -33,5 +34,57 @@ final class ImgproxyGeometryTests: XCTestCase {
         XCTAssertEqual(try size("rs:fit:300:300/pd:10:20"), "340x245")
         XCTAssertEqual(try size("rs:fit:300:300/rot:90"), "225x300")
         XCTAssertEqual(try size(""), "640x480")
+    }
+
+    /// A fill whose box has another shape than the source cuts a region of the source, placed by
+    /// the gravity, and scales it to exactly the box (it once cut the box's size out of the
+    /// unscaled source and stretched it: a 120×80 fill of a portrait came out 120×180).
+    func testFillCutsTheSourceRegionTheGravityNames() throws {
+        // 60×90, three horizontal bands: red, green, blue; and the same turned (vertical bands).
+        func bands(width: Int, height: Int, vertical: Bool) throws -> Data {
+            let buffer = try PixelBuffer(width: width, height: height)
+            for y in 0..<height {
+                let row = buffer.row(y)
+                for x in 0..<width {
+                    let band = vertical ? x * 3 / width : y * 3 / height
+                    row[x * 4] = band == 0 ? 255 : 0
+                    row[x * 4 + 1] = band == 1 ? 255 : 0
+                    row[x * 4 + 2] = band == 2 ? 255 : 0
+                    row[x * 4 + 3] = 255
+                }
+            }
+            let image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png)
+            return try ImageCodersManager.shared.encode(image, as: .png, options: .init())
+        }
+        let portrait = try bands(width: 60, height: 90, vertical: false)
+        let landscape = try bands(width: 90, height: 60, vertical: true)
+        func answer(_ source: Data, _ options: String) throws -> Bitmap {
+            let request = try ImageRequest.parse(path: "/_/\(options)/plain/http://example.com/a.png")
+            let result = try ImageProcessor().process(source, request: request)
+            return try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
+        }
+        for (source, options, colour) in [(portrait, "rs:fill:30:20", "g"), (portrait, "rs:fill:30:20/g:no", "r"),
+                                          (portrait, "rs:fill:30:20/g:so", "b"), (landscape, "rs:fill:20:30", "g"),
+                                          (landscape, "rs:fill:20:30/g:we", "r"), (portrait, "rs:auto:30:60", "g")] {
+            let bitmap = try answer(source, options)
+            let expected = options.hasPrefix("rs:auto") ? (30, 60) : options.contains(":30:20") ? (30, 20) : (20, 30)
+            XCTAssertEqual(bitmap.width, expected.0, options)
+            XCTAssertEqual(bitmap.height, expected.1, options)
+            guard !options.hasPrefix("rs:auto") else { continue }
+            let centre = bitmap[bitmap.width / 2, bitmap.height / 2]
+            let dominant = centre.r > 200 ? "r" : centre.g > 200 ? "g" : centre.b > 200 ? "b" : "?"
+            XCTAssertEqual(dominant, colour, options)
+        }
+        // The centred 60×40 region of the portrait spans rows 25…64: red at its top edge, blue
+        // at its bottom (a 30×20 cut of the unscaled source would be green throughout).
+        let centred = try answer(portrait, "rs:fill:30:20")
+        XCTAssertEqual(centred[15, 0].r, 255)
+        XCTAssertGreaterThan(centred[15, 19].b, 200)
+        // The plan says the same: a 1200×800 region of a 1200×1800 source, scaled to 120×80.
+        let request = try ImageRequest.parse(path: "/_/rs:fill:120:80/plain/http://example.com/a.jpg")
+        let plan = GeometryPlan(sourceWidth: 1200, sourceHeight: 1800, request: request)
+        XCTAssertEqual(plan.fillCrop, GeometryPlan.Rect(x: 0, y: 500, width: 1200, height: 800))
+        XCTAssertEqual(plan.scaledWidth, 120)
+        XCTAssertEqual(plan.scaledHeight, 80)
     }
 }

@@ -277,10 +277,21 @@ public struct GeometryPlan: Sendable, Hashable {
             cutWidth = min(cutWidth, scaledWidth)
             cutHeight = min(cutHeight, scaledHeight)
             if cutWidth < scaledWidth || cutHeight < scaledHeight {
-                plan.fillCrop = Rect(x: Int((scaledWidth - cutWidth) / 2), y: Int((scaledHeight - cutHeight) / 2), width: Int(cutWidth),
-                                     height: Int(cutHeight))
+                // The cut is a region of the (manually cropped) source, centred until the gravity
+                // places it; the region is scaled to exactly the cut's size.
+                let regionWidth = min(width, max(1, (cutWidth / scaleX).rounded()))
+                let regionHeight = min(height, max(1, (cutHeight / scaleY).rounded()))
+                plan.fillCrop = Rect(x: Int((width - regionWidth) / 2), y: Int((height - regionHeight) / 2), width: Int(regionWidth),
+                                     height: Int(regionHeight))
                 scaledWidth = cutWidth
                 scaledHeight = cutHeight
+                if regionWidth != cutWidth || regionHeight != cutHeight {
+                    plan.scaledWidth = Int(cutWidth)
+                    plan.scaledHeight = Int(cutHeight)
+                } else {
+                    plan.scaledWidth = nil
+                    plan.scaledHeight = nil
+                }
             }
         }
         width = scaledWidth
