@@ -25,6 +25,7 @@ struct Serve: ParsableCommand {
 
     @Option(help: "The address to listen on.") var host = "127.0.0.1"
     @Option(help: "The port to listen on (0: any free port; the startup line tells which).") var port = 8080
+    @Option(help: "Connections the kernel holds for the listener before it accepts them (a burst behind a proxy).") var backlog = 1024
     @Option(name: .customLong("key"), help: "imgproxy signing key (hex); repeatable with --salt, in pairs: the first signs, any verifies.")
     var keys: [String] = []
     @Option(name: .customLong("salt"), help: "imgproxy signing salt (hex), one per --key.") var salts: [String] = []
@@ -67,6 +68,7 @@ struct Serve: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         for cidr in allowedAddresses where IPNetwork(cidr) == nil { throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR") }
         for preset in presets where !preset.contains("=") { throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS") }
+        if backlog < 1 { throw ValidationError("--backlog must be at least 1") }
         if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
         if let queue, queue < 0 { throw ValidationError("--queue must not be negative") }
         guard memoryLimit >= 0, (diskLimit ?? 1) > 0, maxSourceBytes > 0, maxPixels > 0, timeout > 0, maxRedirects >= 0, grace >= 0, maxAge >= 0,
@@ -132,7 +134,7 @@ struct Serve: ParsableCommand {
         if configuration.allowsUnsafe { grammars.append("unsigned thumbor and imgproxy") }
         let banner = "grammars: \(grammars.joined(separator: ", ")); cache: \(cacheDir ?? "none (memory only)"); "
             + "workers: \(configuration.workers), queue: \(configuration.queueLimit)"
-        let server = ImageServer(service: service, host: host, port: port, gracePeriod: .milliseconds(Int64(grace * 1000)),
+        let server = ImageServer(service: service, host: host, port: port, backlog: backlog, gracePeriod: .milliseconds(Int64(grace * 1000)),
                                  registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"))
         let outcome = Locked<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -156,7 +158,7 @@ struct Serve: ParsableCommand {
     /// Options `IMAGEKIT_SERVE_<NAME>` fills in: (long name, how it takes a value).
     private enum Kind { case value, list, flag, switchable }
     private static let environmentOptions: [(String, Kind)] = [
-        ("host", .value), ("port", .value), ("key", .list), ("salt", .list), ("thumbor-key", .list), ("allow-unsafe", .flag),
+        ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list), ("thumbor-key", .list), ("allow-unsafe", .flag),
         ("allow-source", .list), ("allow-address", .list), ("cache-dir", .value), ("memory-limit", .value), ("disk-limit", .value),
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value), ("workers", .value),
         ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value), ("preset", .list),

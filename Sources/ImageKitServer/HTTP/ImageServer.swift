@@ -25,6 +25,9 @@ public struct ImageServer: Sendable {
     public var host: String
     /// The port to listen on (0: any free port, told to `onStarted`).
     public var port: Int
+    /// Pending connections the kernel queues for the listener (capped by `net.core.somaxconn`);
+    /// behind a proxy that opens many at once, a short queue turns a burst into refused connections.
+    public var backlog: Int
     /// How long requests in flight may take to finish after SIGTERM before they are cancelled.
     public var gracePeriod: Duration
     /// The registry `/metrics` prints (nil: no `/metrics`).
@@ -37,11 +40,12 @@ public struct ImageServer: Sendable {
     public let health = ServiceHealth()
 
     /// A server for `service`; nothing listens until ``run(onStarted:)``.
-    public init(service: ImageService, host: String = "127.0.0.1", port: Int = 8080, gracePeriod: Duration = .seconds(10),
+    public init(service: ImageService, host: String = "127.0.0.1", port: Int = 8080, backlog: Int = 1024, gracePeriod: Duration = .seconds(10),
                 registry: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "imagekit.serve"), accessLog: Logger? = nil) {
         self.service = service
         self.host = host
         self.port = port
+        self.backlog = backlog
         self.gracePeriod = gracePeriod
         self.registry = registry
         self.logger = logger
@@ -53,10 +57,10 @@ public struct ImageServer: Sendable {
     public func run(onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void = { _, _ in }) async throws {
         let router = Router()
         ImageServiceRoutes(service: service, health: health, registry: registry, accessLog: accessLog).register(on: router)
-        let host = self.host, port = self.port
+        let host = self.host, port = self.port, backlog = self.backlog
         let app = Application(
             router: router,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "imagekit"),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "imagekit", backlog: backlog),
             onServerRunning: { channel in onStarted(host, channel.localAddress?.port ?? port) },
             logger: logger
         )
