@@ -78,6 +78,7 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(first.headers["cache-control"], "public, max-age=31536000")
         XCTAssertEqual(first.headers["last-modified"], "Tue, 03 Nov 2026 10:00:00 GMT", "passed on from the origin")
         XCTAssertEqual(first.headers["vary"], "Accept")
+        XCTAssertEqual(first.headers["connection"], "close", "the request said close: so does the answer (a keep-alive proxy would reuse the connection)")
         let image = try ImageCodersManager.shared.decode(Data(first.body))
         XCTAssertEqual("\(image.width)x\(image.height)", "256x192")
         let etag = try XCTUnwrap(first.headers["etag"])

@@ -56,6 +56,7 @@ public struct ImageServer: Sendable {
     /// `onStarted` is called once with the address bound (the real port when ``port`` is 0).
     public func run(onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void = { _, _ in }) async throws {
         let router = Router()
+        router.add(middleware: ConnectionCloseMiddleware())
         ImageServiceRoutes(service: service, health: health, registry: registry, accessLog: accessLog).register(on: router)
         let host = self.host, port = self.port, backlog = self.backlog
         let app = Application(
@@ -72,6 +73,20 @@ public struct ImageServer: Sendable {
         let group = ServiceGroup(configuration: configuration)
         defer { service.flush() }
         try await group.run()
+    }
+}
+
+/// Says `Connection: close` on the answer to a request that said it: the server closes such a
+/// connection after the answer (RFC 9112 §9.6), and a proxy that keeps upstream connections
+/// alive (nginx `keepalive`) reuses one whose answer did not say so, then finds it closed (502).
+struct ConnectionCloseMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        if let connection = request.headers[.connection],
+           connection.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }) {
+            response.headers[.connection] = "close"
+        }
+        return response
     }
 }
 
