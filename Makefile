@@ -8,7 +8,8 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan bench bench-net bench-serve fuzz clean thumbor-venv thumbor-sizes
+.PHONY: all deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet fuzz clean thumbor-venv thumbor-sizes \
+	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
 all: build
 
@@ -55,10 +56,12 @@ thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
 	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
 
-# Last, a package that depends on the ImageKit product alone is built in .build-consumer and
+# Then the fleet tests (nginx in front of nodes of the imagekit just built, `test-fleet`), and
+# last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
 	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFT) test $(TEST_FLAGS)
+	$(MAKE) --no-print-directory test-fleet
 	bash Tests/consumer-check.sh
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
@@ -96,6 +99,35 @@ bench-serve: deps thumbor-venv
 	$(SWIFT) build -c release --product bench
 	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_serve.py --imagekit .build/release/imagekit --bench .build/release/bench \
 		--count $(COUNT) --soak $(SOAK) $(if $(JSON),--json,)
+
+# A fleet of N `imagekit serve` nodes on 127.0.0.1:FLEET_PORT+1…N behind nginx on FLEET_PORT
+# (deploy/fleet.py, deploy/nginx/): `make fleet N=3` starts or scales it (running nodes keep
+# running), `fleet-restart` restarts the nodes one at a time, `fleet-stop` stops everything and
+# keeps the caches, `fleet-clean` removes FLEET_DIR. FLEET_ARGS are more `imagekit serve` options
+# for the nodes (IMAGEKIT_SERVE_* variables reach them too); the default accepts unsigned URLs,
+# for trying it out: give keys instead in production. FLEET_BIN: a built imagekit to run
+# instead of building .build/release/imagekit.
+FLEET_DIR ?= .fleet
+FLEET_ARGS ?= --allow-unsafe
+FLEET_CACHE_SIZE ?= 1g
+FLEET := python3 deploy/fleet.py --dir $(FLEET_DIR) --cache-size $(FLEET_CACHE_SIZE)
+fleet: deps
+	$(if $(FLEET_BIN),,$(SWIFT) build -c release --product imagekit)
+	@$(FLEET) up --nodes "$(N)" --port "$(FLEET_PORT)" --args='$(FLEET_ARGS)' --binary $(or $(FLEET_BIN),.build/release/imagekit)
+fleet-restart:
+	@$(FLEET) restart
+fleet-stop:
+	@$(FLEET) stop
+fleet-clean:
+	@$(FLEET) clean
+fleet-status:
+	@$(FLEET) status
+
+# The fleet's tests (Tests/fleet/test_fleet.py): nginx and 3-4 nodes of the imagekit that
+# `make test` built, a counting origin, loopback only, under a minute.
+test-fleet: deps
+	$(SWIFT) build $(TEST_FLAGS) --product imagekit
+	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # libFuzzer targets under AddressSanitizer (Fuzz/, a separate package), FUZZ_SECONDS each
 # (default 60); fails on any crash, leak, timeout or out-of-memory. FUZZ_TARGETS narrows it.
