@@ -129,6 +129,18 @@ test-fleet: deps
 	$(SWIFT) build $(TEST_FLAGS) --product imagekit
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
+# The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then
+# again) through nginx in front of N nodes for each N in NODES (Benchmarks/fleet/bench_fleet.py):
+# thumbnails/s, p50/p99, CPU per thumbnail with nginx, origin requests per source, result-cache
+# hits. JSON=1 prints JSON lines; COUNT=N photos.
+NODES ?= 1,2,4
+bench-fleet: deps thumbor-venv
+	@[ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends lomiri-wallpapers; }
+	$(SWIFT) build -c release --product imagekit
+	$(THUMBOR_VENV)/bin/python Benchmarks/fleet/bench_fleet.py --imagekit .build/release/imagekit --nodes $(NODES) \
+		--count $(COUNT) $(if $(JSON),--json,)
+
 # libFuzzer targets under AddressSanitizer (Fuzz/, a separate package), FUZZ_SECONDS each
 # (default 60); fails on any crash, leak, timeout or out-of-memory. FUZZ_TARGETS narrows it.
 FUZZ_SECONDS ?= 60
