@@ -2,6 +2,10 @@
 # machine that has only Swift: `deps` installs the C libraries when pkg-config cannot find them.
 
 SWIFT ?= swift
+# SwiftPM plans the build anew (and recompiles every module) when its environment changes, and make
+# exports MAKEFLAGS/MAKELEVEL, which differ between `make test` and a sub-make or `make -s`: every
+# swift command runs without them, so a second build with the same flags is a no-op.
+SWIFTPM = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES $(SWIFT)
 DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev nginx openssl
 PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl
 # apt-get needs root; use sudo when not root and sudo exists.
@@ -25,10 +29,10 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build
+	$(SWIFTPM) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFTPM) build -c release
 
 # Tests run optimised (-c release, with @testable imports enabled): the codec and resampler
 # loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
@@ -60,7 +64,7 @@ thumbor-sizes: thumbor-venv
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFT) test $(TEST_FLAGS)
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS)
 	$(MAKE) --no-print-directory test-fleet
 	bash Tests/consumer-check.sh
 
@@ -68,17 +72,17 @@ test: deps thumbor-sizes
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFT) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
 TSAN_SUITES := MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
+	$(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 
 bench: deps
-	$(SWIFT) build -c release --product bench
-	$(SWIFT) run -c release --skip-build bench $(BENCH_ARGS)
+	$(SWIFTPM) build -c release --product bench
+	$(SWIFTPM) run -c release --skip-build bench $(BENCH_ARGS)
 
 # nginx on loopback serving 1000 files of 10–200 KB over HTTP/1.1 and HTTPS + HTTP/2, downloaded
 # by ImageKit, the curl command line, URLSession and AsyncHTTPClient (Benchmarks/NetBench, a
@@ -95,8 +99,8 @@ COUNT ?= 1000
 bench-serve: deps thumbor-venv
 	@command -v wrk >/dev/null 2>&1 && [ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends wrk lomiri-wallpapers; }
-	$(SWIFT) build -c release --product imagekit
-	$(SWIFT) build -c release --product bench
+	$(SWIFTPM) build -c release --product imagekit
+	$(SWIFTPM) build -c release --product bench
 	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_serve.py --imagekit .build/release/imagekit --bench .build/release/bench \
 		--count $(COUNT) --soak $(SOAK) $(if $(JSON),--json,)
 
@@ -112,7 +116,7 @@ FLEET_ARGS ?= --allow-unsafe
 FLEET_CACHE_SIZE ?= 1g
 FLEET := python3 deploy/fleet.py --dir $(FLEET_DIR) --cache-size $(FLEET_CACHE_SIZE)
 fleet: deps
-	$(if $(FLEET_BIN),,$(SWIFT) build -c release --product imagekit)
+	$(if $(FLEET_BIN),,$(SWIFTPM) build -c release --product imagekit)
 	@$(FLEET) up --nodes "$(N)" --port "$(FLEET_PORT)" --args='$(FLEET_ARGS)' --binary $(or $(FLEET_BIN),.build/release/imagekit)
 fleet-restart:
 	@$(FLEET) restart
@@ -125,8 +129,10 @@ fleet-status:
 
 # The fleet's tests (Tests/fleet/test_fleet.py): nginx and 3-4 nodes of the imagekit that
 # `make test` built, a counting origin, loopback only, under a minute.
+# (--build-tests: the same build plan as `swift test`, so after it nothing is rebuilt; building
+# the product alone would recompile every module with other flags.)
 test-fleet: deps
-	$(SWIFT) build $(TEST_FLAGS) --product imagekit
+	$(SWIFTPM) build $(TEST_FLAGS) --build-tests
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then
@@ -137,7 +143,7 @@ NODES ?= 1,2,4
 bench-fleet: deps thumbor-venv
 	@[ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends lomiri-wallpapers; }
-	$(SWIFT) build -c release --product imagekit
+	$(SWIFTPM) build -c release --product imagekit
 	$(THUMBOR_VENV)/bin/python Benchmarks/fleet/bench_fleet.py --imagekit .build/release/imagekit --nodes $(NODES) \
 		--count $(COUNT) $(if $(JSON),--json,)
 
