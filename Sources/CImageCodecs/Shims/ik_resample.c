@@ -75,55 +75,136 @@ static void filter_row_default(const uint8_t *restrict row, uint8_t *restrict ou
 }
 
 #if IK_HAS_AVX2_DISPATCH
-/// As filter_row_default, four taps per step: pixels 0 2 1 3 → (0,1) and (2,3) channel-interleaved
-/// in the two halves of one 16-lane vector, one pmaddwd against (w0 w1 | w2 w3).
-IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restrict out, int count,
-                                    const int32_t *starts, const int32_t *counts, const int16_t *weights, int stride) {
+/// The horizontal weights laid out for filter_row_avx2: per output pixel, `groups` blocks of 32
+/// bytes, each four taps as (w0 w1) × 4 | (w2 w3) × 4 int16 pairs, taps past the pixel's count
+/// zero. Built once per resize; every row reuses it.
+typedef struct {
+    __m256i *weights;
+    int groups;
+} expanded_weights;
+
+IK_AVX2 static int expand_weights(expanded_weights *e, int count, const int32_t *counts, const int16_t *weights, int stride) {
+    int most = 1;
+    for (int x = 0; x < count; x++) most = counts[x] > most ? counts[x] : most;
+    e->groups = (most + 3) / 4;
+    e->weights = aligned_alloc(32, (size_t)count * (size_t)e->groups * sizeof(__m256i));
+    if (!e->weights) return -1;
     for (int x = 0; x < count; x++) {
-        const uint8_t *p = row + (size_t)starts[x] * 4;
         const int16_t *w = weights + (size_t)x * stride;
-        const int taps = counts[x];
-        __m256i wide = _mm256_setzero_si256();
-        int k = 0;
-        for (; k + 4 <= taps; k += 4) {
-            __m128i pixels = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(p + 4 * k)), _MM_SHUFFLE(3, 1, 2, 0));
-            pixels = _mm_unpacklo_epi8(pixels, _mm_srli_si128(pixels, 8));
-            __m256i taps4 = _mm256_set_epi32(load_pair(w + k + 2), load_pair(w + k + 2), load_pair(w + k + 2),
-                                             load_pair(w + k + 2), load_pair(w + k), load_pair(w + k),
-                                             load_pair(w + k), load_pair(w + k));
-            wide = _mm256_add_epi32(wide, _mm256_madd_epi16(_mm256_cvtepu8_epi16(pixels), taps4));
+        for (int g = 0; g < e->groups; g++) {
+            int16_t four[4];
+            for (int t = 0; t < 4; t++) four[t] = 4 * g + t < counts[x] ? w[4 * g + t] : 0;
+            int32_t low, high;
+            memcpy(&low, four, 4);
+            memcpy(&high, four + 2, 4);
+            e->weights[(size_t)x * e->groups + g] = _mm256_set_epi32(high, high, high, high, low, low, low, low);
         }
-        __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1)),
-                                    _mm_set1_epi32(1 << (PRECISION - 1)));
-        finish_pixel(sum, p, w, k, taps, out + 4 * (size_t)x);
+    }
+    return 0;
+}
+
+/// Four taps of one output pixel: pixels k…k+3 read as one 16-byte load into both halves, one
+/// byte shuffle lays (0,1) and (2,3) out as interleaved 16-bit channels, one pmaddwd.
+#define IK_TAPS4(sum, p, w)                                                                                     \
+    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_shuffle_epi8(                                          \
+              _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p))), spread), (w)))
+
+/// As filter_row_default with the weights from expand_weights: every pixel runs `groups` steps of
+/// four taps (zero weights past its count; the row must be readable 3 pixels past its end), two
+/// output pixels per iteration, their sums rounded, packed and stored together.
+IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restrict out, int count,
+                                    const int32_t *starts, const expanded_weights *e) {
+    // Low half: pixels 0 and 1 → r0 r1 g0 g1 b0 b1 a0 a1 as 16-bit; high half: pixels 2 and 3.
+    const __m256i spread = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                                            8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+    const __m256i rounding = _mm256_set1_epi32(1 << (PRECISION - 1));
+    const int groups = e->groups;
+    int x = 0;
+    for (; x + 2 <= count; x += 2) {
+        const uint8_t *p = row + (size_t)starts[x] * 4, *q = row + (size_t)starts[x + 1] * 4;
+        const __m256i *w = e->weights + (size_t)x * groups, *v = w + groups;
+        __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+        for (int g = 0; g < groups; g++) {
+            IK_TAPS4(a, p + 16 * g, w[g]);
+            IK_TAPS4(b, q + 16 * g, v[g]);
+        }
+        // [a.lo b.lo] + [a.hi b.hi] = [a b]: each pixel's four channels in one half.
+        __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+        sum = _mm256_srai_epi32(_mm256_add_epi32(sum, rounding), PRECISION);
+        sum = _mm256_packus_epi16(_mm256_packs_epi32(sum, sum), _mm256_setzero_si256());
+        int32_t first = _mm256_extract_epi32(sum, 0), second = _mm256_extract_epi32(sum, 4);
+        memcpy(out + 4 * (size_t)x, &first, 4);
+        memcpy(out + 4 * (size_t)x + 4, &second, 4);
+    }
+    for (; x < count; x++) {
+        const uint8_t *p = row + (size_t)starts[x] * 4;
+        const __m256i *w = e->weights + (size_t)x * groups;
+        __m256i a = _mm256_setzero_si256();
+        for (int g = 0; g < groups; g++) IK_TAPS4(a, p + 16 * g, w[g]);
+        __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+        sum = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (PRECISION - 1))), PRECISION);
+        sum = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
+        int32_t packed = _mm_cvtsi128_si32(sum);
+        memcpy(out + 4 * (size_t)x, &packed, 4);
     }
 }
 #endif
 
 // MARK: - Vertical
 
-/// One output row from `taps` rows of `bytes` bytes each.
+/// One output row from `taps` rows of `bytes` bytes each. The weight pairs are broadcast once per
+/// row, not once per block, and an odd last tap is paired with itself at weight 0, so the inner
+/// loop has no branch (a scalar weight load and test per block once took most of its time).
+#define VERTICAL_MAX_PAIRS 64
 #define VERTICAL_BODY(VEC, BYTES, LOADU, STOREU, SETZERO, SET1_32, UNPACKLO8, UNPACKHI8, MADD, ADD32, SRAI32,     \
                       PACKS32, PACKUS16)                                                                           \
     size_t i = 0;                                                                                                  \
     const VEC zero = SETZERO();                                                                                    \
     const VEC rounding = SET1_32(1 << (PRECISION - 1));                                                            \
-    for (; i + BYTES <= bytes; i += BYTES) {                                                                       \
-        VEC s0 = rounding, s1 = rounding, s2 = rounding, s3 = rounding;                                            \
-        int k = 0;                                                                                                 \
-        for (; k < taps; k += 2) {                                                                                 \
-            VEC a = LOADU(rows[k] + i);                                                                            \
-            VEC b = k + 1 < taps ? LOADU(rows[k + 1] + i) : zero;                                                  \
-            VEC c = SET1_32(k + 1 < taps ? load_pair(weights + k) : (int32_t)(uint16_t)weights[k]);                \
-            VEC low = UNPACKLO8(a, b), high = UNPACKHI8(a, b);                                                     \
-            s0 = ADD32(s0, MADD(UNPACKLO8(low, zero), c));                                                         \
-            s1 = ADD32(s1, MADD(UNPACKHI8(low, zero), c));                                                         \
-            s2 = ADD32(s2, MADD(UNPACKLO8(high, zero), c));                                                        \
-            s3 = ADD32(s3, MADD(UNPACKHI8(high, zero), c));                                                        \
+    const int pairs = (taps + 1) / 2;                                                                              \
+    if (pairs <= VERTICAL_MAX_PAIRS) {                                                                             \
+        VEC pair_weights[VERTICAL_MAX_PAIRS];                                                                      \
+        const uint8_t *pair_rows[2 * VERTICAL_MAX_PAIRS];                                                          \
+        for (int k = 0; k < pairs; k++) {                                                                          \
+            const int odd = 2 * k + 1 >= taps;                                                                     \
+            int16_t two[2] = {weights[2 * k], odd ? (int16_t)0 : weights[2 * k + 1]};                              \
+            int32_t packed;                                                                                        \
+            memcpy(&packed, two, 4);                                                                               \
+            pair_weights[k] = SET1_32(packed);                                                                     \
+            pair_rows[2 * k] = rows[2 * k];                                                                        \
+            pair_rows[2 * k + 1] = odd ? rows[2 * k] : rows[2 * k + 1];                                            \
         }                                                                                                          \
-        VEC first = PACKS32(SRAI32(s0, PRECISION), SRAI32(s1, PRECISION));                                        \
-        VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                        \
-        STOREU(out + i, PACKUS16(first, second));                                                                  \
+        for (; i + BYTES <= bytes; i += BYTES) {                                                                   \
+            VEC s0 = rounding, s1 = rounding, s2 = rounding, s3 = rounding;                                        \
+            for (int k = 0; k < pairs; k++) {                                                                      \
+                VEC a = LOADU(pair_rows[2 * k] + i), b = LOADU(pair_rows[2 * k + 1] + i), c = pair_weights[k];     \
+                VEC low = UNPACKLO8(a, b), high = UNPACKHI8(a, b);                                                 \
+                s0 = ADD32(s0, MADD(UNPACKLO8(low, zero), c));                                                     \
+                s1 = ADD32(s1, MADD(UNPACKHI8(low, zero), c));                                                     \
+                s2 = ADD32(s2, MADD(UNPACKLO8(high, zero), c));                                                    \
+                s3 = ADD32(s3, MADD(UNPACKHI8(high, zero), c));                                                    \
+            }                                                                                                      \
+            VEC first = PACKS32(SRAI32(s0, PRECISION), SRAI32(s1, PRECISION));                                    \
+            VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                    \
+            STOREU(out + i, PACKUS16(first, second));                                                              \
+        }                                                                                                          \
+    } else {                                                                                                       \
+        for (; i + BYTES <= bytes; i += BYTES) {                                                                   \
+            VEC s0 = rounding, s1 = rounding, s2 = rounding, s3 = rounding;                                        \
+            for (int k = 0; k < taps; k += 2) {                                                                    \
+                VEC a = LOADU(rows[k] + i);                                                                        \
+                VEC b = k + 1 < taps ? LOADU(rows[k + 1] + i) : zero;                                              \
+                VEC c = SET1_32(k + 1 < taps ? load_pair(weights + k) : (int32_t)(uint16_t)weights[k]);            \
+                VEC low = UNPACKLO8(a, b), high = UNPACKHI8(a, b);                                                 \
+                s0 = ADD32(s0, MADD(UNPACKLO8(low, zero), c));                                                     \
+                s1 = ADD32(s1, MADD(UNPACKHI8(low, zero), c));                                                     \
+                s2 = ADD32(s2, MADD(UNPACKLO8(high, zero), c));                                                    \
+                s3 = ADD32(s3, MADD(UNPACKHI8(high, zero), c));                                                    \
+            }                                                                                                      \
+            VEC first = PACKS32(SRAI32(s0, PRECISION), SRAI32(s1, PRECISION));                                    \
+            VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                    \
+            STOREU(out + i, PACKUS16(first, second));                                                              \
+        }                                                                                                          \
     }                                                                                                              \
     for (; i < bytes; i++) {                                                                                       \
         int32_t sum = 1 << (PRECISION - 1);                                                                        \
@@ -310,24 +391,30 @@ ik_status ik_resample_rgba(const uint8_t *source, size_t source_stride, int src_
     const int ring_rows = v_stride;
     uint8_t *ring = malloc(reduced_bytes * (size_t)ring_rows);
     const uint8_t **ring_rows_at = calloc((size_t)ring_rows, sizeof(uint8_t *));
-    uint8_t *column = malloc(reduced_bytes);
+    // 16 bytes past the row: the AVX2 horizontal filter reads up to 3 pixels beyond a window.
+    uint8_t *column = calloc(1, reduced_bytes + 16);
     const uint8_t **taps = malloc(sizeof(uint8_t *) * (size_t)v_stride);
     reducer r = {source, source_stride, src_w, src_h, box_x, box_y, reduced_w, premultiply,
                  premultiply && boxed ? malloc((size_t)src_w * 8) : NULL,
                  boxed ? malloc((size_t)src_w * 4 * sizeof(uint16_t)) : NULL};
     ik_status status = IK_OK;
+#if IK_HAS_AVX2_DISPATCH
+    expanded_weights expanded = {NULL, 0};
+#endif
     if (!ring || !ring_rows_at || !column || !taps || (premultiply && boxed && !r.premultiplied) || (boxed && !r.sums)) {
         status = IK_ERR_INTERNAL;
         goto done;
     }
 
     void (*filter_column)(const uint8_t *const *, int, const int16_t *, uint8_t *, size_t) = filter_column_default;
-    void (*filter_row)(const uint8_t *, uint8_t *, int, const int32_t *, const int32_t *, const int16_t *, int) =
-        filter_row_default;
 #if IK_HAS_AVX2_DISPATCH
-    if (ik_uses_avx2()) {
+    const int avx2 = ik_uses_avx2();
+    if (avx2) {
         filter_column = filter_column_avx2;
-        filter_row = filter_row_avx2;
+        if (expand_weights(&expanded, dst_w, h_counts, h_weights, h_stride) != 0) {
+            status = IK_ERR_INTERNAL;
+            goto done;
+        }
     }
 #endif
     int produced = 0;
@@ -344,11 +431,19 @@ ik_status ik_resample_rgba(const uint8_t *source, size_t source_stride, int src_
         for (int k = 0; k < count; k++) taps[k] = ring_rows_at[(first + k) % ring_rows];
         filter_column(taps, count, v_weights + (size_t)y * v_stride, column, reduced_bytes);
         uint8_t *out = destination + (size_t)y * destination_stride;
-        filter_row(column, out, dst_w, h_starts, h_counts, h_weights, h_stride);
+#if IK_HAS_AVX2_DISPATCH
+        if (avx2)
+            filter_row_avx2(column, out, dst_w, h_starts, &expanded);
+        else
+#endif
+            filter_row_default(column, out, dst_w, h_starts, h_counts, h_weights, h_stride);
         if (premultiply) ik_unpremultiply_row(out, dst_w);
     }
 
 done:
+#if IK_HAS_AVX2_DISPATCH
+    free(expanded.weights);
+#endif
     free(ring);
     free(ring_rows_at);
     free(column);

@@ -86,32 +86,49 @@ final class Resampler {
             let filterScale = max(scale, 1)
             let support = 3 * filterScale
             stride = Int(support.rounded(.up)) * 2 + 1
-            start = []
-            count = []
-            weights = [Float](repeating: 0, count: stride * outSize)
-            for index in 0..<outSize {
-                let center = (Double(index) + 0.5) * scale
-                let low = max(Int(center - support + 0.5), 0)
-                let high = min(Int(center + support + 0.5), available)
-                let taps = max(0, min(high - low, stride))
-                var sum = 0.0
-                var local = [Double](repeating: 0, count: taps)
-                for tap in 0..<taps {
-                    let w = Self.lanczos((Double(tap + low) - center + 0.5) / filterScale)
-                    local[tap] = w
-                    sum += w
+            var start = [Int](repeating: 0, count: outSize)
+            var count = [Int](repeating: 0, count: outSize)
+            var weights = [Float](repeating: 0, count: stride * outSize)
+            let stride = self.stride
+            // The taps of one pixel are evenly spaced: sin(πx/3) for each comes from the first by
+            // rotation (angle addition), one sin and cos per pixel instead of one sin per tap.
+            let step = Double.pi / 3 / filterScale
+            let (stepSine, stepCosine) = (sin(step), cos(step))
+            // One scratch row of Double taps for every output pixel (no allocation per pixel).
+            withUnsafeTemporaryAllocation(of: Double.self, capacity: stride) { local in
+                for index in 0..<outSize {
+                    let center = (Double(index) + 0.5) * scale
+                    let low = max(Int(center - support + 0.5), 0)
+                    let high = min(Int(center + support + 0.5), available)
+                    let taps = max(0, min(high - low, stride))
+                    var sum = 0.0
+                    let first = Double.pi / 3 * ((Double(low) - center + 0.5) / filterScale)
+                    var sine = sin(first), cosine = cos(first)
+                    for tap in 0..<taps {
+                        let w = Self.lanczos((Double(tap + low) - center + 0.5) / filterScale, sineOfThird: sine)
+                        (sine, cosine) = (sine * stepCosine + cosine * stepSine, cosine * stepCosine - sine * stepSine)
+                        local[tap] = w
+                        sum += w
+                    }
+                    let normal = sum != 0 ? 1 / sum : 0
+                    for tap in 0..<taps { weights[index * stride + tap] = Float(local[tap] * normal) }
+                    start[index] = low
+                    count[index] = taps
                 }
-                for tap in 0..<taps { weights[index * stride + tap] = Float(sum != 0 ? local[tap] / sum : 0) }
-                start.append(low)
-                count.append(taps)
             }
+            self.start = start
+            self.count = count
+            self.weights = weights
         }
 
         static func lanczos(_ x: Double) -> Double {
+            lanczos(x, sineOfThird: sin(Double.pi * x / 3))
+        }
+
+        /// Lanczos-3 at `x` given s = sin(πx/3): sinc(x)·sinc(x/3), with sin(πx) = 3s − 4s³.
+        static func lanczos(_ x: Double, sineOfThird s: Double) -> Double {
             guard x > -3, x < 3 else { return 0 }
             guard x != 0 else { return 1 }
-            // sinc(x)·sinc(x/3) with one sine: sin(πx) = 3s − 4s³ where s = sin(πx/3).
-            let s = sin(Double.pi * x / 3)
             let px = Double.pi * x
             return 3 * s * (3 * s - 4 * s * s * s) / (px * px)
         }
