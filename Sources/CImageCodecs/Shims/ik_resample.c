@@ -86,6 +86,7 @@ typedef struct {
 IK_AVX2 static int expand_weights(expanded_weights *e, int count, const int32_t *counts, const int16_t *weights, int stride) {
     int most = 1;
     for (int x = 0; x < count; x++) most = counts[x] > most ? counts[x] : most;
+    if (most > stride) return -1; // the row padding is sized by the stride
     e->groups = (most + 3) / 4;
     e->weights = aligned_alloc(32, (size_t)count * (size_t)e->groups * sizeof(__m256i));
     if (!e->weights) return -1;
@@ -110,8 +111,8 @@ IK_AVX2 static int expand_weights(expanded_weights *e, int count, const int32_t 
               _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p))), spread), (w)))
 
 /// As filter_row_default with the weights from expand_weights: every pixel runs `groups` steps of
-/// four taps (zero weights past its count; the row must be readable 3 pixels past its end), two
-/// output pixels per iteration, their sums rounded, packed and stored together.
+/// four taps (zero weights past its count; the row must be readable 4 × groups pixels past its
+/// end), two output pixels per iteration, their sums rounded, packed and stored together.
 IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restrict out, int count,
                                     const int32_t *starts, const expanded_weights *e) {
     // Low half: pixels 0 and 1 → r0 r1 g0 g1 b0 b1 a0 a1 as 16-bit; high half: pixels 2 and 3.
@@ -380,7 +381,7 @@ ik_status ik_resample_rgba(const uint8_t *source, size_t source_stride, int src_
                            const int32_t *v_starts, const int32_t *v_counts, const int16_t *v_weights, int v_stride,
                            int premultiply) {
     if (src_w <= 0 || src_h <= 0 || dst_w <= 0 || dst_h <= 0 || box_x <= 0 || box_y <= 0 || box_y > 257 ||
-        v_stride <= 0)
+        v_stride <= 0 || h_stride <= 0)
         return IK_ERR_INTERNAL;
     const int reduced_w = (src_w + box_x - 1) / box_x;
     const size_t reduced_bytes = (size_t)reduced_w * 4;
@@ -391,8 +392,11 @@ ik_status ik_resample_rgba(const uint8_t *source, size_t source_stride, int src_
     const int ring_rows = v_stride;
     uint8_t *ring = malloc(reduced_bytes * (size_t)ring_rows);
     const uint8_t **ring_rows_at = calloc((size_t)ring_rows, sizeof(uint8_t *));
-    // 16 bytes past the row: the AVX2 horizontal filter reads up to 3 pixels beyond a window.
-    uint8_t *column = calloc(1, reduced_bytes + 16);
+    // The AVX2 horizontal filter runs every pixel over the widest pixel's taps, rounded up to 4
+    // (zero weights past its own): a pixel at the right edge reads up to that many pixels past
+    // the row, so the row has that much readable (zeroed) room after it.
+    const size_t row_padding = 16 * (((size_t)h_stride + 3) / 4) + 16;
+    uint8_t *column = calloc(1, reduced_bytes + row_padding);
     const uint8_t **taps = malloc(sizeof(uint8_t *) * (size_t)v_stride);
     reducer r = {source, source_stride, src_w, src_h, box_x, box_y, reduced_w, premultiply,
                  premultiply && boxed ? malloc((size_t)src_w * 8) : NULL,
