@@ -60,10 +60,13 @@ thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
 	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
 
-# Then the fleet tests (nginx in front of nodes of the imagekit just built, `test-fleet`), and
+# First the layer rule (Tests/check-layers.py: each folder of Sources/ImageKit names only the types
+# of the layers below it). Then the fleet tests (nginx in front of nodes of the imagekit just
+# built, `test-fleet`), and
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
+	python3 Tests/check-layers.py
 	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS)
 	$(MAKE) --no-print-directory test-fleet
 	bash Tests/consumer-check.sh

@@ -1,31 +1,6 @@
 import Foundation
 
-/// One frame of a decoded image: its pixels and how long it is shown.
-public struct ImageFrame: Sendable {
-    public var bitmap: Bitmap
-    /// Display time in seconds; 0 for still images.
-    public var duration: Double
 
-    public init(bitmap: Bitmap, duration: Double = 0) {
-        self.bitmap = bitmap
-        self.duration = duration
-    }
-}
-
-/// EXIF orientation (TIFF tag 274): how the stored pixels must be transformed to stand upright.
-public enum ImageOrientation: Int, Sendable, Hashable, CaseIterable {
-    case up = 1
-    case upMirrored = 2
-    case down = 3
-    case downMirrored = 4
-    case leftMirrored = 5
-    case right = 6
-    case rightMirrored = 7
-    case left = 8
-
-    /// True when applying the orientation swaps width and height (values 5–8).
-    public var swapsDimensions: Bool { rawValue >= 5 }
-}
 
 /// A decoded image: one or more frames of RGBA8 pixels, with what the container said about them.
 ///
@@ -146,6 +121,39 @@ public struct DecodedImage: Sendable {
         copy.frames = Array(frames.prefix(1))
         copy.frames[0].duration = 0
         copy.loopCount = 1
+        return copy
+    }
+}
+
+extension DecodedImage {
+    /// SDWebImage's scale-down limit: 60 MiB of decoded RGBA per image (≈ 3966 × 3966).
+    public static let defaultScaleDownLimitBytes = 60 << 20
+}
+
+extension DecodedImage {
+    /// Every frame scaled to `size`.
+    public func resized(to size: PixelSize) throws(ImageError) -> DecodedImage {
+        var copy = self
+        for index in copy.frames.indices {
+            copy.frames[index].bitmap = try copy.frames[index].bitmap.resized(to: size)
+        }
+        return copy
+    }
+}
+
+extension DecodedImage {
+    /// Applies ``orientation`` to every frame if it has not been applied yet.
+    public func applyingOrientation() throws(ImageError) -> DecodedImage {
+        guard !isOrientationApplied, orientation != .up else {
+            var copy = self
+            copy.isOrientationApplied = true
+            return copy
+        }
+        var copy = self
+        for index in copy.frames.indices {
+            copy.frames[index].bitmap = try copy.frames[index].bitmap.applying(orientation)
+        }
+        copy.isOrientationApplied = true
         return copy
     }
 }

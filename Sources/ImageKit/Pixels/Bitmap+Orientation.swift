@@ -7,20 +7,3 @@ extension Bitmap {
         return try remapped(orientation)
     }
 }
-
-extension DecodedImage {
-    /// Applies ``orientation`` to every frame if it has not been applied yet.
-    public func applyingOrientation() throws(ImageError) -> DecodedImage {
-        guard !isOrientationApplied, orientation != .up else {
-            var copy = self
-            copy.isOrientationApplied = true
-            return copy
-        }
-        var copy = self
-        for index in copy.frames.indices {
-            copy.frames[index].bitmap = try copy.frames[index].bitmap.applying(orientation)
-        }
-        copy.isOrientationApplied = true
-        return copy
-    }
-}

@@ -388,14 +388,3 @@ extension Bitmap {
         return resampler.finish()
     }
 }
-
-extension DecodedImage {
-    /// Every frame scaled to `size`.
-    public func resized(to size: PixelSize) throws(ImageError) -> DecodedImage {
-        var copy = self
-        for index in copy.frames.indices {
-            copy.frames[index].bitmap = try copy.frames[index].bitmap.resized(to: size)
-        }
-        return copy
-    }
-}
