@@ -28,6 +28,8 @@ final class RecordingCache: ImageCaching, @unchecked Sendable {
 
     func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
                http: HTTPCacheHeaders?) async throws(ImageError) { record("store") }
+    /// Keeps no bytes, on purpose: these tests count queries and image stores.
+    func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {}
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async { record("remove") }
     func clear(_ cacheType: ImageCacheType) async { record("clear") }
     func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType {

@@ -713,6 +713,9 @@ final class GatedCache: ImageCaching {
     func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?) async throws(ImageError) {
         try await inner.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
     }
+    func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
+        try await inner.storeData(data, forKey: key, http: http)
+    }
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async { await inner.remove(key, cacheType: cacheType) }
     func clear(_ cacheType: ImageCacheType) async { await inner.clear(cacheType) }
     func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType {

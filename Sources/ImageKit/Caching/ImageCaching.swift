@@ -64,8 +64,10 @@ public protocol ImageCaching: Sendable {
                http: HTTPCacheHeaders?) async throws(ImageError)
     /// Writes encoded bytes to the disk layer with no decoded image (the original bytes of a
     /// download delivered as a thumbnail or a transformed variant). ``store(_:data:forKey:cacheType:http:)``
-    /// stores nothing without an image (CQS-02); this is its bytes-only counterpart. Default:
-    /// stores nothing (a cache without a disk layer).
+    /// stores nothing without an image (CQS-02); this is its bytes-only counterpart. There is no
+    /// default: the manager hands the original bytes of every transformed load to this method, so
+    /// a cache that drops them must say so with an empty implementation (a cache without a disk
+    /// layer), rather than lose them silently.
     func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError)
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async
     func clear(_ cacheType: ImageCacheType) async
@@ -94,8 +96,6 @@ extension ImageCaching {
     public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool { false }
 
     public func imageFromMemory(forKey key: CacheKey) -> DecodedImage? { nil }
-
-    public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {}
 }
 
 extension ImageCaching {
