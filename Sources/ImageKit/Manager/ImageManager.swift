@@ -86,9 +86,9 @@ public final class ImageManager: Sendable {
     let logger: Logger
     /// Failed stores are logged at most once every 10 s (a full disk fails every store).
     let storeWarnings = RateLimit(interval: 10)
-    private let state = Locked(State())
+    let state = Locked(State())
 
-    private struct State {
+    struct State {
         var jobs: [String: ImageLoadJob] = [:]
         var running: [Int: ImageLoadTask] = [:]
         var sequence = 0
@@ -347,145 +347,6 @@ public final class ImageManager: Sendable {
         return task
     }
 
-    // MARK: Gate, synchronous answer, joining
-
-    /// How a load starts: answered at once (a memory hit, a synchronous disk hit, a cache-only
-    /// miss), or with the plan of its asynchronous part.
-    enum Admission {
-        case answered(ImageLoadResult)
-        case load(ImageLoadPlan)
-    }
-
-    /// MGR-03: a URL that is missing or empty → `invalidURL`; a URL on the failed list →
-    /// `blacklisted` (unless `.retryFailed`). Then memory, synchronously (MGR-24), and the
-    /// scheme check (a URL whose image is in memory was loaded before).
-    func admit(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<Admission, ImageError> {
-        guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
-        let urlString = url.absoluteString
-        guard !urlString.isEmpty else { return .failure(ImageError(.invalidURL, "the image URL is empty")) }
-        let failedKey = FailedURLList.key(urlString, requestHeaders: context.requestHeaders)
-        if !options.contains(.retryFailed), failedURLs.contains(failedKey) {
-            return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
-        }
-        if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context) { return .success(.answered(hit)) }
-        let plan = resolve(url, urlString: urlString, options: options, context: context)
-        if let answer = synchronousAnswer(plan) { return .success(.answered(answer)) }
-        if let error = loadableError(plan) { return .failure(error) }
-        return .success(.load(plan))
-    }
-
-    /// The commonest load, answered before a plan is built: the original image, in memory, with
-    /// no setting that changes its key or the query (no processor, filter, transformer,
-    /// thumbnail, scale-down, kept orientation, or option that bypasses or extends memory).
-    private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadResult? {
-        guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
-              context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
-              context.requestHeaders.isEmpty, !Self.isFileURLString(urlString),
-              context.decodingOptions?.appliesOrientation ?? true,
-              options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly,
-                                        .preloadAllFrames])
-        else { return nil }
-        let key = CacheKey(urlString)
-        guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else { return nil }
-        metrics.memoryHits.increment()
-        if options.contains(.retryFailed) { failedURLs.remove(urlString) }
-        return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url, cacheKey: key)
-    }
-
-    /// `file:` URLs are keyed by the file's version, never by the plain string (a byte compare:
-    /// `URL.isFileURL` costs a fifth of a memory hit).
-    static func isFileURLString(_ string: String) -> Bool {
-        var string = string
-        return string.withUTF8 { bytes in
-            bytes.count >= 5 && bytes[0] | 0x20 == UInt8(ascii: "f") && bytes[1] | 0x20 == UInt8(ascii: "i")
-                && bytes[2] | 0x20 == UInt8(ascii: "l") && bytes[3] | 0x20 == UInt8(ascii: "e") && bytes[4] == UInt8(ascii: ":")
-        }
-    }
-
-    /// The rest of the URL check, after memory answered nothing (a URL whose image is in
-    /// memory was loaded before): a scheme no loader handles → `invalidURL`.
-    func loadableError(_ plan: ImageLoadPlan) -> ImageError? {
-        guard !plan.loader.canLoad(plan.url), !plan.options.contains(.fromCacheOnly) else { return nil }
-        return ImageError(.invalidURL, "no loader handles \(plan.urlString)")
-    }
-
-    /// The answer a cache can give without waiting (MGR-24): a memory hit, or a disk hit with
-    /// ``ImageLoadOptions/queryDiskDataSync``. nil: the load goes on asynchronously.
-    func synchronousAnswer(_ plan: ImageLoadPlan) -> ImageLoadResult? {
-        guard plan.queriesCache, !plan.options.contains(.refreshCached) else { return nil }
-        // The common case first: a plain memory lookup.
-        if plan.context.queryCacheType.includesMemory,
-           plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
-           let image = plan.cache.imageFromMemory(forKey: plan.key) {
-            metrics.memoryHits.increment()
-            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
-            return ImageLoadResult(image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
-        }
-        guard
-              let answer = plan.cache.querySynchronously(plan.key, cacheType: plan.context.queryCacheType,
-                                                         options: plan.cacheQueryOptions, decoding: plan.decoding),
-              case .success(let hit) = answer else { return nil }
-        if plan.isHit(hit) {
-            if plan.options.contains(.revalidateStaleEntries), let metadata = hit.metadata, !metadata.isFresh(at: Date()) {
-                return nil
-            }
-            if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
-            (hit.cacheType == .memory ? metrics.memoryHits : metrics.diskHits).increment()
-            return plan.result(from: hit)
-        }
-        // A definite miss of every layer asked for, and the loader may not be used.
-        if plan.options.contains(.fromCacheOnly) && !plan.queriesOriginal {
-            return plan.emptyResult()
-        }
-        return nil
-    }
-
-    /// Registers a caller and attaches it to the job for its image, starting one if none runs.
-    func subscribe(_ plan: ImageLoadPlan, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
-                   sink: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
-        let jobKey = plan.makeJobKey()
-        let id = state.withLock { state -> Int in
-            state.sequence += 1
-            return state.sequence
-        }
-        let task = ImageLoadTask(id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
-                                 endsAtFirstResult: endsAtFirstResult, priority: plan.priority, sink: sink) { [weak self] task, cancelled in
-            self?.ended(task, cancelled: cancelled, jobKey: jobKey)
-        }
-        let newJob = state.withLock { state -> ImageLoadJob? in
-            state.running[id] = task
-            if let job = state.jobs[jobKey], job.add(task) { return nil }
-            let job = ImageLoadJob(plan: plan)
-            _ = job.add(task)
-            state.jobs[jobKey] = job
-            return job
-        }
-        if let newJob {
-            let work = Task.immediate(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) { [self] in
-                await run(newJob)
-                state.withLock { state in
-                    if state.jobs[jobKey] === newJob { state.jobs[jobKey] = nil }
-                }
-            }
-            newJob.start(work)
-        }
-        return task
-    }
-
-    /// A caller ended: it leaves the running set and its job; the last cancelled caller of a
-    /// job stops the job.
-    private func ended(_ task: ImageLoadTask, cancelled: Bool, jobKey: String) {
-        let job = state.withLock { state -> ImageLoadJob? in
-            state.running[task.id] = nil
-            return state.jobs[jobKey]
-        }
-        guard let job, job.remove(task, cancelled: cancelled) else { return }
-        state.withLock { state in
-            if state.jobs[jobKey] === job { state.jobs[jobKey] = nil }
-        }
-        metrics.cancelledLoads.increment()
-        job.stop()
-    }
 }
 
 /// Marks callback queues so that a delivery can tell whether it already runs on its queue.
