@@ -380,6 +380,25 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertEqual(loader.totalRequests, 0)
     }
 
+    /// A plain miss asks memory once before the job, and the job's query once (memory, then disk);
+    /// the synchronous query, which could only repeat the memory lookup, is not made. A repeat is
+    /// answered by one memory lookup.
+    func testAPlainMissAsksTheMemoryCacheOnce() async throws {
+        let counting = CountingCache(cache)
+        let manager = ImageManager(cache: counting, loader: loader)
+        loader.answer("/once.jpg", .data(Self.jpeg))
+        // (Stores are not counted here: the disk write may still be under way.)
+        func lookups() -> [String: Int] { counting.counts.filter { ["memory", "sync", "query"].contains($0.key) } }
+        _ = try await manager.loadImage(url("/once.jpg"))
+        XCTAssertEqual(lookups(), ["memory": 1, "query": 1])
+        _ = try await manager.loadImage(url("/once.jpg"))
+        XCTAssertEqual(lookups(), ["memory": 2, "query": 1])
+        // A query that may be answered from disk synchronously still asks for it.
+        loader.answer("/sync.jpg", .data(Self.jpeg))
+        _ = try await manager.loadImage(url("/sync.jpg"), options: .queryDiskDataSync)
+        XCTAssertEqual(counting.counts["sync"], 1)
+    }
+
     func testCancelDuringDecodeCompletesOnce() async throws {
         let slow = SlowCoder()
         let coders = ImageCodersManager()
@@ -715,6 +734,46 @@ final class GatedCache: ImageCaching {
     }
     func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
         try await inner.storeData(data, forKey: key, http: http)
+    }
+    func remove(_ key: CacheKey, cacheType: ImageCacheType) async { await inner.remove(key, cacheType: cacheType) }
+    func clear(_ cacheType: ImageCacheType) async { await inner.clear(cacheType) }
+    func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType {
+        await inner.containsImage(key, cacheType: cacheType)
+    }
+}
+
+/// An ``ImageCache`` that counts what the manager asks of it.
+final class CountingCache: ImageCaching {
+    let inner: ImageCache
+    private let tally = Locked<[String: Int]>([:])
+    init(_ inner: ImageCache) { self.inner = inner }
+    var counts: [String: Int] { tally.withLock { $0 } }
+    private func count(_ name: String) { tally.withLock { $0[name, default: 0] += 1 } }
+
+    func imageFromMemory(forKey key: CacheKey) -> DecodedImage? {
+        count("memory")
+        return inner.imageFromMemory(forKey: key)
+    }
+    func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+                            decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+        count("sync")
+        return inner.querySynchronously(key, cacheType: cacheType, options: options, decoding: decoding)
+    }
+    func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+               decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+        count("query")
+        return try await inner.query(key, cacheType: cacheType, options: options, decoding: decoding)
+    }
+    func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?) async throws(ImageError) {
+        count("store")
+        try await inner.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
+    }
+    func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
+        count("storeData")
+        try await inner.storeData(data, forKey: key, http: http)
+    }
+    func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool {
+        await inner.refreshMetadata(forKey: key, http: http)
     }
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async { await inner.remove(key, cacheType: cacheType) }
     func clear(_ cacheType: ImageCacheType) async { await inner.clear(cacheType) }

@@ -22,9 +22,13 @@ extension ImageManager {
         if !options.contains(.retryFailed), failedURLs.contains(failedKey) {
             return .failure(ImageError(.blacklisted, "\(urlString) failed before and is on the failed-URL list"))
         }
-        if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context) { return .success(.answered(hit)) }
+        // A plain miss asks memory once here; the synchronous answer then skips what it would ask again.
+        var memoryMissed = false
+        if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context, missed: &memoryMissed) {
+            return .success(.answered(hit))
+        }
         let plan = resolve(url, urlString: urlString, options: options, context: context)
-        if let answer = synchronousAnswer(plan) { return .success(.answered(answer)) }
+        if let answer = synchronousAnswer(plan, memoryMissed: memoryMissed) { return .success(.answered(answer)) }
         if let error = loadableError(plan) { return .failure(error) }
         return .success(.load(plan))
     }
@@ -32,7 +36,9 @@ extension ImageManager {
     /// The commonest load, answered before a plan is built: the original image, in memory, with
     /// no setting that changes its key or the query (no processor, filter, transformer,
     /// thumbnail, scale-down, kept orientation, or option that bypasses or extends memory).
-    private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadResult? {
+    /// `missed` turns true when memory was asked for the plan's own key and had nothing.
+    private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext,
+                                missed: inout Bool) -> ImageLoadResult? {
         guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
               context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
               context.requestHeaders.isEmpty, !Self.isFileURLString(urlString),
@@ -41,7 +47,10 @@ extension ImageManager {
                                         .preloadAllFrames])
         else { return nil }
         let key = CacheKey(urlString)
-        guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else { return nil }
+        guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else {
+            missed = true
+            return nil
+        }
         metrics.memoryHits.increment()
         if options.contains(.retryFailed) { failedURLs.remove(urlString) }
         return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url, cacheKey: key)
@@ -66,10 +75,16 @@ extension ImageManager {
 
     /// The answer a cache can give without waiting (MGR-24): a memory hit, or a disk hit with
     /// ``ImageLoadOptions/queryDiskDataSync``. nil: the load goes on asynchronously.
-    func synchronousAnswer(_ plan: ImageLoadPlan) -> ImageLoadResult? {
+    /// - Parameter memoryMissed: memory was just asked for this plan's key (the plain path) and had
+    ///   nothing: it is not asked again, and the cache's synchronous query is skipped unless it
+    ///   could answer from disk (`queryDiskDataSync`) or decide a memory-only query.
+    func synchronousAnswer(_ plan: ImageLoadPlan, memoryMissed: Bool = false) -> ImageLoadResult? {
         guard plan.queriesCache, !plan.options.contains(.refreshCached) else { return nil }
+        if memoryMissed, plan.context.queryCacheType != .memory, !plan.cacheQueryOptions.contains(.queryDiskDataSync) {
+            return nil
+        }
         // The common case first: a plain memory lookup.
-        if plan.context.queryCacheType.includesMemory,
+        if !memoryMissed, plan.context.queryCacheType.includesMemory,
            plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
            let image = plan.cache.imageFromMemory(forKey: plan.key) {
             metrics.memoryHits.increment()
