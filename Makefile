@@ -69,7 +69,7 @@ thumbor-sizes: thumbor-venv
 test: deps thumbor-sizes
 	python3 Tests/check-layers.py
 	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS)
-	$(MAKE) --no-print-directory test-fleet
+	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
 
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
@@ -133,11 +133,11 @@ fleet-status:
 
 # The fleet's tests (Tests/fleet/test_fleet.py): nginx and 3-4 nodes of the imagekit that
 # `make test` built, a counting origin, loopback only, under a minute.
-# It builds through `swift test` with a filter that matches no test: `swift build --build-tests`
-# and `swift build --product` plan other builds than `swift test` does and recompiled every module
-# (2-3 minutes) after `make test` had built them.
+# Alone, it builds through `swift test` with a filter that matches no test and the environment
+# `make test` gives it: `swift build --build-tests` or `--product`, or another environment, plan
+# another build, and every module was compiled again (1-3 minutes) after `make test` had built them.
 test-fleet: deps
-	$(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then
