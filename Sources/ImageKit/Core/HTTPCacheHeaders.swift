@@ -2,13 +2,20 @@ import Foundation
 
 /// The HTTP response headers an entry was downloaded with: what revalidation needs.
 public struct HTTPCacheHeaders: Sendable, Hashable {
+    /// `ETag`, sent back as `If-None-Match` when the entry is revalidated.
     public var etag: String?
+    /// `Last-Modified`, sent back as `If-Modified-Since`.
     public var lastModified: String?
+    /// `Cache-Control` as received (``maxAge`` reads it).
     public var cacheControl: String?
+    /// `Expires`, used when Cache-Control gives no max-age.
     public var expires: String?
+    /// `Date`: the server's clock when it answered (the start of the entry's age).
     public var date: String?
+    /// `Content-Type` as received.
     public var contentType: String?
 
+    /// Headers from their raw values (each nil when the response did not carry it).
     public init(etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil,
                 expires: String? = nil, date: String? = nil, contentType: String? = nil) {
         self.etag = etag
