@@ -14,37 +14,19 @@ Run with the thumbor venv's python (it has Pillow, which makes the photos once):
     ~/.cache/imagekit/thumbor-7.8.0-venv/bin/python Benchmarks/fleet/bench_fleet.py \\
         --imagekit .build/release/imagekit [--nodes 1,2,4] [--count 1000] [--json]
 """
-import argparse, json, os, random, shutil, socket, subprocess, sys, tempfile, time
+import argparse, json, os, random, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "Benchmarks", "serve"))
 sys.path.insert(0, os.path.join(REPO, "Tests", "fleet"))
-from bench_serve import make_photos, fit, log  # noqa: E402
-from fleetload import Load, image_size, percentile  # noqa: E402
+from bench_serve import make_photos, fit, log, start_origin  # noqa: E402
+from fleetload import Load, free_base_port, image_size, percentile  # noqa: E402
 from PIL import Image  # noqa: E402
 
 FIELDS = ["nodes", "pass", "requests", "thumbnails_per_s", "p50_ms", "p99_ms", "cpu_ms_per_thumbnail",
           "origin_requests_per_source", "result_cache_hits", "mean_result_bytes", "fleet_cores", "client_cores",
           "machine_busy", "errors", "wrong_size"]
-
-
-def free_base_port(count):
-    for _ in range(200):
-        base = random.randrange(20000, 40000)
-        try:
-            sockets = []
-            for offset in range(count + 1):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise SystemExit("no free ports")
 
 
 def cpu_seconds(pid):
@@ -98,14 +80,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="bench-fleet-")
     origin_port = free_base_port(0)
-    with open(os.path.join(work, "origin.conf"), "w") as f:
-        f.write(("user root;\n" if os.geteuid() == 0 else "") + f"worker_processes 1; pid {work}/origin.pid; error_log {work}/origin.err;\n"
-                f"events {{ worker_connections 1024; }}\n"
-                f"http {{ log_format p '$uri'; access_log {work}/origin.log p; client_body_temp_path {work}; proxy_temp_path {work};"
-                f" fastcgi_temp_path {work}; uwsgi_temp_path {work}; scgi_temp_path {work}; keepalive_requests 100000;"
-                f" types {{ image/jpeg jpg; }} server {{ listen 127.0.0.1:{origin_port}; root {args.photos}; }} }}\n")
-    origin = subprocess.Popen(["nginx", "-c", os.path.join(work, "origin.conf"), "-p", work, "-g", "daemon off;"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    origin, origin_conf = start_origin(work, args.photos, origin_port, access_log=os.path.join(work, "origin.log"))
     source = f"http://127.0.0.1:{origin_port}"
     jobs = []
     for name in names:
@@ -119,7 +94,6 @@ def main():
     expected = dict(jobs)
     rows = []
     try:
-        time.sleep(0.3)
         for nodes in [int(n) for n in args.nodes.split(",")]:
             directory = os.path.join(work, f"fleet-{nodes}")
             port = free_base_port(nodes)
@@ -127,7 +101,7 @@ def main():
                             FLEET_ARGS="--allow-unsafe --allow-address 127.0.0.0/8 --workers 1 --queue 64")
             make("fleet", **settings)
             open(os.path.join(work, "origin.log"), "w").close()
-            subprocess.run(["nginx", "-c", os.path.join(work, "origin.conf"), "-p", work, "-s", "reopen"], capture_output=True)
+            subprocess.run(["nginx", "-c", origin_conf, "-p", work, "-s", "reopen"], capture_output=True)
             pids = [int(open(os.path.join(directory, "run", f"node-{k}.pid")).read()) for k in range(1, nodes + 1)]
             nginx_pid = int(open(os.path.join(directory, "run", "nginx.pid")).read())
             for number in (1, 2):

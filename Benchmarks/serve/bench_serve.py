@@ -108,6 +108,27 @@ def wait_http(port, path, seconds=60):
     raise SystemExit(f"nothing answered on port {port}")
 
 
+def start_origin(work, root, port, core=None, access_log=None):
+    """nginx serving the files of `root` on 127.0.0.1:`port` (its own files in `work`), pinned to
+    `core` when given; `access_log`: a file that gets each requested path. Returns the process and
+    the config's path (for `nginx -s reopen`)."""
+    conf = os.path.join(work, "origin.conf")
+    logging = f"log_format paths '$uri'; access_log {access_log} paths;" if access_log else "access_log off;"
+    with open(conf, "w") as f:
+        # As root, nginx's workers would run as nobody, who cannot read files under /root.
+        f.write(("user root;\n" if os.geteuid() == 0 else "") + f"worker_processes 1; pid {work}/origin.pid; error_log {work}/origin.err;\n"
+                f"events {{ worker_connections 1024; }}\n"
+                f"http {{ {logging} client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};"
+                f" uwsgi_temp_path {work}; scgi_temp_path {work}; keepalive_requests 100000;"
+                f" types {{ image/jpeg jpg; }} server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n")
+    command = ["nginx", "-c", conf, "-p", work, "-g", "daemon off;"]
+    if core is not None:
+        command = ["taskset", "-c", str(core)] + command
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_http(port, "/")
+    return process, conf
+
+
 class Service:
     """One server process pinned to core 0."""
 
@@ -303,16 +324,7 @@ def main():
     rows = []
     work = tempfile.mkdtemp(prefix="bench-serve-")
     origin_port = free_port()
-    with open(os.path.join(work, "nginx.conf"), "w") as f:
-        # As root, nginx's workers would run as nobody, who cannot read a cache under /root.
-        f.write(("user root;\n" if os.geteuid() == 0 else "") + f"worker_processes 1; pid {work}/nginx.pid; error_log {work}/nginx.log;\n"
-                f"events {{ worker_connections 1024; }}\n"
-                f"http {{ access_log off; client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};"
-                f" uwsgi_temp_path {work}; scgi_temp_path {work}; keepalive_requests 100000;"
-                f" types {{ image/jpeg jpg; }} server {{ listen 127.0.0.1:{origin_port}; root {args.photos}; }} }}\n")
-    nginx = subprocess.Popen(["taskset", "-c", "1", "nginx", "-c", os.path.join(work, "nginx.conf"), "-p", work, "-g", "daemon off;"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_http(origin_port, "/" + names[0])
+    nginx, _ = start_origin(work, args.photos, origin_port, core=1)
     source = f"127.0.0.1:{origin_port}"
 
     def emit(row):

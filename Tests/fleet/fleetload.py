@@ -7,6 +7,8 @@ keep-alive connection at that moment: an nginx reload, a node restarting) is sen
 new connection; it counts as `resent`, not as a failure. Every other error is a failure.
 """
 import http.client
+import random
+import socket
 import threading
 import time
 
@@ -170,3 +172,23 @@ def percentile(values, fraction):
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def free_base_port(count, host="127.0.0.1"):
+    """A port P with P…P+count all free on `host`."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 40000)
+        sockets = []
+        try:
+            for offset in range(count + 1):
+                probe = socket.socket()
+                sockets.append(probe)
+                probe.bind((host, base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for probe in sockets:
+                probe.close()
+    raise RuntimeError("no free range of ports on " + host)

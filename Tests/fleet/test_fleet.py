@@ -15,7 +15,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from fleetload import Load, image_size, percentile  # noqa: E402
+from fleetload import Load, free_base_port, image_size, percentile  # noqa: E402
 
 HOST = "127.0.0.1"
 CORPUS = os.path.join(REPO, "..", "shared", "corpus", "jpeg", "exif-orientation-examples")
@@ -35,26 +34,6 @@ NODE_ARGS = "--allow-unsafe --allow-address 127.0.0.0/8 --queue 256 --grace 15"
 
 def report(message):
     print(f"fleet: {message}", flush=True)
-
-
-def free_base_port(count):
-    """A port P with P…P+count free on loopback."""
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 40000)
-        sockets = []
-        try:
-            for offset in range(count + 1):
-                s = socket.socket()
-                s.bind((HOST, base + offset))
-                sockets.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 def http_get(port, path, headers=None, timeout=30):

@@ -155,17 +155,21 @@ IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restri
 
 /// One output row from `taps` rows of `bytes` bytes each. The weight pairs are broadcast once per
 /// row, not once per block, and an odd last tap is paired with itself at weight 0, so the inner
-/// loop has no branch (a scalar weight load and test per block once took most of its time).
-#define VERTICAL_MAX_PAIRS 64
+/// loop has no branch (a scalar weight load and test per block once took most of its time). More
+/// pairs than the stack holds (a filter no resize here asks for) go to the heap.
+#define VERTICAL_STACK_PAIRS 64
 #define VERTICAL_BODY(VEC, BYTES, LOADU, STOREU, SETZERO, SET1_32, UNPACKLO8, UNPACKHI8, MADD, ADD32, SRAI32,     \
                       PACKS32, PACKUS16)                                                                           \
     size_t i = 0;                                                                                                  \
     const VEC zero = SETZERO();                                                                                    \
     const VEC rounding = SET1_32(1 << (PRECISION - 1));                                                            \
     const int pairs = (taps + 1) / 2;                                                                              \
-    if (pairs <= VERTICAL_MAX_PAIRS) {                                                                             \
-        VEC pair_weights[VERTICAL_MAX_PAIRS];                                                                      \
-        const uint8_t *pair_rows[2 * VERTICAL_MAX_PAIRS];                                                          \
+    VEC stack_weights[VERTICAL_STACK_PAIRS];                                                                       \
+    const uint8_t *stack_rows[2 * VERTICAL_STACK_PAIRS];                                                           \
+    const int on_heap = pairs > VERTICAL_STACK_PAIRS;                                                              \
+    VEC *pair_weights = on_heap ? aligned_alloc(sizeof(VEC), (size_t)pairs * sizeof(VEC)) : stack_weights;         \
+    const uint8_t **pair_rows = on_heap ? malloc((size_t)pairs * 2 * sizeof(uint8_t *)) : stack_rows;              \
+    if (pair_weights && pair_rows) {                                                                               \
         for (int k = 0; k < pairs; k++) {                                                                          \
             const int odd = 2 * k + 1 >= taps;                                                                     \
             int16_t two[2] = {weights[2 * k], odd ? (int16_t)0 : weights[2 * k + 1]};                              \
@@ -189,24 +193,12 @@ IK_AVX2 static void filter_row_avx2(const uint8_t *restrict row, uint8_t *restri
             VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                    \
             STOREU(out + i, PACKUS16(first, second));                                                              \
         }                                                                                                          \
-    } else {                                                                                                       \
-        for (; i + BYTES <= bytes; i += BYTES) {                                                                   \
-            VEC s0 = rounding, s1 = rounding, s2 = rounding, s3 = rounding;                                        \
-            for (int k = 0; k < taps; k += 2) {                                                                    \
-                VEC a = LOADU(rows[k] + i);                                                                        \
-                VEC b = k + 1 < taps ? LOADU(rows[k + 1] + i) : zero;                                              \
-                VEC c = SET1_32(k + 1 < taps ? load_pair(weights + k) : (int32_t)(uint16_t)weights[k]);            \
-                VEC low = UNPACKLO8(a, b), high = UNPACKHI8(a, b);                                                 \
-                s0 = ADD32(s0, MADD(UNPACKLO8(low, zero), c));                                                     \
-                s1 = ADD32(s1, MADD(UNPACKHI8(low, zero), c));                                                     \
-                s2 = ADD32(s2, MADD(UNPACKLO8(high, zero), c));                                                    \
-                s3 = ADD32(s3, MADD(UNPACKHI8(high, zero), c));                                                    \
-            }                                                                                                      \
-            VEC first = PACKS32(SRAI32(s0, PRECISION), SRAI32(s1, PRECISION));                                    \
-            VEC second = PACKS32(SRAI32(s2, PRECISION), SRAI32(s3, PRECISION));                                    \
-            STOREU(out + i, PACKUS16(first, second));                                                              \
-        }                                                                                                          \
     }                                                                                                              \
+    if (on_heap) {                                                                                                 \
+        free(pair_weights);                                                                                        \
+        free(pair_rows);                                                                                           \
+    }                                                                                                              \
+    /* The tail, and every byte when the heap refused: one byte at a time. */                                      \
     for (; i < bytes; i++) {                                                                                       \
         int32_t sum = 1 << (PRECISION - 1);                                                                        \
         for (int k = 0; k < taps; k++) sum += rows[k][i] * weights[k];                                            \
