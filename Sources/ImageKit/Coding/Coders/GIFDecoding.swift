@@ -1,4 +1,5 @@
 import CGIF
+import CImageCodecs
 import Foundation
 
 /// One GIF decode: the record loop and the compositing state.
@@ -109,7 +110,7 @@ struct GIFDecoding {
         var suspended = state.suspendedInSession
         state.suspendedInSession = nil
         if suspended == nil, let offset = state.position.offset { reader.offset = offset }
-        var line = [UInt8]()
+        var indices = [UInt8]()
         var done = false
         var drawing = false
         var partialDelay: Int32 = 0
@@ -185,24 +186,8 @@ struct GIFDecoding {
                 drawing = true
                 partialDelay = state.position.control.DelayTime
                 let transparent = Int(state.position.control.TransparentColor)
-                if let wide {
-                    let indices = try wide.decode(pixelCount: Int(desc.Width) * Int(desc.Height))
-                    reader.offset = wide.end
-                    var next = 0
-                    try drawFrame(desc: desc, rect: rect, canvas: &state.canvas, colorMap: colorMap, transparent: transparent,
-                                  line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
-                        guard next + width <= indices.count else {
-                            throw ImageError(.truncatedData, "GIF data ends inside image data (wide-code frame)")
-                        }
-                        indices.withUnsafeBufferPointer { row.update(from: $0.baseAddress! + next, count: width) }
-                        next += width
-                    }
-                } else {
-                    try drawFrame(desc: desc, rect: rect, canvas: &state.canvas, colorMap: colorMap, transparent: transparent,
-                                  line: &line) { (row: UnsafeMutablePointer<UInt8>, width: Int) throws(ImageError) in
-                        guard DGifGetLine(gif, row, Int32(width)) == GIF_OK else { throw failure(gif, reader, "image data") }
-                    }
-                }
+                try drawFrame(desc: desc, descriptorStart: descriptorStart, strict: wide != nil, reader: reader,
+                              canvas: &state.canvas, colorMap: colorMap, transparent: transparent, indices: &indices)
                 drawing = false
                 state.position.pending = (GIFStructure.duration(centiseconds: Int(state.position.control.DelayTime)), state.position.control.DisposalMode, rect, saved)
                 state.position.pendingEmitted = false
@@ -286,11 +271,13 @@ struct GIFDecoding {
         }
     }
 
-    /// Draws one frame's rows onto the canvas; `readLine` fills a row of palette indices (from
-    /// giflib, or from the wide-code decoder).
-    private func drawFrame(desc: GifImageDesc, rect: AnimationCanvas.Rect, canvas: inout AnimationCanvas,
-                           colorMap: UnsafeMutablePointer<ColorMapObject>?, transparent: Int, line: inout [UInt8],
-                           readLine: (UnsafeMutablePointer<UInt8>, Int) throws(ImageError) -> Void) throws(ImageError) {
+    /// Decodes the image data of the frame whose descriptor starts at `descriptorStart` (after the
+    /// 0x2C) straight from the bytes and draws it onto the canvas, leaving the reader after its
+    /// block terminator. `strict`: the browsers' rules for the code sizes giflib refuses (9-11);
+    /// otherwise giflib's, whose decoder this replaces (its errors and its partial lines too).
+    private func drawFrame(desc: GifImageDesc, descriptorStart: Int, strict: Bool, reader: GIFMemoryReader,
+                           canvas: inout AnimationCanvas, colorMap: UnsafeMutablePointer<ColorMapObject>?, transparent: Int,
+                           indices: inout [UInt8]) throws(ImageError) {
         let width = Int(desc.Width), height = Int(desc.Height)
         guard width > 0, height > 0 else { return }
         // Palette as RGBA words; indices past the palette's end draw opaque black.
@@ -301,27 +288,42 @@ struct GIFDecoding {
                 palette[index] = UInt32(color.Red) | UInt32(color.Green) << 8 | UInt32(color.Blue) << 16 | 0xFF00_0000
             }
         }
-        if line.count < width { line = [UInt8](repeating: 0, count: width) }
-        let left = Int(desc.Left), top = Int(desc.Top)
-        let passes: [(start: Int, step: Int)] = desc.Interlace ? [(0, 8), (4, 8), (2, 4), (1, 2)] : [(0, 1)]
-        for pass in passes {
-            var y = pass.start
-            while y < height {
-                try line.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<UInt8>) throws(ImageError) in
-                    try readLine(buffer.baseAddress!, width)
+        let pixelCount = width * height
+        // The decoder writes up to 8 bytes past the last index.
+        if indices.count < pixelCount + 8 { indices = [UInt8](repeating: 0, count: pixelCount + 8) }
+        var decoded = 0, end = 0
+        let status = indices.withUnsafeMutableBufferPointer { output in
+            ik_gif_lzw_decode(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
+                              GIFStructure.imageDataOffset(bytes, descriptorAt: descriptorStart), strict ? 1 : 0,
+                              output.baseAddress!, pixelCount, &decoded, &end)
+        }
+        // giflib drew a line once it was whole and read the next; its last line failed when the
+        // blocks after it were cut short.
+        let drawn = status == IK_GIF_LZW_TRAILING_TRUNCATED ? pixelCount - width : decoded
+        if drawn >= width {
+            indices.withUnsafeBufferPointer { indices in
+                palette.withUnsafeBufferPointer { palette in
+                    ik_gif_draw(indices.baseAddress!, drawn, Int32(width), Int32(height), desc.Interlace ? 1 : 0,
+                                Int32(desc.Left), Int32(desc.Top), palette.baseAddress!, Int32(transparent),
+                                canvas.pixels.row(0), canvas.pixels.bytesPerRow, Int32(canvas.width), Int32(canvas.height))
                 }
-                let canvasY = top + y
-                if canvasY >= rect.y && canvasY < rect.y + rect.height {
-                    let destination = UnsafeMutableRawPointer(canvas.pixels.row(canvasY)).assumingMemoryBound(to: UInt32.self)
-                    line.withUnsafeBufferPointer { indices in
-                        for canvasX in rect.x..<rect.x + rect.width {
-                            let index = Int(indices[canvasX - left])
-                            if index != transparent { destination[canvasX] = palette[index] }
-                        }
-                    }
-                }
-                y += pass.step
             }
+        }
+        switch status {
+        case IK_GIF_LZW_OK:
+            reader.offset = end
+        case IK_GIF_LZW_TRUNCATED, IK_GIF_LZW_TRAILING_TRUNCATED:
+            reader.offset = bytes.count
+            reader.hitEnd = true
+            throw ImageError(.truncatedData, "GIF data ends inside image data (\(decoded) of \(pixelCount) pixels)")
+        case IK_GIF_LZW_EARLY_END where strict, IK_GIF_LZW_SHORT_DATA where strict:
+            throw ImageError(.truncatedData, "GIF: the wide-code frame's data ends after \(decoded) of \(pixelCount) pixels")
+        case IK_GIF_LZW_EARLY_END:
+            throw ImageError(.badImageData, "GIF image data: an end code after \(decoded) of \(pixelCount) pixels")
+        case IK_GIF_LZW_SHORT_DATA:
+            throw ImageError(.badImageData, "GIF image data: the blocks end after \(decoded) of \(pixelCount) pixels")
+        default:
+            throw ImageError(.badImageData, "GIF image data: an LZW code that cannot be decoded after \(decoded) pixels")
         }
     }
 }

@@ -54,6 +54,15 @@ enum GIFStructure {
         return (screen, durations, loopCount ?? 1)
     }
 
+    /// Where the image data (its LZW minimum code size byte) of the frame whose descriptor fields
+    /// start at `offset` (after the 0x2C) begins: after the 9 descriptor bytes and the local
+    /// palette. May lie past the end of `bytes`.
+    static func imageDataOffset(_ bytes: UnsafeRawBufferPointer, descriptorAt offset: Int) -> Int {
+        guard offset + 9 < bytes.count else { return bytes.count }
+        let flags = bytes[offset + 8]
+        return offset + 9 + (flags & 0x80 != 0 ? 3 << (Int(flags & 0x07) + 1) : 0)
+    }
+
     private static func skipSubBlocks(_ bytes: UnsafeRawBufferPointer, _ start: Int) -> Int {
         var cursor = start
         while cursor < bytes.count {
