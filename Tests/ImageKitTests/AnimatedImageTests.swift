@@ -1,3 +1,4 @@
+import CWebP
 import Foundation
 import XCTest
 @testable import ImageKit
@@ -126,5 +127,41 @@ final class AnimatedImageTests: XCTestCase {
         limits = DecodingLimits()
         limits.maxTotalBytes = 64 * 64 * 4 * 2 // less than the 20 frames, more than one canvas
         XCTAssertEqual(try AnimatedImage(data: data, limits: limits).frame(at: 19).bitmap.width, 64)
+    }
+
+    /// The eager decode composites animated WebPs itself; libwebp's `WebPAnimDecoder` stays the
+    /// reference: every frame of every animated corpus WebP, byte for byte, and the durations.
+    func testEagerWebPFramesAreLibwebpsAnimDecoderFrames() throws {
+        var compared = 0
+        for entry in try animatedEntries() where entry.format == "WEBP" {
+            let data = try entry.data
+            let image = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(appliesOrientation: false))
+            let reference: [(pixels: [UInt8], timestamp: Int32)] = data.withUnsafeBytes { bytes in
+                var options = WebPAnimDecoderOptions()
+                _ = WebPAnimDecoderOptionsInit(&options)
+                options.color_mode = MODE_RGBA
+                var webp = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+                guard let decoder = WebPAnimDecoderNew(&webp, &options) else { return [] }
+                defer { WebPAnimDecoderDelete(decoder) }
+                var info = WebPAnimInfo()
+                _ = WebPAnimDecoderGetInfo(decoder, &info)
+                var frames: [(pixels: [UInt8], timestamp: Int32)] = []
+                var canvas: UnsafeMutablePointer<UInt8>?
+                var timestamp: Int32 = 0
+                while WebPAnimDecoderHasMoreFrames(decoder) != 0, WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas {
+                    frames.append((Array(UnsafeBufferPointer(start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)), timestamp))
+                }
+                return frames
+            }
+            XCTAssertEqual(image.frames.count, reference.count, entry.path)
+            var elapsed = 0.0
+            for (index, (frame, expected)) in zip(image.frames, reference).enumerated() {
+                XCTAssertEqual(frame.bitmap.packedRGBA(), expected.pixels, "\(entry.path) frame \(index)")
+                elapsed += frame.duration
+                XCTAssertEqual(elapsed, Double(expected.timestamp) / 1000, accuracy: 1e-9, "\(entry.path) frame \(index)")
+            }
+            compared += 1
+        }
+        XCTAssertGreaterThanOrEqual(compared, 5)
     }
 }

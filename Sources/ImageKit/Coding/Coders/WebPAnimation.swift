@@ -82,6 +82,11 @@ struct WebPRunState: AnimationRunState, ~Copyable {
         self.canvas = canvas
         self.position = position
     }
+
+    /// Ends the run and hands the canvas over as a frame, without a copy.
+    consuming func finish() -> Bitmap {
+        canvas.finish(isOpaque: false)
+    }
 }
 
 extension WebPAnimation {

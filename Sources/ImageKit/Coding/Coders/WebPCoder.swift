@@ -3,9 +3,9 @@ import Foundation
 
 /// WebP decoding and encoding with libwebp: lossy, lossless, alpha, and animations.
 ///
-/// Still images decode straight into ImageKit's buffer. Animations go through
-/// `WebPAnimDecoder`, which applies blending and disposal; each composited canvas is copied once
-/// into the frame's own bitmap. The EXIF orientation in an `EXIF` chunk is applied by default.
+/// Still images decode straight into ImageKit's buffer. Animations are composited by ImageKit
+/// (blending and disposal as libwebp's `WebPAnimDecoder` does them), each frame decoded onto the
+/// canvas and the canvas copied once into the frame's own bitmap. The EXIF orientation in an `EXIF` chunk is applied by default.
 public struct WebPCoder: ImageCoding {
     public init() {}
 
@@ -121,62 +121,40 @@ public struct WebPCoder: ImageCoding {
         }
     }
 
+    /// Every frame through ImageKit's compositor (``WebPAnimation/drawNextFrame(_:state:show:)``,
+    /// libwebp's `WebPAnimDecoder` pixel for pixel): each frame's bitstream is decoded straight
+    /// onto one canvas, which is copied (or resampled) once per frame, the last one handed over
+    /// without a copy. `WebPAnimDecoder` copies the whole canvas twice per frame on top of that
+    /// (the disposed previous canvas in and out), which is most of an animation's decode time
+    /// when its frames are small rectangles.
     private static func decodeAnimation(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-        var decoderOptions = WebPAnimDecoderOptions()
-        guard WebPAnimDecoderOptionsInit(&decoderOptions) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
-        decoderOptions.color_mode = MODE_RGBA
-        decoderOptions.use_threads = 0
-        var webpData = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
-        guard let decoder = WebPAnimDecoderNew(&webpData, &decoderOptions) else {
-            // The demuxer refuses incomplete files without saying why; tell truncation apart.
-            var features = WebPBitstreamFeatures()
-            _ = WebPGetFeatures(webpData.bytes, webpData.size, &features)
-            if riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
-            throw ImageError(.badImageData, "animated WebP: the file is corrupt")
-        }
-        defer { WebPAnimDecoderDelete(decoder) }
-        var info = WebPAnimInfo()
-        guard WebPAnimDecoderGetInfo(decoder, &info) != 0 else { throw ImageError(.badImageData, "animated WebP: no animation info") }
-        let width = Int(info.canvas_width), height = Int(info.canvas_height)
-        let frameCount = options.firstFrameOnly ? 1 : Int(info.frame_count)
-        guard frameCount > 0 else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
-        let canvasSize = PixelSize(width: width, height: height)
+        let animation = try WebPAnimation(bytes)
+        let frameCount = options.firstFrameOnly ? 1 : animation.frames.count
+        let canvasSize = PixelSize(width: animation.width, height: animation.height)
         let target = DecodeTarget.size(for: canvasSize, frames: frameCount, options: options)
-        try options.limits.checkPixels(width: width, height: height)
+        try options.limits.checkPixels(width: canvasSize.width, height: canvasSize.height)
         try options.limits.check(width: target.width, height: target.height, frames: frameCount)
 
+        var state = try WebPRunState(animation)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
-        var previousTimestamp: Int32 = 0
-        while frames.count < frameCount && WebPAnimDecoderHasMoreFrames(decoder) != 0 {
-            var canvas: UnsafeMutablePointer<UInt8>?
-            var timestamp: Int32 = 0
-            guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
-                if riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
-                throw ImageError(.badImageData, "animated WebP: frame \(frames.count) is corrupt")
+        for index in 0..<frameCount {
+            let keepsCanvas = index == frameCount - 1 && !animation.frames[index].disposesToBackground
+            var shown: Bitmap?
+            let duration = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
+                if !keepsCanvas { shown = try canvas.frame(size: target) }
             }
-            let bitmap: Bitmap
-            if target != canvasSize {
-                // Resample straight from libwebp's canvas: no full-size copy per frame.
-                let resampler = try Resampler(source: canvasSize, target: target, isOpaque: false)
-                for y in 0..<height { resampler.push(row: canvas + y * width * 4) }
-                bitmap = resampler.finish()
+            if let shown {
+                frames.append(ImageFrame(bitmap: shown, duration: duration))
             } else {
-                let buffer = try PixelBuffer(width: width, height: height)
-                if buffer.bytesPerRow == width * 4 {
-                    buffer.baseAddress.copyMemory(from: canvas, byteCount: width * height * 4)
-                } else {
-                    for y in 0..<height { buffer.row(y).update(from: canvas + y * width * 4, count: width * 4) }
-                }
-                bitmap = buffer.freeze(isOpaque: false)
+                var last = state.finish()
+                if target != canvasSize { last = try last.resized(to: target) }
+                frames.append(ImageFrame(bitmap: last, duration: duration))
+                break
             }
-            let duration = Double(timestamp - previousTimestamp) / 1000
-            previousTimestamp = timestamp
-            frames.append(ImageFrame(bitmap: bitmap, duration: duration))
         }
-        guard !frames.isEmpty else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
         if frames.count == 1 { frames[0].duration = 0 }
-        return DecodedImage(frames: frames, loopCount: frames.count > 1 ? Int(info.loop_count) : 1, format: .webp)
+        return DecodedImage(frames: frames, loopCount: frames.count > 1 ? animation.loopCount : 1, format: .webp)
     }
 
     /// The size the RIFF header promises (8 + its length field).
