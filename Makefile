@@ -13,7 +13,8 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet fuzz clean thumbor-venv thumbor-sizes \
+.PHONY: all deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
+	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
 all: build
@@ -87,6 +88,34 @@ test-tsan: deps
 bench: deps
 	$(SWIFTPM) build -c release --product bench
 	$(SWIFTPM) run -c release --skip-build bench $(BENCH_ARGS)
+
+# Decoding against Pillow, pyvips and OpenCV (Benchmarks/peers/decode_peers.py): real photos (Debian's
+# lomiri-wallpapers) re-encoded once into DECODE_CORPUS as 20 cases (JPEG, PNG, GIF and WebP at three
+# sizes, animated GIF and WebP), decoded case by case on one core by ImageKit, its raw-C column
+# and each peer in the same run; medians of ROUNDS rounds and ImageKit / best peer per case.
+# The peers live in a venv outside the repository (PEERS_VENV, pinned versions). JSON=1: JSON lines.
+PEERS_VENV ?= $(HOME)/.cache/imagekit/peers-venv
+PEERS_PACKAGES := pillow==13.0.0 pyvips==3.2.0 pyvips-binary==8.18.7 opencv-python-headless==5.0.0.93 numpy==2.4.6
+DECODE_CORPUS ?= $(HOME)/.cache/imagekit/decode-corpus
+ROUNDS ?= 3
+peers-venv:
+	@if $(PEERS_VENV)/bin/python -c "import PIL, pyvips, cv2, numpy, sys; sys.exit(PIL.__version__ != '13.0.0')" 2>/dev/null; then \
+		echo "peers-venv: Pillow, pyvips and OpenCV found in $(PEERS_VENV)"; \
+	else \
+		echo "peers-venv: installing $(PEERS_PACKAGES) into $(PEERS_VENV)"; \
+		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv; }; } && \
+		rm -rf $(PEERS_VENV) && python3 -m venv $(PEERS_VENV) && \
+		$(PEERS_VENV)/bin/pip install -q --disable-pip-version-check $(PEERS_PACKAGES); \
+	fi
+
+bench-peers: deps peers-venv
+	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends lomiri-wallpapers; }
+	$(SWIFTPM) build -c release --product bench
+	$(PEERS_VENV)/bin/python Benchmarks/peers/decode_corpus.py $(DECODE_CORPUS)
+	$(PEERS_VENV)/bin/python Benchmarks/peers/decode_peers.py --bench .build/release/bench --corpus $(DECODE_CORPUS) \
+		--rounds $(ROUNDS) $(if $(JSON),--json,)
 
 # nginx on loopback serving 1000 files of 10–200 KB over HTTP/1.1 and HTTPS + HTTP/2, downloaded
 # by ImageKit, the curl command line, URLSession and AsyncHTTPClient (Benchmarks/NetBench, a
