@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 import XCTest
 @testable import ImageKit
@@ -29,6 +30,21 @@ final class FuzzRegressionTests: XCTestCase {
                         // zlib rejects some malformed deflate streams that libdeflate decodes.
                         XCTAssertTrue(error.message.contains("IDAT: invalid"), "\(name): \(error)")
                     }
+                }
+            case "FuzzGIFBlocks":
+                // Fuzz/Sources/FuzzGIFBlocks: six parameter bytes, then the data.
+                let parameters = Array(data.prefix(6)) + [UInt8](repeating: 0, count: max(0, 6 - data.count))
+                let width = Int(parameters[0]) + 1, height = Int(parameters[1]) + 1
+                let bytes = [UInt8](data.dropFirst(6))
+                let descriptor = bytes.firstIndex(of: 0x2C).map { start in
+                    bytes.withUnsafeBytes { GIFStructure.imageDataOffset($0, descriptorAt: start + 1) }
+                } ?? 0
+                var indices = [UInt8](repeating: 0, count: width * height + 8)
+                var decoded = 0, end = 0
+                for strict: Int32 in [0, 1] {
+                    _ = ik_gif_lzw_decode(bytes + [0], bytes.count, descriptor, strict, &indices, width * height, &decoded, &end)
+                    XCTAssertLessThanOrEqual(decoded, width * height, name)
+                    XCTAssertLessThanOrEqual(end, bytes.count, name)
                 }
             case "FuzzDiskMetadata":
                 _ = DiskCacheMetadata.decode(Array(data), lastAccessDate: nil)

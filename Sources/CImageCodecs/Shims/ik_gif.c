@@ -33,8 +33,10 @@ static inline void copy_forward(uint8_t *target, const uint8_t *source, size_t c
 ik_gif_lzw_status ik_gif_lzw_decode(const uint8_t *data, size_t size, size_t offset, int strict, uint8_t *output,
                                      size_t pixel_count, size_t *decoded, size_t *end) {
     *decoded = 0;
-    *end = offset;
+    *end = offset < size ? offset : size;
     if (offset >= size) return IK_GIF_LZW_TRUNCATED;
+    // Positions are 32-bit: a GIF frame has at most 65535 x 65535 pixels, which fits.
+    if (pixel_count > UINT32_MAX) return IK_GIF_LZW_BAD_CODE;
     const int code_size = data[offset];
     if (code_size < 1 || code_size > 11) return IK_GIF_LZW_BAD_CODE_SIZE;
     size_t p = offset + 1;

@@ -13,7 +13,12 @@ public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
         self.init(width: side, height: side)
     }
 
-    public var pixelCount: Int { width * height }
+    /// `width × height`, or `Int.max` when that overflows (a header's absurd size is then
+    /// refused by the limits rather than trapping).
+    public var pixelCount: Int {
+        let (count, overflow) = width.multipliedReportingOverflow(by: height)
+        return overflow ? .max : count
+    }
     public var description: String { "\(width)x\(height)" }
     /// Width and height exchanged (for EXIF orientations 5–8).
     public var transposed: PixelSize { PixelSize(width: height, height: width) }

@@ -47,18 +47,19 @@ typedef enum {
 /// size byte (the sub-blocks follow it); `output` holds `pixel_count` indices plus 8 bytes of
 /// slack. `decoded` is how many indices were written (all of them unless the data is cut or
 /// defective); `end` where the next record starts (after the block terminator), when the status
-/// is OK, TRAILING_TRUNCATED, EARLY_END or SHORT_DATA. `strict` 0 decodes as giflib does, 1 as
+/// is OK, TRAILING_TRUNCATED, EARLY_END or SHORT_DATA, and never past `size`. `strict` 0 decodes as giflib does, 1 as
 /// browsers do (ik_gif.c says how they differ).
-ik_gif_lzw_status ik_gif_lzw_decode(const uint8_t *data, size_t size, size_t offset, int strict, uint8_t *output,
-                                     size_t pixel_count, size_t *decoded, size_t *end);
+ik_gif_lzw_status ik_gif_lzw_decode(const uint8_t *_Nonnull data, size_t size, size_t offset, int strict,
+                                     uint8_t *_Nonnull output, size_t pixel_count, size_t *_Nonnull decoded,
+                                     size_t *_Nonnull end);
 
 /// Draws the first `decoded / width` lines (in stream order: with `interlaced`, GIF's four passes)
 /// of a `width` x `height` frame of palette indices at (`left`, `top`) onto an RGBA canvas,
 /// clipped to it: `palette` has 256 RGBA words, pixels of index `transparent` (-1: none) are
 /// left as they are.
-void ik_gif_draw(const uint8_t *indices, size_t decoded, int width, int height, int interlaced, int left, int top,
-                 const uint32_t *palette, int transparent, uint8_t *canvas, size_t stride, int canvas_width,
-                 int canvas_height);
+void ik_gif_draw(const uint8_t *_Nonnull indices, size_t decoded, int width, int height, int interlaced, int left,
+                 int top, const uint32_t *_Nonnull palette, int transparent, uint8_t *_Nonnull canvas, size_t stride,
+                 int canvas_width, int canvas_height);
 
 // MARK: - PNG
 
