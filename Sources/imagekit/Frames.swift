@@ -25,7 +25,8 @@ struct Frames: ParsableCommand {
     }
 
     func run() throws {
-        let data = try readFile(input)
+        // Mapped: the animation decodes from the file's pages and holds no copy of them.
+        let data = try readFile(input, mapped: true)
         let animation: AnimatedImage
         do { animation = try AnimatedImage(data: data) } catch {
             FileHandle.standardError.write(Data("\(input): \(error)\n".utf8))

@@ -58,10 +58,12 @@ func outputFormat(for path: String) throws -> ImageFormat {
     return format
 }
 
-/// Reads a whole file, as a typed error on failure.
-func readFile(_ path: String) throws -> Data {
+/// Reads a whole file, as a typed error on failure. `mapped`: the file is mapped rather than
+/// read (its pages are read in as they are used and can be dropped again; the file must not
+/// shrink while the command runs).
+func readFile(_ path: String, mapped: Bool = false) throws -> Data {
     do {
-        return try Data(contentsOf: URL(fileURLWithPath: path))
+        return try Data(contentsOf: URL(fileURLWithPath: path), options: mapped ? .alwaysMapped : [])
     } catch {
         throw ValidationError("cannot read \(path): \(error.localizedDescription)")
     }

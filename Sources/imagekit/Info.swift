@@ -11,7 +11,10 @@ struct Info: ParsableCommand {
             description and decoded cost for each file. Pixels are converted to sRGB from an \
             embedded profile unless --keep-color-profile is given. With --pixels, also the SHA-256 \
             of each frame's pixels as tightly packed RGBA8 with fully transparent pixels cleared to \
-            0,0,0,0. Exits 1 when any file fails to decode.
+            0,0,0,0. An animated GIF, APNG or WebP is reported from its first frame and its \
+            headers (frame count, durations, loop count; the cost is what decoding every frame \
+            would take), so a long animation is not decoded whole; --pixels decodes every frame. \
+            Exits 1 when any file fails to decode.
             """
     )
 
@@ -30,7 +33,11 @@ struct Info: ParsableCommand {
         if let maxPixelSize { options.thumbnailPixelSize = PixelSize(max(1, maxPixelSize)) }
         for path in files {
             do {
-                let data = try readFile(path)
+                let data = try readFile(path, mapped: true)
+                if !pixels, let facts = try animationFacts(data, options: options) {
+                    report(path: path, image: facts.first, frames: facts.frames)
+                    continue
+                }
                 let image = try ImageCodersManager.shared.decode(data, options: options)
                 report(path: path, image: image)
             } catch let error as ImageError {
@@ -44,29 +51,47 @@ struct Info: ParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
-    private func report(path: String, image: DecodedImage) {
+    /// What an animation GIF, APNG or WebP holds without decoding more than its first frame:
+    /// that frame (size, orientation, colour profile) and the headers' frame count, durations and
+    /// loop count. Nil for a still image and the other formats (decoded whole).
+    private func animationFacts(_ data: Data, options: ImageDecodingOptions)
+        throws -> (first: DecodedImage, frames: (durations: [Double], loopCount: Int))? {
+        let signature = ImageSignature(data)
+        guard signature.format == .gif || signature.isAnimated else { return nil }
+        guard let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else { return nil }
+        var first = options
+        first.firstFrameOnly = true
+        return (try ImageCodersManager.shared.decode(data, options: first), (animation.durations, animation.loopCount))
+    }
+
+    /// `frames`: an animation's durations and loop count from its headers, when `image` holds only
+    /// its first frame.
+    private func report(path: String, image: DecodedImage, frames: (durations: [Double], loopCount: Int)? = nil) {
         let digests = pixels ? image.frames.map { $0.bitmap.canonicalSHA256() } : []
+        let durations = frames?.durations ?? image.frames.map(\.duration)
+        let loopCount = frames?.loopCount ?? image.loopCount
+        let cost = frames.map { image.cost * $0.durations.count } ?? image.cost
         if json {
             var object: [String: Any] = [
                 "path": path, "format": image.format.rawValue, "width": image.width, "height": image.height,
-                "frames": image.frames.count, "loopCount": image.loopCount,
-                "durations": image.frames.map(\.duration), "orientation": image.orientation.rawValue,
-                "cost": image.cost,
+                "frames": durations.count, "loopCount": loopCount,
+                "durations": durations, "orientation": image.orientation.rawValue,
+                "cost": cost,
                 "iccProfile": image.sourceColorProfile.map { $0.description as Any } ?? NSNull(),
             ]
             if pixels { object["sha256"] = digests }
             printJSON(object)
         } else {
-            var line = "\(path): \(image.format) \(image.width)x\(image.height), \(image.frames.count) frame(s)"
-            if image.isAnimated {
-                let durations = image.frames.map { String(format: "%.3g", $0.duration) }.joined(separator: ",")
-                line += ", loop \(image.loopCount == 0 ? "forever" : String(image.loopCount)), durations [\(durations)] s"
+            var line = "\(path): \(image.format) \(image.width)x\(image.height), \(durations.count) frame(s)"
+            if durations.count > 1 {
+                let listed = durations.map { String(format: "%.3g", $0) }.joined(separator: ",")
+                line += ", loop \(loopCount == 0 ? "forever" : String(loopCount)), durations [\(listed)] s"
             }
             line += ", orientation \(image.orientation.rawValue)"
             if let profile = image.sourceColorProfile {
                 line += ", ICC \"\(profile.description)\"\(image.colorProfile == nil && !profile.isSRGB ? " (converted to sRGB)" : "")"
             }
-            line += ", cost \(image.cost) bytes"
+            line += ", cost \(cost) bytes"
             print(line)
             for (index, digest) in digests.enumerated() { print("  frame \(index) sha256 \(digest)") }
         }

@@ -143,4 +143,30 @@ final class DecodeMemoryBoundTests: XCTestCase {
         let (infoStatus, infoErrors) = try runCapped(["info", large.path])
         XCTAssertEqual(infoStatus, 0, infoErrors)
     }
+
+    /// `imagekit info` reports a long animation from its first frame and headers: 400 frames of
+    /// 1000×1000 would be 1.6 GB decoded whole (over the decode limits), and the address space is
+    /// capped at 1 GiB.
+    func testInfoReportsALongAnimationFromItsHeaders() throws {
+        if Self.underAddressSanitizer {
+            throw XCTSkip("address-space caps do not apply under AddressSanitizer")
+        }
+        let directory = TemporaryDirectory("long-animation")
+        defer { directory.remove() }
+        let input = directory.url.appendingPathComponent("long.gif")
+        try HostileImages.gifAnimation(width: 1000, height: 1000, frames: 400).write(to: input)
+        let (status, output) = try runCapped(["info", "--json", input.path])
+        XCTAssertEqual(status, 0, output)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
+        XCTAssertEqual(object["frames"] as? Int, 400)
+        XCTAssertEqual(object["width"] as? Int, 1000)
+        XCTAssertEqual(object["loopCount"] as? Int, 0)
+        XCTAssertEqual((object["durations"] as? [Double])?.first, 0.04)
+        XCTAssertGreaterThanOrEqual(object["cost"] as? Int ?? 0, 400 * 1000 * 4 * 1000)
+        // Decoded whole, it is over the limits (what `info` did before, after allocating them).
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(try Data(contentsOf: input)))
+        let (pixelsStatus, pixelsOutput) = try runCapped(["info", "--pixels", input.path])
+        XCTAssertEqual(pixelsStatus, 1, pixelsOutput)
+        XCTAssertTrue(pixelsOutput.contains("decompressionBomb"), pixelsOutput)
+    }
 }

@@ -63,16 +63,16 @@ extension AnimationCanvas {
 /// go in order (each run stops right after a frame and the next goes on from there); a restore
 /// or rewind starts a new session at the saved record.
 final class GIFAnimationCursor: AnimationCursor {
-    /// The file's bytes, owned here: giflib reads them across calls.
-    private let bytes: UnsafeMutableRawBufferPointer
+    /// The animation's bytes, shared with its `AnimatedImage` (never copied): each run points the
+    /// giflib session's reader at them again, since `Data` lends its bytes for one call at a time.
+    private let data: Data
     private let options: ImageDecodingOptions
     private let screen: PixelSize
     private var state: GIFRunState
     private var session: (gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader)?
 
     init(data: Data, screen: PixelSize, limits: DecodingLimits) throws(ImageError) {
-        bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
-        _ = data.copyBytes(to: bytes)
+        self.data = data
         self.screen = screen
         var options = ImageDecodingOptions.default
         options.limits = limits
@@ -82,10 +82,7 @@ final class GIFAnimationCursor: AnimationCursor {
 
     deinit {
         endSession()
-        bytes.deallocate()
     }
-
-    private var input: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count]) }
 
     private func endSession() {
         if let session { GIFDecoding.close(session.gif) }
@@ -106,16 +103,19 @@ final class GIFAnimationCursor: AnimationCursor {
         var frame: Bitmap?
         var emitted = false
         do {
-            if session == nil {
-                let (gif, reader) = try GIFDecoding.open(input)
-                session = (gif, reader)
-            }
-            let run = GIFDecoding(bytes: input, options: options, completeFramesOnly: false)
-            _ = try run.advance(session!.gif, reader: session!.reader, state: &state) {
-                (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
-                if copying { frame = try canvas.snapshot(isOpaque: false) }
-                emitted = true
-                return false
+            try data.withImageBytes { input throws(ImageError) in
+                if let session {
+                    session.reader.bytes = input
+                } else {
+                    session = try GIFDecoding.open(input)
+                }
+                let run = GIFDecoding(bytes: input, options: options, completeFramesOnly: false)
+                _ = try run.advance(session!.gif, reader: session!.reader, state: &state) {
+                    (canvas: borrowing AnimationCanvas, _: Double) throws(ImageError) -> Bool in
+                    if copying { frame = try canvas.snapshot(isOpaque: false) }
+                    emitted = true
+                    return false
+                }
             }
         } catch {
             // The state may stand inside a frame: start over next time.

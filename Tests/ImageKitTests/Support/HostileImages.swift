@@ -59,6 +59,19 @@ enum HostileImages {
         return Data(bytes)
     }
 
+    /// A GIF animation of `frames` frames on a `width × height` screen, each frame one pixel
+    /// drawn with a 40 ms delay: a few bytes per frame, a full canvas per frame when decoded whole.
+    static func gifAnimation(width: Int, height: Int, frames: Int) -> Data {
+        var bytes = Array("GIF89a".utf8) + u16le(width) + u16le(height) + [0x80, 0, 0] + [0, 0, 0, 255, 255, 255]
+        bytes += [0x21, 0xFF, 11] + Array("NETSCAPE2.0".utf8) + [3, 1, 0, 0, 0]
+        for index in 0..<frames {
+            bytes += [0x21, 0xF9, 4, 0x04] + u16le(4) + [0, 0]
+            bytes += [0x2C] + u16le(index % width) + u16le(0) + u16le(1) + u16le(1) + [0]
+            bytes += [2, 2, 0x4C, 0x01, 0]
+        }
+        return Data(bytes + [0x3B])
+    }
+
     /// A lossless WebP (VP8L) header claiming `width × height` (at most 16384 each).
     static func webpLossless(width: Int, height: Int) -> Data {
         let bits = (width - 1) | (height - 1) << 14 | 1 << 28

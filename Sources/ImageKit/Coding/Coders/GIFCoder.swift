@@ -34,7 +34,9 @@ public struct GIFCoder: ImageCoding {
 
 /// Reads a GIF from memory for giflib's input callback.
 final class GIFMemoryReader {
-    let bytes: UnsafeRawBufferPointer
+    /// The bytes giflib reads; a session that outlives one borrow of them is pointed at them again
+    /// before each use (the offset stays).
+    var bytes: UnsafeRawBufferPointer
     var offset = 0
     var hitEnd = false
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
