@@ -75,6 +75,8 @@ final class GIFLeniencyTests: XCTestCase {
         damaged.insert(contentsOf: [0x99, 0x42], at: insertAt)
         let image = try ImageCodersManager.shared.decode(damaged)
         XCTAssertEqual(image.frames.count, 3)
+        // The frame count that sizes a scale-down budget walks past the stray bytes as the decoder does.
+        XCTAssertEqual(damaged.withUnsafeBytes { GIFStructure.imageCount($0) }, 3)
         let whole = try ImageCodersManager.shared.decode(Self.animation)
         XCTAssertEqual(image.frames[2].bitmap.packedRGBA(), whole.frames[2].bitmap.packedRGBA())
     }

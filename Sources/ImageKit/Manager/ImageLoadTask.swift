@@ -34,6 +34,11 @@ public final class ImageLoadTask: ImageLoadCancellable {
         var isFinished = false
         var isCancelled = false
         var priority = ImageLoadPriority.normal
+        /// Events accepted and not yet handed to the sink, in order, with whether the caller's
+        /// end (and its `cancelled` flag) follows the event.
+        var pending: [(event: Event, end: Bool?)] = []
+        /// A thread is handing `pending` to the sink; others only append.
+        var isDelivering = false
     }
 
     init(id: Int, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false, priority: ImageLoadPriority = .normal,
@@ -66,15 +71,7 @@ public final class ImageLoadTask: ImageLoadCancellable {
     public var isFinished: Bool { state.withLock { $0.isFinished } }
 
     public func cancel() {
-        let first = state.withLock { state -> Bool in
-            guard !state.isFinished else { return false }
-            state.isFinished = true
-            state.isCancelled = true
-            return true
-        }
-        guard first else { return }
-        sink(.finished(.failure(ImageError(.cancelled, "the image load was cancelled"))))
-        onEnd(self, true)
+        deliver(.finished(.failure(ImageError(.cancelled, "the image load was cancelled"))), cancelling: true)
     }
 
     /// Ends this caller without telling it anything more (it already has its answer).
@@ -90,23 +87,40 @@ public final class ImageLoadTask: ImageLoadCancellable {
     /// Passes `event` on unless this caller has already finished; a `finished` event is passed
     /// at most once.
     func send(_ event: Event) {
-        if case .finished = event {
-            let first = state.withLock { state -> Bool in
-                guard !state.isFinished else { return false }
+        deliver(event, cancelling: false)
+    }
+
+    /// Accepts `event` in order unless the caller has finished, then hands the accepted events to
+    /// the sink outside the lock (no lock is held across a sink, which may resume a
+    /// continuation). Whichever thread finds no delivery running becomes the deliverer and drains
+    /// the queue, so events reach the sink in the order they were accepted and none follows
+    /// `finished`, even when they are sent from several threads (previews and the final result
+    /// are produced on different ones) or from inside the sink (a caller that cancels from its
+    /// own callback).
+    private func deliver(_ event: Event, cancelling: Bool) {
+        let delivers = state.withLock { state -> Bool in
+            guard !state.isFinished else { return false }
+            var end: Bool?
+            if case .finished = event {
                 state.isFinished = true
-                return true
+                state.isCancelled = cancelling
+                end = cancelling
             }
-            guard first else { return }
-            sink(event)
-            onEnd(self, false)
-            return
+            state.pending.append((event, end))
+            guard !state.isDelivering else { return false }
+            state.isDelivering = true
+            return true
         }
-        // Under the lock, so that no event can follow `finished` (previews are produced on
-        // other threads than the final result). Sinks only enqueue: a dispatch onto the callback
-        // queue, a stream yield or a continuation resume, never the caller's code.
-        state.withLock { state in
-            guard !state.isFinished else { return }
-            sink(event)
+        guard delivers else { return }
+        while let next = state.withLock({ state -> (event: Event, end: Bool?)? in
+            guard !state.pending.isEmpty else {
+                state.isDelivering = false
+                return nil
+            }
+            return state.pending.removeFirst()
+        }) {
+            sink(next.event)
+            if let cancelled = next.end { onEnd(self, cancelled) }
         }
     }
 }

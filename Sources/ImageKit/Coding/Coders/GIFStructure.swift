@@ -74,27 +74,9 @@ enum GIFStructure {
         return bytes.count
     }
 
-    /// The number of image descriptors (frames), counting up to the trailer or the end of data.
+    /// The number of frames, by the same walk as ``animationInfo(_:)`` and the decoder's record
+    /// loop (a byte that starts no record is skipped, not the end).
     static func imageCount(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard bytes.count >= 13 else { return 0 }
-        var offset = 13
-        if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 0x07) + 1) }
-        var count = 0
-        while offset < bytes.count {
-            switch bytes[offset] {
-            case 0x21: // extension: label, then sub-blocks
-                offset = skipSubBlocks(bytes, offset + 2)
-            case 0x2C: // image descriptor, optional local table, LZW code size, sub-blocks
-                guard offset + 10 <= bytes.count else { return count }
-                count += 1
-                let flags = bytes[offset + 9]
-                offset += 10
-                if flags & 0x80 != 0 { offset += 3 << (Int(flags & 0x07) + 1) }
-                offset = skipSubBlocks(bytes, offset + 1)
-            default: // trailer or garbage
-                return count
-            }
-        }
-        return count
+        animationInfo(bytes)?.durations.count ?? 0
     }
 }
