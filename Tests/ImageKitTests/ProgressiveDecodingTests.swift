@@ -62,7 +62,7 @@ final class ProgressiveDecodingTests: XCTestCase {
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
         let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/sdwebimage/TestJFIF.jpg"))
         let data = try ImageCodersManager.shared.encode(original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
-        guard case .ready(let dcEnd) = JPEGCoder.firstScans(data, options: .init(thumbnailPixelSize: PixelSize(64))) else {
+        guard case .ready(byteCount: let dcEnd) = JPEGCoder.firstScans(data, options: .init(thumbnailPixelSize: PixelSize(64))) else {
             return XCTFail("the DC scans of a libjpeg progressive file are found")
         }
         let prefix = data.prefix(dcEnd)

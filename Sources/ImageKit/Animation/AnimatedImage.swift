@@ -1,8 +1,9 @@
 import Foundation
 
-/// An animated GIF, APNG or WebP that decodes its frames on demand (SDWebImage's
-/// `SDAnimatedImage`, ANI-01): it holds the encoded bytes and answers the frame count, loop
-/// count, durations and canvas size from the headers alone.
+/// An animation that decodes its frames on demand (SDWebImage's `SDAnimatedImage`): GIF, APNG,
+/// animated WebP, or any format whose registered coder is ``AnimatedImageDecoding``. It holds
+/// the encoded bytes and answers the frame count, loop count, durations and canvas size from the
+/// headers alone.
 ///
 /// ``frame(at:)`` composites the frame onto a full-size canvas, honouring every disposal and
 /// blend mode. Frames in order cost one decode each; a jump goes back to the nearest saved
@@ -46,59 +47,50 @@ public final class AnimatedImage: @unchecked Sendable {
 
     /// Reads the headers of `data`; no frame is decoded.
     ///
-    /// - Parameter limits: checked against one canvas (the frames are never all held).
-    /// - Throws: ``ImageError``: `unsupportedFormat` for data that is not a GIF, APNG or
-    ///   animated WebP; the header's errors (`badImageData`, `truncatedData`,
-    ///   `decompressionBomb`, `zeroPixels`).
-    public init(data: Data, limits: DecodingLimits = .default) throws(ImageError) {
+    /// The decoder is the one `coders` would decode `data` with, when it plays animations frame
+    /// by frame (``AnimatedImageDecoding``: GIF, APNG and animated WebP among the built-in ones,
+    /// and any coder an application registers with that capability).
+    ///
+    /// - Parameters:
+    ///   - limits: checked against one canvas (the frames are never all held).
+    ///   - coders: where the decoder is found; ``ImageCodersManager/shared`` by default.
+    /// - Throws: ``ImageError``: `unsupportedFormat` for data no registered decoder plays frame
+    ///   by frame; the header's errors (`badImageData`, `truncatedData`, `decompressionBomb`,
+    ///   `zeroPixels`).
+    public convenience init(data: Data, limits: DecodingLimits = .default, coders: ImageCodersManager = .shared) throws(ImageError) {
+        let signature = ImageSignature(data)
+        guard let decoder = coders.decoder(for: signature, as: (any AnimatedImageDecoding).self) else {
+            throw ImageError(.unsupportedFormat, "no decoder plays \(signature.format) frame by frame")
+        }
+        try self.init(data: data, limits: limits, decoder: decoder)
+    }
+
+    /// Reads the headers of `data` with `decoder`; no frame is decoded.
+    ///
+    /// - Throws: ``ImageError``: `unsupportedFormat` when `decoder` does not play `data` frame
+    ///   by frame; the header's errors.
+    public init(data: Data, limits: DecodingLimits = .default, decoder: any AnimatedImageDecoding) throws(ImageError) {
+        let signature = ImageSignature(data)
+        guard let info = try decoder.animationInfo(data, limits: limits), !info.durations.isEmpty else {
+            throw ImageError(.unsupportedFormat, "not an animation \(type(of: decoder)) plays frame by frame (\(signature.format))")
+        }
+        try limits.checkPixels(width: info.canvasSize.width, height: info.canvasSize.height)
+        try limits.check(width: info.canvasSize.width, height: info.canvasSize.height)
         self.data = data
         self.limits = limits
-        let signature = ImageSignature(data)
-        let info: (canvas: PixelSize, durations: [Double], loopCount: Int)
-        let makeSource: (Int) throws(ImageError) -> any AnimationFrameSource
-        switch signature.format {
-        case .gif:
-            guard let walked = data.withUnsafeBytes({ GIFStructure.animationInfo($0) }) else {
-                throw ImageError(.badImageData, "the GIF has no image")
-            }
-            info = (walked.screen, walked.durations, walked.loopCount)
-            makeSource = { interval throws(ImageError) in
-                AnimationSeeker(try GIFAnimationCursor(data: data, screen: walked.screen, limits: limits),
-                                frameCount: walked.durations.count, interval: interval)
-            }
-        case .png where signature.isAnimated:
-            guard let animation = data.withUnsafeBytes({ APNGAnimation($0) }) else {
-                throw ImageError(.badImageData, "the APNG's animation chunks are inconsistent")
-            }
-            let durations = animation.frames.map(\.delay)
-            info = (PixelSize(width: animation.width, height: animation.height), durations,
-                    durations.count > 1 ? animation.playCount : 1)
-            makeSource = { interval throws(ImageError) in
-                AnimationSeeker(try APNGAnimationCursor(data: data, animation: animation, limits: limits),
-                                frameCount: durations.count, interval: interval)
-            }
-        case .webp where signature.isAnimated:
-            let animation = try data.withImageBytes { bytes throws(ImageError) in try WebPAnimation(bytes) }
-            var durations = animation.frames.map(\.duration)
-            if durations.count == 1 { durations = [0] }
-            info = (PixelSize(width: animation.width, height: animation.height), durations,
-                    durations.count > 1 ? animation.loopCount : 1)
-            makeSource = { interval throws(ImageError) in
-                AnimationSeeker(try WebPAnimationCursor(data: data, animation: animation),
-                                frameCount: durations.count, interval: interval)
-            }
-        default:
-            throw ImageError(.unsupportedFormat, "not an animated GIF, APNG or WebP (\(signature.format))")
-        }
-        try limits.checkPixels(width: info.canvas.width, height: info.canvas.height)
-        try limits.check(width: info.canvas.width, height: info.canvas.height)
         format = signature.format
-        canvasSize = info.canvas
+        canvasSize = info.canvasSize
         durations = info.durations
         loopCount = info.loopCount
         // At most about 16 checkpoints, and no fewer than 8 frames between them.
         checkpointInterval = max(8, (info.durations.count + 15) / 16)
-        source = try makeSource(checkpointInterval)
+        source = Self.seeker(over: try decoder.makeFrameCursor(data, info: info, limits: limits),
+                             frameCount: info.durations.count, interval: checkpointInterval)
+    }
+
+    /// The seeker over a cursor of whatever type the decoder made.
+    private static func seeker<Cursor: AnimationFrameCursor>(over cursor: Cursor, frameCount: Int, interval: Int) -> any AnimationFrameSource {
+        AnimationSeeker(cursor, frameCount: frameCount, interval: interval)
     }
 
     public var frameCount: Int { durations.count }
@@ -187,7 +179,7 @@ private struct WeakFrameBuffer {
     weak var buffer: AnimationFrameBuffer?
 }
 
-/// Random access over an ``AnimationCursor``.
+/// Random access over an ``AnimationFrameCursor``.
 protocol AnimationFrameSource: AnyObject {
     func frame(at index: Int, takingCheckpoints: Bool) throws(ImageError) -> Bitmap
     var retainedBytes: Int { get }
@@ -198,7 +190,7 @@ protocol AnimationFrameSource: AnyObject {
 /// The checkpoint policy: one checkpoint before every `interval`-th frame, taken as a decode
 /// passes it; a seek restores the nearest one at or before the frame, unless going on from
 /// where the cursor stands is shorter.
-final class AnimationSeeker<Cursor: AnimationCursor>: AnimationFrameSource {
+final class AnimationSeeker<Cursor: AnimationFrameCursor>: AnimationFrameSource {
     private let cursor: Cursor
     private let frameCount: Int
     private let interval: Int

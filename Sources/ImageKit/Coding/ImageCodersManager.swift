@@ -70,14 +70,15 @@ public final class ImageCodersManager: ImageCoding {
         return try coder.decode(data, options: options)
     }
 
-    /// `data` as a lazy animation, when the options allow one and it is an animation of more
-    /// than one frame that a built-in coder would decode at full size. nil: decode eagerly
-    /// (which also reports whatever was wrong with the data).
+    /// `data` as a lazy animation, when the options allow one, its coder plays animations frame
+    /// by frame (``AnimatedImageDecoding``) and it is an animation of more than one frame to be
+    /// decoded at full size. nil: decode eagerly (which also reports whatever was wrong with the
+    /// data).
     private static func lazyAnimation(_ data: Data, signature: ImageSignature, coder: any ImageCoding,
                                       options: ImageDecodingOptions) -> DecodedImage? {
-        guard !options.firstFrameOnly, signature.format == .gif || signature.isAnimated,
-              coder is GIFCoder || coder is PNGCoder || coder is WebPCoder,
-              let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else { return nil }
+        guard !options.firstFrameOnly, let decoder = coder as? any AnimatedImageDecoding,
+              let animation = try? AnimatedImage(data: data, limits: options.limits, decoder: decoder),
+              animation.frameCount > 1 else { return nil }
         if let thumbnail = options.thumbnailPixelSize,
            thumbnail.width < animation.width || thumbnail.height < animation.height { return nil }
         if let budget = options.scaleDownLimitBytes, animation.frameBytes > budget { return nil }

@@ -120,6 +120,14 @@ public struct ImageSignature: Sendable, Hashable {
     /// (VP8X animation flag). GIFs report false here: telling a still GIF from an animated one
     /// takes a parse of the whole file.
     public var isAnimated: Bool
+    /// The first bytes of the data (up to 32; none for a signature made from a format): how a
+    /// coder for a format ImageKit does not know (``format`` is ``ImageFormat/unknown``) tells its
+    /// data in ``ImageDecoding/canDecode(_:)``. Not part of equality.
+    public var leadingBytes: [UInt8] {
+        withUnsafeBytes(of: head) { Array($0.prefix(headCount)) }
+    }
+    private var head: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var headCount = 0
 
     public init(format: ImageFormat, isAnimated: Bool = false) {
         self.format = format
@@ -134,6 +142,19 @@ public struct ImageSignature: Sendable, Hashable {
     /// Sniffs raw bytes. Never traps, whatever the length or content.
     public init(bytes: UnsafeRawBufferPointer) {
         self = ImageSignature.sniff(bytes)
+        headCount = min(bytes.count, 32)
+        if headCount > 0 {
+            withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(headCount))) }
+        }
+    }
+
+    public static func == (lhs: ImageSignature, rhs: ImageSignature) -> Bool {
+        lhs.format == rhs.format && lhs.isAnimated == rhs.isAnimated
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(format)
+        hasher.combine(isAnimated)
     }
 }
 

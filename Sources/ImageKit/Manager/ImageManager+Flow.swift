@@ -302,9 +302,13 @@ extension ImageManager {
                         }
                         if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes),
                            let data = token.receivedData() {
-                            let firstScans = JPEGCoder.firstScans(data, options: plan.decoding)
-                            if firstScans != .pending { early.stop() } // decided: no more looks (and copies)
-                            guard case .ready(let end) = firstScans else { return }
+                            // The registered decoder for the bytes says whether they are enough
+                            // (the signature needs its first 16 bytes).
+                            let verdict: ImagePrefixVerdict = data.count < 16 ? .pending
+                                : plan.coders.decoder(for: ImageSignature(data), as: (any EarlyFinishImageDecoding).self)?
+                                    .prefixVerdict(data, options: plan.decoding) ?? .never
+                            if verdict != .pending { early.stop() } // decided: no more looks (and copies)
+                            guard case .ready(let end) = verdict else { return }
                             var metrics = TransferMetrics()
                             metrics.bytesReceived = Int64(data.count)
                             let response = ImageLoadResponse(url: request.url, data: data.prefix(end), metrics: metrics)

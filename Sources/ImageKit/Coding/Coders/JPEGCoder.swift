@@ -198,23 +198,13 @@ public struct JPEGCoder: ImageCoding {
                                        flags, &end) == Int32(IK_JPEG_DC_OK)
     }
 
-    /// Whether the leading bytes of a download make its thumbnail from the DC scans alone
-    /// (``ImageLoadOptions/thumbnailFromFirstScans``).
-    enum FirstScans: Equatable {
-        /// Not yet: the headers or the DC scans are still to come.
-        case pending
-        /// Never: not a progressive JPEG whose thumbnail under these options the DC decoder makes.
-        case never
-        /// The first this many bytes make it.
-        case ready(Int)
-    }
-
     /// Whether `data`, the start of a download, holds what its thumbnail under `options` needs
-    /// from the DC scans alone: a progressive JPEG whose target is at most 1/8 scale, once those
-    /// scans have arrived.
-    static func firstScans(_ data: Data, options: ImageDecodingOptions) -> FirstScans {
+    /// from the DC scans alone (``ImageLoadOptions/thumbnailFromFirstScans``): a progressive JPEG
+    /// whose target is at most 1/8 scale, once those scans have arrived (`pending` before; `never`
+    /// for any other file or target).
+    static func firstScans(_ data: Data, options: ImageDecodingOptions) -> ImagePrefixVerdict {
         guard options.thumbnailPixelSize != nil else { return .never }
-        return data.withUnsafeBytes { bytes -> FirstScans in
+        return data.withUnsafeBytes { bytes -> ImagePrefixVerdict in
             guard bytes.count >= 2, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .pending }
             guard bytes[0] == 0xFF, bytes[1] == 0xD8 else { return .never }
             let markers = JPEGMarkers(bytes)
@@ -224,7 +214,7 @@ public struct JPEGCoder: ImageCoding {
                   Self.scaledDecode(markers, full: PixelSize(width: markers.frameWidth, height: markers.frameHeight), options: options).usesDC
             else { return .never }
             let end = ik_jpeg_dc_scans_end(base, bytes.count)
-            return end > 0 ? .ready(end) : .pending
+            return end > 0 ? .ready(byteCount: end) : .pending
         }
     }
 
@@ -355,5 +345,12 @@ final class TurboJPEGHandle: @unchecked Sendable {
     var errorMessage: String {
         guard let message = tjGetErrorStr2(raw) else { return "unknown libturbojpeg error" }
         return String(cString: message)
+    }
+}
+
+extension JPEGCoder: EarlyFinishImageDecoding {
+    /// A progressive JPEG thumbnailed at 1/8 scale or less needs only its DC scans (``firstScans(_:options:)``).
+    public func prefixVerdict(_ data: Data, options: ImageDecodingOptions) -> ImagePrefixVerdict {
+        Self.firstScans(data, options: options)
     }
 }

@@ -12,3 +12,10 @@ struct GIFProgress {
         return image
     }
 }
+
+extension GIFCoder: ProgressiveImageDecoding {
+    /// A preview each time another frame is complete.
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        ProgressiveEngineSession(GIFProgress(), options: options) { $0.preview($1, options: $2) }
+    }
+}

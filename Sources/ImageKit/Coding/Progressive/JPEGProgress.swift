@@ -75,3 +75,10 @@ struct JPEGProgress {
         return image
     }
 }
+
+extension JPEGCoder: ProgressiveImageDecoding {
+    /// Previews from each completed scan (the first from the DC scans alone) or band of rows.
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        ProgressiveEngineSession(JPEGProgress(), options: options) { $0.preview($1, options: $2) }
+    }
+}

@@ -109,4 +109,12 @@ final class JXLProgress {
         return image
     }
 }
+
+extension JXLCoder: ProgressiveImageDecoding {
+    /// Previews from each progressive step (the 1/8 DC image, then each pass) of the first frame.
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        ProgressiveEngineSession(JXLProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
+    }
+}
+
 #endif

@@ -95,3 +95,11 @@ final class PNGProgress {
         return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
     }
 }
+
+extension PNGCoder: ProgressiveImageDecoding {
+    /// Previews from more rows or a completed Adam7 pass; none for an APNG (shown once complete).
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        guard !signature.isAnimated else { return nil }
+        return ProgressiveEngineSession(PNGProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
+    }
+}

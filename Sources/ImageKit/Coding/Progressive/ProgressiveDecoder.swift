@@ -1,7 +1,7 @@
 import Foundation
 
 /// Decodes an image while its bytes arrive, producing previews (SDWebImage's progressive
-/// coder, PRG-01).
+/// coder): the session of the registered coder for the format (``ProgressiveImageDecoding``).
 ///
 /// Give it the bytes received so far with ``update(_:isFinal:)`` (cumulative, as a downloader
 /// accumulates them); ask ``preview()`` for an image whenever convenient — it answers only when
@@ -33,19 +33,8 @@ public final class ProgressiveDecoder: Sendable {
         var data = Data()
         var isFinal = false
         var format: ImageFormat?
-        var engine: Engine?
-    }
-
-    /// The per-format incremental state.
-    private enum Engine {
-        case jpeg(JPEGProgress)
-        case png(PNGProgress)
-        case webp(WebPProgress)
-        case gif(GIFProgress)
-        #if JXL
-        case jxl(JXLProgress)
-        #endif
-        case none
+        /// The decoder's session; nil until the format is known, or when its decoder has none.
+        var session: (any ProgressiveDecodingSession)?
     }
 
     public init(options: ImageDecodingOptions = .default, coders: ImageCodersManager = .shared) {
@@ -65,16 +54,8 @@ public final class ProgressiveDecoder: Sendable {
             if state.format == nil, data.count >= 16 || isFinal {
                 let signature = ImageSignature(data)
                 state.format = signature.format
-                switch signature.format {
-                case .jpeg: state.engine = .jpeg(JPEGProgress())
-                case .png where !signature.isAnimated: state.engine = .png(PNGProgress(limits: options.limits))
-                case .webp where !signature.isAnimated: state.engine = .webp(WebPProgress(limits: options.limits))
-                case .gif: state.engine = .gif(GIFProgress())
-                #if JXL
-                case .jpegXL: state.engine = .jxl(JXLProgress(limits: options.limits))
-                #endif
-                default: state.engine = Engine.none
-                }
+                state.session = coders.decoder(for: signature, as: (any ProgressiveImageDecoding).self)?
+                    .makeProgressiveSession(for: signature, options: options)
             }
         }
     }
@@ -85,26 +66,8 @@ public final class ProgressiveDecoder: Sendable {
         // Previews decode under the lock: one decoder belongs to one download, so there is no
         // one to wait; the lock only keeps `update` from racing a preview.
         state.withLock { state in
-            guard !state.isFinal, let engine = state.engine else { return nil }
-            var image: DecodedImage?
-            switch engine {
-            case .jpeg(var progress):
-                image = progress.preview(state.data, options: options)
-                state.engine = .jpeg(progress)
-            case .png(let progress):
-                image = progress.preview(state.data, options: options)
-            case .webp(let progress):
-                image = progress.preview(state.data, options: options)
-            case .gif(var progress):
-                image = progress.preview(state.data, options: options)
-                state.engine = .gif(progress)
-            #if JXL
-            case .jxl(let progress):
-                image = progress.preview(state.data, options: options)
-            #endif
-            case .none:
-                return nil
-            }
+            guard !state.isFinal, let session = state.session else { return nil }
+            var image = session.preview(state.data)
             image?.isPreview = true
             return image
         }
@@ -116,4 +79,19 @@ public final class ProgressiveDecoder: Sendable {
         guard isFinal else { throw ImageError(.truncatedData, "the final bytes have not arrived yet") }
         return try coders.decode(data, options: options)
     }
+}
+
+/// A built-in incremental decoder as a ``ProgressiveDecodingSession``: `step` runs one preview.
+final class ProgressiveEngineSession<Engine>: ProgressiveDecodingSession {
+    private var engine: Engine
+    private let options: ImageDecodingOptions
+    private let step: (inout Engine, Data, ImageDecodingOptions) -> DecodedImage?
+
+    init(_ engine: Engine, options: ImageDecodingOptions, step: @escaping (inout Engine, Data, ImageDecodingOptions) -> DecodedImage?) {
+        self.engine = engine
+        self.options = options
+        self.step = step
+    }
+
+    func preview(_ data: Data) -> DecodedImage? { step(&engine, data, options) }
 }

@@ -66,3 +66,11 @@ final class WebPProgress {
         return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .webp)
     }
 }
+
+extension WebPCoder: ProgressiveImageDecoding {
+    /// Previews from more rows; none for an animated WebP (libwebp has no incremental decoder for it).
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        guard !signature.isAnimated else { return nil }
+        return ProgressiveEngineSession(WebPProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
+    }
+}
