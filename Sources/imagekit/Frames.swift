@@ -4,7 +4,7 @@ import ImageKit
 
 struct Frames: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Walk every frame of an animated GIF, APNG or WebP through ImageKit's player.",
+        abstract: "Walk every frame of an animation (GIF, APNG, WebP, AVIF, JPEG XL) through ImageKit's player.",
         discussion: """
             Frames are decoded on demand (AnimatedImage) and played once through AnimatedImagePlayer on a \
             virtual clock, so nothing waits for real time. Prints one line per frame (index, duration, \
@@ -14,7 +14,7 @@ struct Frames: ParsableCommand {
             """
     )
 
-    @Argument(help: "An animated GIF, APNG or WebP.") var input: String
+    @Argument(help: "An animated GIF, APNG, WebP, AVIF or JPEG XL.") var input: String
     @Option(help: "Write each frame as a PNG into this directory.") var out: String?
     @Option(help: "The player's buffer limit in bytes (default: SDWebImage's rule from the memory available).")
     var maxBufferBytes: Int?

@@ -11,7 +11,7 @@ struct Info: ParsableCommand {
             description and decoded cost for each file. Pixels are converted to sRGB from an \
             embedded profile unless --keep-color-profile is given. With --pixels, also the SHA-256 \
             of each frame's pixels as tightly packed RGBA8 with fully transparent pixels cleared to \
-            0,0,0,0. An animated GIF, APNG or WebP is reported from its first frame and its \
+            0,0,0,0. An animation (GIF, APNG, WebP, AVIF, JPEG XL) is reported from its first frame and its \
             headers (frame count, durations, loop count; the cost is what decoding every frame \
             would take), so a long animation is not decoded whole; --pixels decodes every frame. \
             Exits 1 when any file fails to decode.
@@ -51,13 +51,12 @@ struct Info: ParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
-    /// What an animation GIF, APNG or WebP holds without decoding more than its first frame:
+    /// What an animation (GIF, APNG, WebP, AVIF, JPEG XL: any format whose coder plays it frame by
+    /// frame) holds without decoding more than its first frame:
     /// that frame (size, orientation, colour profile) and the headers' frame count, durations and
     /// loop count. Nil for a still image and the other formats (decoded whole).
     private func animationFacts(_ data: Data, options: ImageDecodingOptions)
         throws -> (first: DecodedImage, frames: (durations: [Double], loopCount: Int))? {
-        let signature = ImageSignature(data)
-        guard signature.format == .gif || signature.isAnimated else { return nil }
         guard let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else { return nil }
         var first = options
         first.firstFrameOnly = true

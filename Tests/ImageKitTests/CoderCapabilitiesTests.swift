@@ -156,7 +156,7 @@ final class CoderCapabilitiesTests: XCTestCase {
         let manager = ImageManager(cache: cache, loader: loader, coders: coders)
         var previews = 0
         var final: ImageLoadResult?
-        for try await event in manager.imageEvents(for: URL(string: "https://example.com/toy.toya"), options: .progressiveLoad) {
+        for try await event in manager.imageEvents(for: URL(string: "mock://host/toy.toya"), options: .progressiveLoad) {
             switch event {
             case .preview(let preview):
                 XCTAssertNil(final, "no preview after the final image")
@@ -187,5 +187,30 @@ final class CoderCapabilitiesTests: XCTestCase {
         XCTAssertNil(WebPCoder().makeProgressiveSession(for: ImageSignature(format: .webp, isAnimated: true), options: .default))
         XCTAssertEqual(ImageSignature(Data("TOYA1234".utf8)).leadingBytes, Array("TOYA1234".utf8))
         XCTAssertEqual(ImageSignature(Data("TOYA1234".utf8)), ImageSignature(format: .unknown), "leading bytes are not part of equality")
+    }
+
+    /// Animated AVIF and JPEG XL play lazily too (libavif and libjxl frame by frame): every
+    /// animated file of the formats corpus, in order, backwards and at random, frame for frame the
+    /// eager decode's, with the eager durations and loop count.
+    func testAnimatedAVIFAndJPEGXLAreLazyAndMatchTheEagerDecode() throws {
+        let entries = FormatsCorpus.entries.filter { $0.isValid && $0.kind == "animated" && ($0.format == "AVIF" || $0.format == "JXL") }
+        #if AVIF && JXL
+        XCTAssertGreaterThanOrEqual(entries.count, 8)
+        #endif
+        for entry in entries {
+            let data = try entry.data
+            guard ImageCodersManager.shared.canDecode(ImageSignature(data)) else { continue } // the trait is off
+            let eager = try ImageCodersManager.shared.decode(data)
+            let animation = try AnimatedImage(data: data)
+            XCTAssertEqual(animation.frameCount, eager.frames.count, entry.path)
+            XCTAssertEqual(animation.durations, eager.frames.map(\.duration), entry.path)
+            XCTAssertEqual(animation.loopCount, eager.loopCount, entry.path)
+            let count = eager.frames.count
+            for index in Array(0..<count) + Array((0..<count).reversed()) + [count / 2, 0, count - 1, 1 % count] {
+                XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, eager.frames[index].bitmap), "\(entry.path) frame \(index)")
+            }
+            let lazy = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true))
+            XCTAssertTrue(lazy.isLazy, entry.path)
+        }
     }
 }

@@ -26,6 +26,15 @@ enum ColorManagement {
         }
     }
 
+    /// Converts one freshly decoded frame of an image tagged `iccData` to sRGB, as ``apply(_:to:options:)``
+    /// converts every frame of an eager decode with the default options (a lazy animation's
+    /// frames come one at a time).
+    static func convertToSRGB(_ bitmap: Bitmap, from iccData: Data?) {
+        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)),
+              conversion.changesRGBPixels, conversion.profile.colorSpace != .cmyk else { return }
+        conversion.convert(bitmap.baseAddress, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow)
+    }
+
     /// The conversion of a CMYK profile (CMYK pixels always come out sRGB); nil for no profile
     /// or one that is not CMYK.
     static func cmykConversion(_ iccData: Data?) -> ColorConversion? {

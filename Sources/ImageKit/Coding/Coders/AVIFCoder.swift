@@ -31,17 +31,8 @@ public struct AVIFCoder: ImageCoding {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the AVIF data is empty") }
-        guard let decoder = avifDecoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
+        let decoder = try makeDecoder(bytes)
         defer { avifDecoderDestroy(decoder) }
-        decoder.pointee.maxThreads = 1
-        decoder.pointee.ignoreExif = 1
-        decoder.pointee.ignoreXMP = 1
-        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
-        // libavif's own size limit (16384 × 16384) stays as a backstop: parsing allocates no
-        // pixels, and ImageKit's limits are checked against the parsed header below.
-        try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
-        try check(avifDecoderParse(decoder), decoder, "parsing")
         guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }
         #if HEIF
         // libavif 0.11 drops the alpha of a still whose colour is a grid and whose alpha is not
@@ -71,25 +62,50 @@ public struct AVIFCoder: ImageCoding {
             let result = avifDecoderNextImage(decoder)
             if result == AVIF_RESULT_NO_IMAGES_REMAINING, !frames.isEmpty { break }
             try check(result, decoder, "decoding frame \(frames.count)")
-            guard let image = decoder.pointee.image, image.pointee.width == first.pointee.width,
-                  image.pointee.height == first.pointee.height else {
-                throw ImageError(.badImageData, "AVIF: frame \(frames.count) changes size")
-            }
-            let buffer = try PixelBuffer(width: stored.width, height: stored.height)
-            var rgb = avifRGBImage()
-            avifRGBImageSetDefaults(&rgb, image)
-            rgb.format = AVIF_RGB_FORMAT_RGBA
-            rgb.depth = 8
-            rgb.pixels = buffer.row(0)
-            rgb.rowBytes = UInt32(buffer.bytesPerRow)
-            try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(frames.count) to RGB")
-            var bitmap = try geometry.apply(to: buffer.freeze(isOpaque: !hasAlpha))
+            var bitmap = try currentFrame(decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: frames.count)
             if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
             frames.append(ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
         }
         var decoded = DecodedImage(frames: frames, loopCount: frames.count > 1 ? 0 : 1, format: .avif)
         ColorManagement.apply(icc, to: &decoded, options: options)
         return decoded
+    }
+
+    /// A libavif decoder over `bytes` (which must outlive it), parsed: one thread, no EXIF or XMP,
+    /// lenient. libavif's own size limit (16384 × 16384) stays as a backstop: parsing allocates no
+    /// pixels, and ImageKit's limits are checked against the parsed header by the caller.
+    static func makeDecoder(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> UnsafeMutablePointer<avifDecoder> {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the AVIF data is empty") }
+        guard let decoder = avifDecoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
+        decoder.pointee.maxThreads = 1
+        decoder.pointee.ignoreExif = 1
+        decoder.pointee.ignoreXMP = 1
+        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
+        do throws(ImageError) {
+            try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
+            try check(avifDecoderParse(decoder), decoder, "parsing")
+        } catch {
+            avifDecoderDestroy(decoder)
+            throw error
+        }
+        return decoder
+    }
+
+    /// The frame libavif just decoded, as RGBA of the displayed geometry (not yet colour managed).
+    static func currentFrame(_ decoder: UnsafeMutablePointer<avifDecoder>, stored: PixelSize, geometry: Geometry, hasAlpha: Bool,
+                             index: Int) throws(ImageError) -> Bitmap {
+        guard let image = decoder.pointee.image, Int(image.pointee.width) == stored.width, Int(image.pointee.height) == stored.height else {
+            throw ImageError(.badImageData, "AVIF: frame \(index) changes size")
+        }
+        let buffer = try PixelBuffer(width: stored.width, height: stored.height)
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        rgb.depth = 8
+        rgb.pixels = buffer.row(0)
+        rgb.rowBytes = UInt32(buffer.bytesPerRow)
+        try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
+        return try geometry.apply(to: buffer.freeze(isOpaque: !hasAlpha))
     }
 
     /// `clap`, `irot` and `imir` of an image.
