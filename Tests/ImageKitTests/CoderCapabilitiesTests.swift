@@ -9,7 +9,8 @@ final class CoderCapabilitiesTests: XCTestCase {
     /// "TOYA", width and height (UInt16 LE), the frame count, then per frame its duration in
     /// centiseconds and its RGBA pixels. A format ImageKit does not know: its signature is
     /// `unknown`, and the coder tells it by its leading bytes.
-    struct ToyCoder: ImageCoding, AnimatedImageDecoding, ProgressiveImageDecoding {
+    /// Decode-only: it registers without an encoder.
+    struct ToyCoder: AnimatedImageDecoding, ProgressiveImageDecoding {
         static let magic = Array("TOYA".utf8)
         /// Frames the cursors of all toy coders have decoded (how the test sees laziness).
         static let decodedFrames = Locked(0)
@@ -54,10 +55,6 @@ final class CoderCapabilitiesTests: XCTestCase {
         }
 
         func canDecode(_ signature: ImageSignature) -> Bool { signature.leadingBytes.starts(with: Self.magic) }
-        func canEncode(_ format: ImageFormat) -> Bool { false }
-        func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
-            throw ImageError(.encodingFailed, "the toy coder only decodes")
-        }
 
         func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
             guard let header = Header(data), !header.durations.isEmpty else { throw ImageError(.badImageData, "not a toy image") }
@@ -121,7 +118,8 @@ final class CoderCapabilitiesTests: XCTestCase {
 
     func testARegisteredCoderPlaysLazilyThroughAnimatedImageAndThePlayer() async throws {
         let (data, colors) = Self.toyAnimation()
-        let coders = ImageCodersManager(coders: ImageCodersManager.builtInCoders + [ToyCoder()])
+        let coders = ImageCodersManager()
+        coders.add(ToyCoder())
         XCTAssertThrowsError(try AnimatedImage(data: data), "the shared registry does not know the toy format")
         let before = ToyCoder.decodedFrames.withLock { $0 }
         let animation = try AnimatedImage(data: data, coders: coders)
@@ -152,7 +150,8 @@ final class CoderCapabilitiesTests: XCTestCase {
         let (data, colors) = Self.toyAnimation()
         loader.answer("/toy.toya", .data(data, chunks: 6, chunkDelay: 0.03))
         let cache = try ImageCache(directory: directory.url, configuration: .init(disk: .init(sweepsAtOpen: false)))
-        let coders = ImageCodersManager(coders: ImageCodersManager.builtInCoders + [ToyCoder()])
+        let coders = ImageCodersManager()
+        coders.add(ToyCoder())
         let manager = ImageManager(cache: cache, loader: loader, coders: coders)
         var previews = 0
         var final: ImageLoadResult?

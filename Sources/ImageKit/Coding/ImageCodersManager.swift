@@ -7,19 +7,22 @@ public typealias ImageCoding = ImageDecoding & ImageEncoding
 ///
 /// Decoding sniffs the signature and asks coders from the most recently added back: the last
 /// registered coder that can handle a format wins, so an application can override a built-in.
+/// A decoder that does not encode registers as it is (``add(_:)`` takes any ``ImageDecoding``);
+/// encoding asks the registered coders that are also ``ImageEncoding``.
 ///
 /// ```swift
 /// let image = try ImageCodersManager.shared.decode(data)
 /// let webp = try ImageCodersManager.shared.encode(image, as: .webp, options: .init(quality: 0.8))
 /// ```
 public final class ImageCodersManager: ImageCoding {
-    private let coders: Locked<[any ImageCoding]>
+    private let coders: Locked<[any ImageDecoding]>
 
     /// The process-wide manager holding the built-in coders (``builtInCoders``).
     public static let shared = ImageCodersManager()
 
-    /// A manager with the built-in coders, or with `coders` (in priority order, last wins).
-    public init(coders: [any ImageCoding] = ImageCodersManager.builtInCoders) {
+    /// A manager with the built-in coders, or with `coders` (decoders, with or without an
+    /// encoder; in priority order, last wins).
+    public init(coders: [any ImageDecoding] = ImageCodersManager.builtInCoders) {
         self.coders = Locked(coders)
     }
 
@@ -39,20 +42,24 @@ public final class ImageCodersManager: ImageCoding {
         return coders
     }
 
-    /// Adds a coder with the highest priority.
-    public func add(_ coder: any ImageCoding) {
+    /// Adds a decoder (or a full coder) with the highest priority.
+    public func add(_ coder: any ImageDecoding) {
         coders.withLock { $0.append(coder) }
     }
 
-    /// The registered coders, lowest priority first.
-    public var all: [any ImageCoding] { coders.withLock { $0 } }
+    /// The registered decoders, lowest priority first (those that also encode are
+    /// ``ImageEncoding`` too).
+    public var all: [any ImageDecoding] { coders.withLock { $0 } }
+
+    /// The registered encoders, lowest priority first.
+    var encoders: [any ImageEncoding] { all.compactMap { $0 as? any ImageEncoding } }
 
     public func canDecode(_ signature: ImageSignature) -> Bool {
         all.contains { $0.canDecode(signature) }
     }
 
     public func canEncode(_ format: ImageFormat) -> Bool {
-        all.contains { $0.canEncode(format) }
+        encoders.contains { $0.canEncode(format) }
     }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
@@ -74,7 +81,7 @@ public final class ImageCodersManager: ImageCoding {
     /// by frame (``AnimatedImageDecoding``) and it is an animation of more than one frame to be
     /// decoded at full size. nil: decode eagerly (which also reports whatever was wrong with the
     /// data).
-    private static func lazyAnimation(_ data: Data, signature: ImageSignature, coder: any ImageCoding,
+    private static func lazyAnimation(_ data: Data, signature: ImageSignature, coder: any ImageDecoding,
                                       options: ImageDecodingOptions) -> DecodedImage? {
         guard !options.firstFrameOnly, let decoder = coder as? any AnimatedImageDecoding,
               let animation = try? AnimatedImage(data: data, limits: options.limits, decoder: decoder),
@@ -89,7 +96,7 @@ public final class ImageCodersManager: ImageCoding {
     /// ``ImageEncodingOptions/maxFileSize`` a lossy format's quality is bisected (see
     /// ``qualitySteps(for:)``).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
-        guard let coder = all.last(where: { $0.canEncode(format) }) else {
+        guard let coder = encoders.last(where: { $0.canEncode(format) }) else {
             throw ImageError(.encodingFailed, "no encoder for \(format)")
         }
         guard let maxFileSize = options.maxFileSize, !options.lossless, let steps = Self.qualitySteps(for: format) else {

@@ -36,8 +36,9 @@ public struct AnimationInfo: Sendable, Hashable {
 ///     func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
 ///         -> any AnimationFrameCursor { ToyCursor(data) }
 /// }
-/// let manager = ImageCodersManager(coders: ImageCodersManager.builtInCoders + [ToyCoder()])
-/// let animation = try AnimatedImage(data: toyData, coders: manager)
+/// let coders = ImageCodersManager()         // the built-in coders
+/// coders.add(ToyCoder())                      // a decoder: no encoder needed
+/// let animation = try AnimatedImage(data: toyData, coders: coders)
 /// ```
 public protocol AnimatedImageDecoding: ImageDecoding {
     /// The canvas, durations and loop count of `data` from its headers, decoding no frame; nil
