@@ -11,101 +11,137 @@ extension ImageManager {
     /// Seconds on the monotonic clock.
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
-    func run(_ job: ImageLoadJob) async {
-        let plan = job.plan
-        let started = Self.now()
+    /// One job's way through the stages: what every stage reads and adds to.
+    struct FlowRun {
+        let job: ImageLoadJob
+        var plan: ImageLoadPlan { job.plan }
+        let started: Double
         var timings = ImageLoadTimings()
+        var logger: Logger
+    }
+
+    /// The flow as its table of contents (SDWebImage's stage chain): each stage either hands
+    /// the next what it needs or has ended the job (answered, failed, or stopped because the last
+    /// caller left) and returns nil.
+    func run(_ job: ImageLoadJob) async {
+        var flow = FlowRun(job: job, started: Self.now(), logger: jobLogger(job))
+        let cached = await queryCaches(&flow)
+        if Task.isCancelled { return }
+        guard let revalidating = await answerFromCache(cached, &flow) else { return }
+        guard let (response, decoding) = await download(revalidating: revalidating ? cached : nil, &flow) else { return }
+        guard let produced = await decodeAndTransform(response, decoding: decoding, &flow) else { return }
+        guard let storeError = await store(produced, from: response, decoding: decoding, &flow) else { return }
+        deliver(produced, from: response, storeError: storeError, &flow)
+    }
+
+    private func jobLogger(_ job: ImageLoadJob) -> Logger {
         var logger = self.logger
         if logger.logLevel <= .debug {
-            logger[metadataKey: "imagekit.url"] = "\(plan.urlString)"
-            logger[metadataKey: "imagekit.cache_key"] = "\(plan.key)"
+            logger[metadataKey: "imagekit.url"] = "\(job.plan.urlString)"
+            logger[metadataKey: "imagekit.cache_key"] = "\(job.plan.key)"
             logger[metadataKey: "imagekit.job"] = "\(UInt(bitPattern: ObjectIdentifier(job).hashValue) & 0xFFFFFF)"
         }
-        // 6. The caches: memory again (a load that finished meanwhile), then disk.
-        var cached: ImageCacheQueryResult?
-        if plan.queriesCache {
-            do {
-                let hit = try await plan.cache.query(plan.key, cacheType: plan.context.queryCacheType,
-                                                     options: plan.cacheQueryOptions, decoding: plan.decoding)
-                if plan.isHit(hit) { cached = hit }
-            } catch {
-                // An unreadable cache is a miss; the image is loaded afresh.
-                logger.debug("cache query failed", metadata: ["imagekit.error": "\(error)"])
-            }
-            timings.cacheQuery = Self.now() - started
-            logger.debug("cache queried", metadata: ["imagekit.hit": "\(cached.map { "\($0.cacheType)" } ?? "none")"])
-            if Task.isCancelled { return }
-        }
+        return logger
+    }
 
-        var revalidates = false
+    /// Stage 1: the caches — memory again (a load that finished meanwhile), then disk. An
+    /// unreadable cache is a miss.
+    private func queryCaches(_ flow: inout FlowRun) async -> ImageCacheQueryResult? {
+        let plan = flow.plan
+        guard plan.queriesCache else { return nil }
+        var cached: ImageCacheQueryResult?
+        do {
+            let hit = try await plan.cache.query(plan.key, cacheType: plan.context.queryCacheType,
+                                                 options: plan.cacheQueryOptions, decoding: plan.decoding)
+            if plan.isHit(hit) { cached = hit }
+        } catch {
+            flow.logger.debug("cache query failed", metadata: ["imagekit.error": "\(error)"])
+        }
+        flow.timings.cacheQuery = Self.now() - flow.started
+        flow.logger.debug("cache queried", metadata: ["imagekit.hit": "\(cached.map { "\($0.cacheType)" } ?? "none")"])
+        return cached
+    }
+
+    /// Stage 2: a cached image answers (then a revalidation may follow: true), or a variant is
+    /// made from the cached original; false: nothing cached, go on to the download.
+    private func answerFromCache(_ cached: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> Bool? {
+        let (plan, job) = (flow.plan, flow.job)
         if let cached {
             let stale = plan.options.contains(.revalidateStaleEntries) && !(cached.metadata?.isFresh(at: Date()) ?? true)
-            revalidates = (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
+            let revalidates = (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
                 && plan.loader.canLoad(plan.url) && (configuration.shouldDownload?(plan.url) ?? true)
             var result = plan.result(from: cached)
-            result.timings = timings
-            result.timings.total = Self.now() - started
+            result.timings = flow.timings
+            result.timings.total = Self.now() - flow.started
             guard revalidates else {
                 succeed(job, result)
-                return
+                return nil
             }
             // MGR-12: the cached image first, then the revalidation.
             job.deliverIntermediate(result)
-        } else if plan.queriesOriginal, var result = await variantFromOriginal(job) {
-            result.timings.cacheQuery = timings.cacheQuery
-            result.timings.total = Self.now() - started
-            logger.debug("variant made from the cached original")
+            return Task.isCancelled ? nil : true
+        }
+        if plan.queriesOriginal, var result = await variantFromOriginal(job) {
+            result.timings.cacheQuery = flow.timings.cacheQuery
+            result.timings.total = Self.now() - flow.started
+            flow.logger.debug("variant made from the cached original")
             succeed(job, result)
-            return
+            return nil
         }
-        if Task.isCancelled { return }
+        return Task.isCancelled ? nil : false
+    }
 
-        // MGR-11: the download decision.
+    /// Stage 3: the download decision (MGR-11) and the transfer — a revalidation of `revalidating`
+    /// with its validators, or the first scans alone when the thumbnail needs no more. A 304
+    /// refreshes the cached metadata and ends the job.
+    private func download(revalidating: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> (ImageLoadResponse, ImageDecodingOptions)? {
+        let (plan, job) = (flow.plan, flow.job)
         guard !plan.options.contains(.fromCacheOnly), configuration.shouldDownload?(plan.url) ?? true else {
-            job.finish(cached == nil ? .success(plan.emptyResult()) : nil)
-            return
+            job.finish(revalidating == nil ? .success(plan.emptyResult()) : nil)
+            return nil
         }
-
         var request = ImageLoadRequest(url: plan.url, priority: job.priority, headers: plan.context.requestHeaders,
                                        retryPolicy: plan.context.retryPolicy, hooks: plan.context.loadHooks)
-        if revalidates, let http = cached?.metadata?.http, http.etag != nil || http.lastModified != nil {
+        if let http = revalidating?.metadata?.http, http.etag != nil || http.lastModified != nil {
             request.cachedValidators = http
         }
         if plan.options.contains(.allowInvalidSSLCertificates) { request.allowsInvalidSSLCertificates = true }
         if plan.options.contains(.handleCookies) { request.handlesCookies = true }
 
-        let response: ImageLoadResponse
         var decoding = plan.decoding
         let downloadStarted = Self.now()
-        logger.debug("loading", metadata: ["imagekit.priority": "\(request.priority)"])
-        let loaded = await load(request, for: job, progressive: !revalidates)
-        timings.download = Self.now() - downloadStarted
+        flow.logger.debug("loading", metadata: ["imagekit.priority": "\(request.priority)"])
+        let loaded = await load(request, for: job, progressive: revalidating == nil)
+        flow.timings.download = Self.now() - downloadStarted
+        let response: ImageLoadResponse
         switch loaded {
         case .success(let loaded):
             response = loaded.response
             decoding.stopsAfterDCScans = loaded.isFirstScansOnly
         case .failure(let error):
-            if Task.isCancelled { return }
-            fail(job, error, at: .load)
-            return
+            if !Task.isCancelled { fail(job, error, at: .load) }
+            return nil
         }
-        if Task.isCancelled { return }
-
+        if Task.isCancelled { return nil }
         if response.isNotModified {
             let http = response.cacheHeaders
             _ = await plan.cache.refreshMetadata(forKey: plan.key, http: http)
             if !plan.key.isOriginal { _ = await plan.cache.refreshMetadata(forKey: plan.key.original, http: http) }
             job.send(.notModified(response.metrics))
             job.finish(nil)
-            return
+            return nil
         }
+        return (response, decoding)
+    }
 
-        // 9. Decode and transform, off the caller and the network threads.
+    /// Stage 4: decode and transform on the decode queue, off the caller and the network threads.
+    private func decodeAndTransform(_ response: ImageLoadResponse, decoding: ImageDecodingOptions, _ flow: inout FlowRun) async -> Produced? {
+        let (plan, job) = (flow.plan, flow.job)
         job.beginFinalizing()
         let staged: Result<Produced, StagedError>
         let queued = Self.now()
         do {
-            staged = try await decodeQueue.run { [decoding] () throws(ImageError) -> Result<Produced, StagedError> in
+            staged = try await decodeQueue.run { () throws(ImageError) -> Result<Produced, StagedError> in
                 let dequeued = Self.now()
                 do throws(StagedError) {
                     var produced = try Self.produce(from: response.data, plan: plan, image: nil, decoding: decoding)
@@ -116,43 +152,51 @@ extension ImageManager {
                 }
             }
         } catch {
-            if Task.isCancelled { return }
-            fail(job, error, at: .transform)
-            return
+            if !Task.isCancelled { fail(job, error, at: .transform) }
+            return nil
         }
         let produced: Produced
         switch staged {
         case .success(let value):
             produced = value
         case .failure(let failure):
-            if Task.isCancelled { return }
             // Bytes cut after the first scans are not the URL's bytes: their failure is not its.
-            fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage)
-            return
+            if !Task.isCancelled { fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage) }
+            return nil
         }
-        timings.queueWait = produced.queueWait
-        timings.decode = produced.decodeDuration
-        timings.transform = produced.transformDuration
+        flow.timings.queueWait = produced.queueWait
+        flow.timings.decode = produced.decodeDuration
+        flow.timings.transform = produced.transformDuration
         record(produced)
-        logger.debug("decoded", metadata: ["imagekit.decode_seconds": "\(produced.decodeDuration ?? 0)"])
-        if Task.isCancelled { return }
+        flow.logger.debug("decoded", metadata: ["imagekit.decode_seconds": "\(produced.decodeDuration ?? 0)"])
+        return Task.isCancelled ? nil : produced
+    }
 
-        // 10. Store, then deliver. Bytes cut after the first scans are no original: only the
-        // thumbnail made from them is kept.
+    /// Stage 5: store. Bytes cut after the first scans are no original: only the thumbnail made
+    /// from them is kept. Returns the store's error (nil inside: stored), or nil when the job
+    /// was stopped meanwhile.
+    private func store(_ produced: Produced, from response: ImageLoadResponse, decoding: ImageDecodingOptions,
+                       _ flow: inout FlowRun) async -> ImageError?? {
+        let plan = flow.plan
         let storing = Self.now()
         let storeError = decoding.stopsAfterDCScans
             ? await storeVariant(produced, originalData: nil, http: response.cacheHeaders, plan: plan)
             : await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
-        timings.store = Self.now() - storing
-        if Task.isCancelled { return }
+        flow.timings.store = Self.now() - storing
+        return Task.isCancelled ? nil : .some(storeError)
+    }
+
+    /// Stage 6: deliver the result to every caller.
+    private func deliver(_ produced: Produced, from response: ImageLoadResponse, storeError: ImageError?, _ flow: inout FlowRun) {
+        let plan = flow.plan
         var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
                                      cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
         result.finalURL = response.finalURL
         result.httpHeaders = response.cacheHeaders
         result.storeError = storeError
-        timings.total = Self.now() - started
-        result.timings = timings
-        succeed(job, result)
+        flow.timings.total = Self.now() - flow.started
+        result.timings = flow.timings
+        succeed(flow.job, result)
     }
 
     /// Reports a decode's and a transform's durations.
