@@ -81,7 +81,7 @@ test-asan: deps thumbor-sizes
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
-TSAN_SUITES := ImageLoadTaskTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests
+TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests
 test-tsan: deps
 	$(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 
