@@ -13,6 +13,8 @@ final class FormatSniffingTests: XCTestCase {
         XCTAssertEqual(sniff("GIF87a").format, .gif)
         XCTAssertEqual(sniff([0x49, 0x49, 0x2A, 0x00]).format, .tiff)
         XCTAssertEqual(sniff([0x4D, 0x4D, 0x00, 0x2A]).format, .tiff)
+        XCTAssertEqual(sniff([0x49, 0x49, 0x2B, 0x00]).format, .tiff, "BigTIFF")
+        XCTAssertEqual(sniff([0x4D, 0x4D, 0x00, 0x2B]).format, .tiff, "BigTIFF")
         XCTAssertEqual(sniff("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ").format, .webp)
         XCTAssertEqual(sniff("RIFF\u{0}\u{0}\u{0}\u{0}WAVEfmt ").format, .unknown)
         XCTAssertEqual(sniff([0, 0, 0, 0x18] + Array("ftypheic".utf8) + [0, 0, 0, 0]).format, .heic)

@@ -164,4 +164,48 @@ final class FormatsCorpusTests: XCTestCase {
         XCTAssertEqual(image.bitmap.size, PixelSize(width: 192, height: 256))
         XCTAssertEqual(image.orientation, .up)
     }
+
+    /// BigTIFF (magic 43, 64-bit offsets; libtiff reads it) is sniffed as TIFF and decodes, in
+    /// both byte orders: a 3×2 RGB image written here, IFD entries of 20 bytes, offsets of 8.
+    func testBigTIFFIsRecognisedAndDecodes() throws {
+        let pixels: [UInt8] = [255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30, 40, 50, 60, 70, 80, 90]
+        for bigEndian in [false, true] {
+            func u16(_ value: Int) -> [UInt8] {
+                let bytes = [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)]
+                return bigEndian ? bytes.reversed() : bytes
+            }
+            func u64(_ value: Int) -> [UInt8] {
+                let bytes = (0..<8).map { UInt8(value >> ($0 * 8) & 0xFF) }
+                return bigEndian ? bytes.reversed() : bytes
+            }
+            /// An entry whose value fits in the 8 bytes beside it (left-justified).
+            func entry(_ tag: Int, type: Int, count: Int, inline: [UInt8]) -> [UInt8] {
+                u16(tag) + u16(type) + u64(count) + inline + [UInt8](repeating: 0, count: 8 - inline.count)
+            }
+            let short = 3, long8 = 16
+            let dataOffset = 16 + 8 + 10 * 20 + 8
+            var bytes: [UInt8] = (bigEndian ? Array("MM".utf8) : Array("II".utf8)) + u16(43) + u16(8) + u16(0) + u64(16)
+            bytes += u64(10)
+            bytes += entry(256, type: short, count: 1, inline: u16(3))
+            bytes += entry(257, type: short, count: 1, inline: u16(2))
+            bytes += entry(258, type: short, count: 3, inline: u16(8) + u16(8) + u16(8))
+            bytes += entry(259, type: short, count: 1, inline: u16(1))
+            bytes += entry(262, type: short, count: 1, inline: u16(2))
+            bytes += entry(273, type: long8, count: 1, inline: u64(dataOffset))
+            bytes += entry(277, type: short, count: 1, inline: u16(3))
+            bytes += entry(278, type: short, count: 1, inline: u16(2))
+            bytes += entry(279, type: long8, count: 1, inline: u64(pixels.count))
+            bytes += entry(284, type: short, count: 1, inline: u16(1))
+            bytes += u64(0)
+            XCTAssertEqual(bytes.count, dataOffset)
+            let data = Data(bytes + pixels)
+            XCTAssertEqual(ImageSignature(data).format, .tiff)
+            let image = try ImageCodersManager.shared.decode(data)
+            XCTAssertEqual(image.width, 3)
+            XCTAssertEqual(image.height, 2)
+            var expected: [UInt8] = []
+            for index in 0..<6 { expected += pixels[index * 3..<index * 3 + 3] + [255] }
+            XCTAssertEqual(image.frames[0].bitmap.packedRGBA(), expected, bigEndian ? "big-endian" : "little-endian")
+        }
+    }
 }

@@ -189,9 +189,10 @@ extension ImageSignature {
         case 0x47:
             if matches("GIF87a", at: 0) || matches("GIF89a", at: 0) { return .init(format: .gif) }
         case 0x49:
-            if count >= 4, byte(1) == 0x49, byte(2) == 0x2A, byte(3) == 0x00 { return .init(format: .tiff) }
+            // Classic TIFF (42) and BigTIFF (43: 64-bit offsets), little-endian.
+            if count >= 4, byte(1) == 0x49, byte(2) == 0x2A || byte(2) == 0x2B, byte(3) == 0x00 { return .init(format: .tiff) }
         case 0x4D:
-            if count >= 4, byte(1) == 0x4D, byte(2) == 0x00, byte(3) == 0x2A { return .init(format: .tiff) }
+            if count >= 4, byte(1) == 0x4D, byte(2) == 0x00, byte(3) == 0x2A || byte(3) == 0x2B { return .init(format: .tiff) }
         case 0x52:
             if count >= 12, matches("RIFF", at: 0), matches("WEBP", at: 8) {
                 // VP8X: flags byte 20, animation bit 0x02.
