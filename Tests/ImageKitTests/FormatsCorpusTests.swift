@@ -208,4 +208,47 @@ final class FormatsCorpusTests: XCTestCase {
             XCTAssertEqual(image.frames[0].bitmap.packedRGBA(), expected, bigEndian ? "big-endian" : "little-endian")
         }
     }
+
+    /// 12-bit samples (libtiff's RGBA reader refuses them) are read and scaled to 8 bits: a 2×2
+    /// RGB TIFF written here, samples packed most significant bit first.
+    func testTwelveBitTIFFIsScaledToEightBits() throws {
+        let samples: [Int] = [4095, 0, 2048, 100, 200, 300, 4000, 3000, 1000, 0, 4095, 17]
+        var packed: [UInt8] = []
+        var accumulator = 0, count = 0
+        for sample in samples {
+            accumulator = accumulator << 12 | sample
+            count += 12
+            while count >= 8 {
+                packed.append(UInt8(accumulator >> (count - 8) & 0xFF))
+                count -= 8
+            }
+        }
+        XCTAssertEqual(packed.count, 18) // 72 bits a row, no padding
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
+        func entry(_ tag: Int, type: Int, count: Int, value: [UInt8]) -> [UInt8] {
+            u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
+        }
+        let short = 3, long = 4
+        let bitsAt = 8 + 2 + 10 * 12 + 4, dataAt = bitsAt + 6
+        var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8) + u16(10)
+        bytes += entry(256, type: short, count: 1, value: u16(2))
+        bytes += entry(257, type: short, count: 1, value: u16(2))
+        bytes += entry(258, type: short, count: 3, value: u32(bitsAt))
+        bytes += entry(259, type: short, count: 1, value: u16(1))
+        bytes += entry(262, type: short, count: 1, value: u16(2))
+        bytes += entry(273, type: long, count: 1, value: u32(dataAt))
+        bytes += entry(277, type: short, count: 1, value: u16(3))
+        bytes += entry(278, type: short, count: 1, value: u16(2))
+        bytes += entry(279, type: long, count: 1, value: u32(packed.count))
+        bytes += entry(284, type: short, count: 1, value: u16(1))
+        bytes += u32(0) + u16(12) + u16(12) + u16(12)
+        XCTAssertEqual(bytes.count, dataAt)
+        let image = try ImageCodersManager.shared.decode(Data(bytes + packed))
+        var expected: [UInt8] = []
+        for pixel in 0..<4 {
+            expected += samples[pixel * 3..<pixel * 3 + 3].map { UInt8(($0 * 255 + 2047) / 4095) } + [255]
+        }
+        XCTAssertEqual(image.frames[0].bitmap.packedRGBA(), expected)
+    }
 }

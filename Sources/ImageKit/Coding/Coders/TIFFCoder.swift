@@ -4,7 +4,7 @@ import Foundation
 
 /// TIFF decoding with libtiff: every photometric interpretation and compression libtiff reads
 /// (bilevel, gray, palette, RGB, YCbCr, CMYK, CIE Lab; none, LZW, Deflate, PackBits, CCITT G3/G4,
-/// JPEG, ZSTD, WebP …), 1 to 16 bits per sample, strips and tiles, the Orientation tag, an
+/// JPEG, ZSTD, WebP …), 1 to 16 bits per sample (9 to 15 read and scaled here), strips and tiles, the Orientation tag, an
 /// embedded ICC profile (converted to sRGB; CMYK with a profile through Little CMS). Decode only.
 ///
 /// The first page (directory) is decoded; ``DecodedImage/frameCount`` is 1 for a multi-page file
@@ -204,6 +204,16 @@ private final class TIFFFile {
             }
             return samples == colorSamples
         }
+        if (9...15).contains(bits), planar == UInt16(PLANARCONFIG_CONTIG), TIFFIsTiled(handle) == 0, sampleFormat == 1,
+           colorSamples == 3 || colorSamples == 1, samples == colorSamples || hasStraightAlpha {
+            // libtiff's RGBA reader takes 1, 2, 4, 8 and 16 bits only ("can not handle images
+            // with 12-bit samples"): the packed samples are read and scaled here, as the RGBA
+            // reader scales 16-bit ones.
+            try readScanlines(into: &buffer) { source, row, width in
+                Self.expandPacked(source, bits: Int(bits), samples: samples, width: width, into: row)
+            }
+            return samples == colorSamples
+        }
         try readRGBA(into: &buffer)
         if hasAnyAlpha || (colorSamples == 0 && samples > 1 && !extras.isEmpty) {
             for y in 0..<buffer.height { ik_unpremultiply_row(buffer.row(y), Int32(buffer.width)) }
@@ -229,6 +239,33 @@ private final class TIFFFile {
             guard read >= rows * lineSize else { throw failure("reading strip \(index)") }
             for row in 0..<rows { convert(strip + row * lineSize, buffer.row(y + row), buffer.width) }
             y += rows
+        }
+    }
+
+    /// A row of `width` pixels of `samples` unsigned samples of `bits` bits each, packed most
+    /// significant bit first (TIFF's order), as RGBA8: each sample scaled to 0…255 (rounded), gray
+    /// repeated, alpha 255 when there is none.
+    static func expandPacked(_ source: UnsafePointer<UInt8>, bits: Int, samples: Int, width: Int, into row: UnsafeMutablePointer<UInt8>) {
+        let maximum = (1 << bits) - 1
+        var bitPosition = 0
+        func next() -> UInt8 {
+            var value = 0
+            for _ in 0..<bits {
+                let byte = Int(source[bitPosition >> 3])
+                value = value << 1 | (byte >> (7 - bitPosition & 7)) & 1
+                bitPosition += 1
+            }
+            return UInt8((value * 255 + maximum / 2) / maximum)
+        }
+        for x in 0..<width {
+            let pixel = row + x * 4
+            if samples >= 3 {
+                pixel[0] = next(); pixel[1] = next(); pixel[2] = next()
+            } else {
+                let gray = next()
+                pixel[0] = gray; pixel[1] = gray; pixel[2] = gray
+            }
+            pixel[3] = samples == 2 || samples == 4 ? next() : 255
         }
     }
 
