@@ -25,4 +25,15 @@ final class WorkerPoolTests: XCTestCase {
         let later = await pool.run { 4 }
         XCTAssertEqual(later, 4, "room again")
     }
+
+    /// The worker is given back before its caller hears the result: with one worker and no
+    /// queue, work submitted right after the last result is never refused (it was, when the
+    /// caller resumed before the worker counted itself free: the service then answered 503 to
+    /// identical requests that arrived just after the first one's result).
+    func testAResultArrivesAfterItsWorkerIsFree() async {
+        let pool = WorkerPool(width: 1, queueLimit: 0)
+        var refused = 0
+        for index in 0..<500 where await pool.run({ index }) == nil { refused += 1 }
+        XCTAssertEqual(refused, 0)
+    }
 }

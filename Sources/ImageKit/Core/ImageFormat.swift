@@ -148,10 +148,12 @@ public struct ImageSignature: Sendable, Hashable {
         }
     }
 
+    /// Equal format and animation flag (the leading bytes are not compared).
     public static func == (lhs: ImageSignature, rhs: ImageSignature) -> Bool {
         lhs.format == rhs.format && lhs.isAnimated == rhs.isAnimated
     }
 
+    /// Hashes what ``==`` compares: the format and the animation flag.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(format)
         hasher.combine(isAnimated)

@@ -8,7 +8,11 @@ final class WorkerPool: Sendable {
     private let width: Int
     private let queueLimit: Int
     private let queue: DispatchQueue
-    private let state = Locked<(running: Int, waiting: [@Sendable () -> Void])>((0, []))
+    /// A job runs the work and returns how to hand its result over: the worker is given back
+    /// (to the next waiting job, or freed) before the caller hears the result, so a caller that
+    /// submits the moment another's result arrives finds the worker free, not busy.
+    private typealias Job = @Sendable () -> @Sendable () -> Void
+    private let state = Locked<(running: Int, waiting: [Job])>((0, []))
     private let onWait: @Sendable (Duration) -> Void
 
     /// - Parameter onWait: told how long each job waited for a worker (the queue-wait metric).
@@ -27,9 +31,10 @@ final class WorkerPool: Sendable {
     func run<Output: Sendable>(_ body: @escaping @Sendable () -> Output) async -> Output? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Output?, Never>) in
             let submitted = ContinuousClock.now
-            let job: @Sendable () -> Void = { [onWait] in
+            let job: Job = { [onWait] in
                 onWait(ContinuousClock.now - submitted)
-                continuation.resume(returning: body())
+                let output = body()
+                return { continuation.resume(returning: output) }
             }
             let admitted = state.withLock { state -> Bool? in
                 if state.running < width {
@@ -48,10 +53,10 @@ final class WorkerPool: Sendable {
         }
     }
 
-    private func start(_ job: @escaping @Sendable () -> Void) {
+    private func start(_ job: @escaping Job) {
         queue.async { [self] in
-            job()
-            let next = state.withLock { state -> (@Sendable () -> Void)? in
+            let handOver = job()
+            let next = state.withLock { state -> Job? in
                 if state.waiting.isEmpty {
                     state.running -= 1
                     return nil
@@ -59,6 +64,7 @@ final class WorkerPool: Sendable {
                 return state.waiting.removeFirst()
             }
             if let next { start(next) }
+            handOver()
         }
     }
 }

@@ -46,6 +46,7 @@ extension PNGCoder: AnimatedImageDecoding {
         return try apngAnimation(data).info
     }
 
+    /// A cursor that composites the APNG frames in order (the eager decode's frame loop).
     public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
         try APNGAnimationCursor(data: data, animation: apngAnimation(data).animation, limits: limits)
     }

@@ -98,6 +98,7 @@ extension AVIFCoder: AnimatedImageDecoding {
         }
     }
 
+    /// A cursor that decodes the sequence's frames in order with libavif.
     public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
         try AVIFAnimationCursor(data: data)
     }

@@ -98,6 +98,7 @@ extension GIFCoder: AnimatedImageDecoding {
         return AnimationInfo(canvasSize: walked.screen, durations: walked.durations, loopCount: walked.loopCount)
     }
 
+    /// A cursor that runs the GIF record loop a frame at a time on one giflib session.
     public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
         try GIFAnimationCursor(data: data, screen: info.canvasSize, limits: limits)
     }

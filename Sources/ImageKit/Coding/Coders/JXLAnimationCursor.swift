@@ -162,6 +162,7 @@ extension JXLCoder: AnimatedImageDecoding {
         }
     }
 
+    /// A cursor that takes libjxl's coalesced frames one at a time.
     public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
         JXLAnimationCursor(data: data)
     }

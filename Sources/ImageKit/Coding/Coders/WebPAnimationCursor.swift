@@ -48,6 +48,7 @@ extension WebPCoder: AnimatedImageDecoding {
         return Self.info(animation)
     }
 
+    /// A cursor that composites the WebP frames in order (libwebp's blend and disposal).
     public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
         try WebPAnimationCursor(data: data, animation: data.withImageBytes { bytes throws(ImageError) in try WebPAnimation(bytes) })
     }
