@@ -52,7 +52,7 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
             find "$corpus" "$formats" -type f \( -name '*.tif' -o -name '*.tiff' \) -size -200k | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzModernFormats)
             find "$corpus" "$formats" -type f \( -name '*.heic' -o -name '*.heif' -o -name '*.avif' -o -name '*.avifs' -o -name '*.jxl' \) -size -200k \
-                | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+                | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; printf '\x08' | cat - "$f" > "$dir/lazy-$(basename "$f")"; done ;;
         FuzzGIFBlocks) find "$corpus" -type f -name '*.gif' -size -200k | while read -r f; do printf '\x3f\x3f\x00\x40\x40\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzDiskMetadata)
             printf 'v\t1\nkey\thttps://e.example/a.jpg\nstored\t1800000000\nbytes\t1234\nexpiry\t1800000600\nhttp\t1\netag\t"x"\ncache-control\tmax-age=60\nexpires\tThu, 01 Dec 2033 16:00:00 GMT\n' > "$dir/1"
