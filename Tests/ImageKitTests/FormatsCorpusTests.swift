@@ -157,6 +157,39 @@ final class FormatsCorpusTests: XCTestCase {
         XCTAssertEqual(try ImageCodersManager.shared.decode(data).frameCount, 1)
     }
 
+    /// `pages`: page n alone, or every page as frames; page 0 by either way is the default decode.
+    func testMultiPageTIFFPagesCanBeChosen() throws {
+        let data = try FormatsCorpus.entry("tiff/pillow/multipage.tiff").data
+        let first = try ImageCodersManager.shared.decode(data)
+        var options = ImageDecodingOptions()
+        var pages: [Bitmap] = []
+        for index in 0..<3 {
+            options.pages = .page(index)
+            let page = try ImageCodersManager.shared.decode(data, options: options)
+            XCTAssertEqual(page.frameCount, 1)
+            pages.append(page.bitmap)
+        }
+        XCTAssertTrue(samePixels(pages[0], first.bitmap))
+        XCTAssertFalse(samePixels(pages[0], pages[1]) && samePixels(pages[1], pages[2]), "the pages differ")
+        options.pages = .page(3)
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data, options: options)) { error in
+            XCTAssertEqual((error as? ImageError)?.code, .invalidArgument)
+        }
+        options.pages = .all
+        let sameSize = pages.allSatisfy { $0.size == pages[0].size }
+        let all = Result { () throws(ImageError) -> DecodedImage in try ImageCodersManager.shared.decode(data, options: options) }
+        switch all {
+        case .success(let image):
+            XCTAssertTrue(sameSize)
+            XCTAssertEqual(image.frameCount, 3)
+            for index in 0..<3 { XCTAssertTrue(samePixels(image.frames[index].bitmap, pages[index]), "page \(index)") }
+        case .failure(let error):
+            // Pages of different sizes are decoded one at a time.
+            XCTAssertFalse(sameSize, "\(error)")
+            XCTAssertEqual(error.code, .unsupportedFormat)
+        }
+    }
+
     func testEmbeddedOrientationInsideHEIFIsNotApplied() throws {
         // orient-6.heic stores irot (applied by libheif) — the displayed size is the manifest's.
         let entry = try FormatsCorpus.entry("heif/made/orient-6.heic")
@@ -250,5 +283,39 @@ final class FormatsCorpusTests: XCTestCase {
             expected += samples[pixel * 3..<pixel * 3 + 3].map { UInt8(($0 * 255 + 2047) / 4095) } + [255]
         }
         XCTAssertEqual(image.frames[0].bitmap.packedRGBA(), expected)
+    }
+
+    /// `.all` on pages of one size: a 2-page 2×2 RGB TIFF written here; each page is a frame.
+    func testEveryPageOfOneSizeBecomesAFrame() throws {
+        let pages: [[UInt8]] = [[255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]]
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
+        func entry(_ tag: Int, type: Int, value: [UInt8], count: Int = 1) -> [UInt8] {
+            u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
+        }
+        // Each page: its IFD (8 entries), then the bits-per-sample array, then its pixels.
+        let ifdSize = 2 + 8 * 12 + 4
+        var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8)
+        for (index, pixels) in pages.enumerated() {
+            let start = bytes.count, bitsAt = start + ifdSize, dataAt = bitsAt + 6
+            let next = index + 1 < pages.count ? dataAt + pixels.count : 0
+            bytes += u16(8)
+            bytes += entry(256, type: 3, value: u16(2)) + entry(257, type: 3, value: u16(2))
+            bytes += entry(258, type: 3, value: u32(bitsAt), count: 3) + entry(259, type: 3, value: u16(1))
+            bytes += entry(262, type: 3, value: u16(2)) + entry(273, type: 4, value: u32(dataAt))
+            bytes += entry(277, type: 3, value: u16(3)) + entry(279, type: 4, value: u32(pixels.count))
+            bytes += u32(next) + u16(8) + u16(8) + u16(8) + pixels
+        }
+        let data = Data(bytes)
+        XCTAssertEqual(TIFFCoder.pageCount(data), 2)
+        var options = ImageDecodingOptions()
+        options.pages = .all
+        let image = try ImageCodersManager.shared.decode(data, options: options)
+        XCTAssertEqual(image.frameCount, 2)
+        for (index, pixels) in pages.enumerated() {
+            var expected: [UInt8] = []
+            for pixel in 0..<4 { expected += pixels[pixel * 3..<pixel * 3 + 3] + [255] }
+            XCTAssertEqual(image.frames[index].bitmap.packedRGBA(), expected, "page \(index)")
+        }
     }
 }

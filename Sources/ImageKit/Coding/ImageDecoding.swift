@@ -102,10 +102,11 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``DecodedImage/defaultScaleDownLimitBytes``). The budget is divided across the frames of
     /// an animation. nil = no scale-down.
     public var scaleDownLimitBytes: Int?
-    /// Return an animated GIF, APNG or WebP as a lazy image (``DecodedImage/animation``: the
-    /// bytes, the first frame, the rest decoded on demand) instead of decoding every frame.
-    /// ``limits`` then apply to one canvas. Honoured by ``ImageCodersManager`` for its built-in
-    /// coders, when the canvas needs no scaling (a ``thumbnailPixelSize`` or
+    /// Return an animation as a lazy image (``DecodedImage/animation``: the bytes, the first
+    /// frame, the rest decoded on demand) instead of decoding every frame. ``limits`` then apply
+    /// to one canvas. Honoured by ``ImageCodersManager`` for coders that are
+    /// ``AnimatedImageDecoding`` (GIF, APNG, WebP, AVIF, JPEG XL), when the canvas needs no
+    /// scaling (a ``thumbnailPixelSize`` or
     /// ``scaleDownLimitBytes`` smaller than the canvas decodes eagerly, scaled). Default false;
     /// ``ImageManager`` sets it unless ``ImageLoadOptions/preloadAllFrames`` is given.
     public var decodesFramesLazily: Bool
@@ -113,6 +114,11 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// profile on ``DecodedImage/colorProfile``, instead of converting them to sRGB (the
     /// default; SDWebImage draws through the system, which converts). Default false.
     public var keepsColorProfile = false
+
+    /// Which pages of a multi-page document (a TIFF) to decode: the first (the default, as an
+    /// image viewer shows it), page `n` (from 0), or every page as the frames of one image (the
+    /// pages must then share one size; they are not an animation: each frame lasts 0 s).
+    public var pages: ImagePages = .first
 
     /// The data is a progressive JPEG cut after its DC scans (the manager's
     /// ``ImageLoadOptions/thumbnailFromFirstScans``): decode from those alone or fail.
@@ -155,4 +161,14 @@ extension ImageDecoding {
     public func decode(_ data: Data) throws(ImageError) -> DecodedImage {
         try decode(data, options: .default)
     }
+}
+
+/// Which pages of a multi-page document to decode (``ImageDecodingOptions/pages``).
+public enum ImagePages: Sendable, Hashable {
+    /// The first page.
+    case first
+    /// Page `n`, counted from 0.
+    case page(Int)
+    /// Every page, as frames of one image.
+    case all
 }
