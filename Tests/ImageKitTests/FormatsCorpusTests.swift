@@ -257,27 +257,9 @@ final class FormatsCorpusTests: XCTestCase {
             }
         }
         XCTAssertEqual(packed.count, 18) // 72 bits a row, no padding
-        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
-        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
-        func entry(_ tag: Int, type: Int, count: Int, value: [UInt8]) -> [UInt8] {
-            u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
-        }
-        let short = 3, long = 4
-        let bitsAt = 8 + 2 + 10 * 12 + 4, dataAt = bitsAt + 6
-        var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8) + u16(10)
-        bytes += entry(256, type: short, count: 1, value: u16(2))
-        bytes += entry(257, type: short, count: 1, value: u16(2))
-        bytes += entry(258, type: short, count: 3, value: u32(bitsAt))
-        bytes += entry(259, type: short, count: 1, value: u16(1))
-        bytes += entry(262, type: short, count: 1, value: u16(2))
-        bytes += entry(273, type: long, count: 1, value: u32(dataAt))
-        bytes += entry(277, type: short, count: 1, value: u16(3))
-        bytes += entry(278, type: short, count: 1, value: u16(2))
-        bytes += entry(279, type: long, count: 1, value: u32(packed.count))
-        bytes += entry(284, type: short, count: 1, value: u16(1))
-        bytes += u32(0) + u16(12) + u16(12) + u16(12)
-        XCTAssertEqual(bytes.count, dataAt)
-        let image = try ImageCodersManager.shared.decode(Data(bytes + packed))
+        let data = Self.classicTIFF(pages: [(width: 2, height: 2, bits: 12, pixels: packed)])
+        XCTAssertEqual(data.count, 8 + (2 + 9 * 12 + 4) + 6 + packed.count) // header, IFD, bits, samples
+        let image = try ImageCodersManager.shared.decode(data)
         var expected: [UInt8] = []
         for pixel in 0..<4 {
             expected += samples[pixel * 3..<pixel * 3 + 3].map { UInt8(($0 * 255 + 2047) / 4095) } + [255]
@@ -288,25 +270,7 @@ final class FormatsCorpusTests: XCTestCase {
     /// `.all` on pages of one size: a 2-page 2×2 RGB TIFF written here; each page is a frame.
     func testEveryPageOfOneSizeBecomesAFrame() throws {
         let pages: [[UInt8]] = [[255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]]
-        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
-        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
-        func entry(_ tag: Int, type: Int, value: [UInt8], count: Int = 1) -> [UInt8] {
-            u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
-        }
-        // Each page: its IFD (8 entries), then the bits-per-sample array, then its pixels.
-        let ifdSize = 2 + 8 * 12 + 4
-        var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8)
-        for (index, pixels) in pages.enumerated() {
-            let start = bytes.count, bitsAt = start + ifdSize, dataAt = bitsAt + 6
-            let next = index + 1 < pages.count ? dataAt + pixels.count : 0
-            bytes += u16(8)
-            bytes += entry(256, type: 3, value: u16(2)) + entry(257, type: 3, value: u16(2))
-            bytes += entry(258, type: 3, value: u32(bitsAt), count: 3) + entry(259, type: 3, value: u16(1))
-            bytes += entry(262, type: 3, value: u16(2)) + entry(273, type: 4, value: u32(dataAt))
-            bytes += entry(277, type: 3, value: u16(3)) + entry(279, type: 4, value: u32(pixels.count))
-            bytes += u32(next) + u16(8) + u16(8) + u16(8) + pixels
-        }
-        let data = Data(bytes)
+        let data = Self.classicTIFF(pages: pages.map { (width: 2, height: 2, bits: 8, pixels: $0) })
         XCTAssertEqual(TIFFCoder.pageCount(data), 2)
         var options = ImageDecodingOptions()
         options.pages = .all
@@ -317,5 +281,29 @@ final class FormatsCorpusTests: XCTestCase {
             for pixel in 0..<4 { expected += pixels[pixel * 3..<pixel * 3 + 3] + [255] }
             XCTAssertEqual(image.frames[index].bitmap.packedRGBA(), expected, "page \(index)")
         }
+    }
+
+    /// A little-endian classic TIFF of uncompressed RGB pages, one strip each, written by hand:
+    /// per page its IFD (9 entries), the bits-per-sample array, then its packed samples.
+    static func classicTIFF(pages: [(width: Int, height: Int, bits: Int, pixels: [UInt8])]) -> Data {
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
+        func entry(_ tag: Int, type: Int, value: [UInt8], count: Int = 1) -> [UInt8] {
+            u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
+        }
+        let short = 3, long = 4, ifdSize = 2 + 9 * 12 + 4
+        var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8)
+        for (index, page) in pages.enumerated() {
+            let bitsAt = bytes.count + ifdSize, dataAt = bitsAt + 6
+            let next = index + 1 < pages.count ? dataAt + page.pixels.count : 0
+            bytes += u16(9)
+            bytes += entry(256, type: short, value: u16(page.width)) + entry(257, type: short, value: u16(page.height))
+            bytes += entry(258, type: short, value: u32(bitsAt), count: 3) + entry(259, type: short, value: u16(1))
+            bytes += entry(262, type: short, value: u16(2)) + entry(273, type: long, value: u32(dataAt))
+            bytes += entry(277, type: short, value: u16(3)) + entry(278, type: short, value: u16(page.height))
+            bytes += entry(279, type: long, value: u32(page.pixels.count))
+            bytes += u32(next) + u16(page.bits) + u16(page.bits) + u16(page.bits) + page.pixels
+        }
+        return Data(bytes)
     }
 }

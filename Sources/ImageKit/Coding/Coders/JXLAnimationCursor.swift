@@ -80,14 +80,7 @@ final class JXLAnimationCursor: AnimationFrameCursor {
             while true {
                 switch JxlDecoderProcessInput(decoder) {
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
-                    let output = try PixelBuffer(width: shown.width, height: shown.height).freeze(isOpaque: info.alpha_bits == 0)
-                    format.align = output.bytesPerRow
-                    var needed = 0
-                    guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= output.byteCount,
-                          JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS else {
-                        throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
-                    }
-                    pending = output
+                    pending = try JXLCoder.setOutputBuffer(decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
                 case JXL_DEC_FULL_IMAGE:
                     guard let bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
                     ColorManagement.convertToSRGB(bitmap, from: dataProfile)

@@ -71,14 +71,7 @@ public struct JXLCoder: ImageCoding {
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 try options.limits.check(width: target.width, height: target.height, frames: frames.count + 1)
                 // libjxl writes the oriented frame: the displayed size.
-                let output = try PixelBuffer(width: shown.width, height: shown.height).freeze(isOpaque: info.alpha_bits == 0)
-                format.align = output.bytesPerRow
-                var needed = 0
-                guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= output.byteCount,
-                      JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS else {
-                    throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
-                }
-                pending = output
+                pending = try Self.setOutputBuffer(decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
             case JXL_DEC_FULL_IMAGE:
                 guard var bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
                 pending = nil
@@ -99,6 +92,19 @@ public struct JXLCoder: ImageCoding {
         ColorManagement.apply(dataProfile, to: &image, options: options)
         if let sourceProfile, image.sourceColorProfile == nil { image.sourceColorProfile = ColorManagement.profile(sourceProfile) }
         return image
+    }
+
+    /// A bitmap of `size` that libjxl will write the next frame into (RGBA8, rows as the bitmap's).
+    static func setOutputBuffer(_ decoder: OpaquePointer, format: inout JxlPixelFormat, size: PixelSize,
+                                isOpaque: Bool) throws(ImageError) -> Bitmap {
+        let output = try PixelBuffer(width: size.width, height: size.height).freeze(isOpaque: isOpaque)
+        format.align = output.bytesPerRow
+        var needed = 0
+        guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= output.byteCount,
+              JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS else {
+            throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
+        }
+        return output
     }
 
     /// libjxl's own buffers for one frame: measured 32 MB beyond the output for a 12 MP lossy
