@@ -13,7 +13,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
+.PHONY: all docs lint deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
 	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
@@ -187,5 +187,12 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) bash Fuzz/run.sh $(FUZZ_TARGETS)
 
+# The DocC catalogs of both library modules (swift-docc-plugin), with no warnings, and every
+# public declaration documented (Tests/check-docs.py over the symbol graphs DocC extracted).
+# The archives land in .build-docs/plugins/Swift-DocC/outputs/.
+docs: deps
+	$(SWIFTPM) package --scratch-path .build-docs generate-documentation --target ImageKit --target ImageKitServer --warnings-as-errors
+	python3 Tests/check-docs.py .build-docs ImageKit ImageKitServer
+
 clean:
-	rm -rf .build .build-test .build-asan .build-tsan Fuzz/.build-fuzz
+	rm -rf .build-docs .build .build-test .build-asan .build-tsan Fuzz/.build-fuzz

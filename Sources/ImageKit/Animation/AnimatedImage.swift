@@ -24,6 +24,7 @@ public final class AnimatedImage: @unchecked Sendable {
     // everything else is immutable.
     /// The encoded bytes, as given.
     public let data: Data
+    /// The container format of the bytes (GIF, APNG's `.png`, WebP, AVIF, JPEG XL).
     public let format: ImageFormat
     /// The canvas every frame is composited onto.
     public let canvasSize: PixelSize
@@ -52,6 +53,7 @@ public final class AnimatedImage: @unchecked Sendable {
     /// and any coder an application registers with that capability).
     ///
     /// - Parameters:
+    ///   - data: the encoded animation; kept, never copied.
     ///   - limits: checked against one canvas (the frames are never all held).
     ///   - coders: where the decoder is found; ``ImageCodersManager/shared`` by default.
     /// - Throws: ``ImageError``: `unsupportedFormat` for data no registered decoder plays frame
@@ -93,8 +95,11 @@ public final class AnimatedImage: @unchecked Sendable {
         AnimationSeeker(cursor, frameCount: frameCount, interval: interval)
     }
 
+    /// The number of frames, from the headers.
     public var frameCount: Int { durations.count }
+    /// The canvas width in pixels; every frame is drawn at this size.
     public var width: Int { canvasSize.width }
+    /// The canvas height in pixels.
     public var height: Int { canvasSize.height }
     /// One loop's length in seconds.
     public var totalDuration: Double { durations.reduce(0, +) }

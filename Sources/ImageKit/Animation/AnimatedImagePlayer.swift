@@ -1,7 +1,8 @@
 import Foundation
 
+// Spec: ANI-04.
 /// Plays an ``AnimatedImage``: an `AsyncSequence` of the frames to show, each when it is due
-/// (SDWebImage's `SDAnimatedImagePlayer`, ANI-04).
+/// (SDWebImage's `SDAnimatedImagePlayer`).
 ///
 /// The timeline is fixed when iteration starts: frame *i* of loop *n* is due at
 /// `start + n × loop length + the durations before i`, each duration divided by
@@ -39,11 +40,13 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
         public var skippedFrames: Int
     }
 
+    /// The animation being played.
     public let image: AnimatedImage
     /// Speed: 2 plays twice as fast. Must be positive.
     public let playbackRate: Double
     /// Passes to play: the image's loop count unless given; 0 = forever.
     public let loops: Int
+    /// The clock the frame durations are measured on.
     public let clock: C
     /// The most bytes of decoded frames kept for display and later loops (at least one frame
     /// is always decoded ahead).
@@ -55,6 +58,9 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
     static var backgroundDecodeThreshold: Int { 256 << 10 }
 
     /// - Parameters:
+    ///   - image: the animation to play.
+    ///   - playbackRate: speed: 2 plays twice as fast; must be positive.
+    ///   - clock: the clock frame durations are measured on.
     ///   - loops: nil: the image's ``AnimatedImage/loopCount``.
     ///   - maxBufferBytes: nil: ``defaultMaxBufferBytes()``.
     public init(_ image: AnimatedImage, playbackRate: Double = 1, loops: Int? = nil, maxBufferBytes: Int? = nil, clock: C) {
@@ -106,6 +112,7 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
         Iterator(player: self, buffer: buffer)
     }
 
+    /// Yields each frame when it is due on the player's clock; ends after the last loop.
     public struct Iterator: AsyncIteratorProtocol {
         private let player: AnimatedImagePlayer
         private let buffer: AnimationFrameBuffer

@@ -13,10 +13,12 @@ import Foundation
 /// ```
 public final class VirtualClock: Clock, @unchecked Sendable {
     // Invariant for @unchecked Sendable: `current` is only touched under `lock`.
+    /// A point on the virtual clock: the time advanced since it was made.
     public struct Instant: InstantProtocol, Hashable, Sendable {
         /// Time since the clock was made.
         public var offset: Duration
 
+        /// The instant `offset` after the clock started.
         public init(offset: Duration = .zero) { self.offset = offset }
 
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
@@ -29,6 +31,7 @@ public final class VirtualClock: Clock, @unchecked Sendable {
     private let lock = NSLock()
     private var current = Instant()
 
+    /// A clock at time zero.
     public init() {}
 
     public var now: Instant { lock.withLock { current } }

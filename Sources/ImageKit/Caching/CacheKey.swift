@@ -1,9 +1,10 @@
 import Foundation
 
+// Spec: TRK-03.
 /// The key of a cached image, built from structured parts: the source (a URL string after the
 /// key filter), an optional transformer key and an optional thumbnail specification.
 ///
-/// ``rendered`` gives SDWebImage's string (TRK-03: `-<transformerKey>` and
+/// ``rendered`` gives SDWebImage's string (`-<transformerKey>` and
 /// `-Thumbnail({w,h},p)` inserted before the path extension). Storage uses ``identity``,
 /// which cannot collide: an original whose URL happens to read like another URL's transformed
 /// key still gets its own entry, and a thumbnail is never stored under the original's key.
@@ -14,11 +15,16 @@ import Foundation
 /// thumb.rendered   // "https://cdn.example/a-Thumbnail({256.000000,256.000000},1).png"
 /// ```
 public struct CacheKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// A thumbnail decode's requested size (part of the key, DEC-03).
+    // Spec: DEC-03.
+    /// A thumbnail decode's requested size (part of the key).
     public struct Thumbnail: Hashable, Sendable {
+        /// The requested width in pixels.
         public var width: Double
+        /// The requested height in pixels.
         public var height: Double
+        /// Fit inside the size (true) or fill it (false).
         public var preservesAspectRatio: Bool
+        /// A thumbnail size as it appears in the key.
         public init(width: Double, height: Double, preservesAspectRatio: Bool) {
             self.width = width
             self.height = height
@@ -35,11 +41,13 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     public var source: String
     /// The transformer applied to the image, if any (a pipeline's keys joined by `-`).
     public var transformerKey: String?
+    /// The decode-time thumbnail size, if the image was decoded to one.
     public var thumbnail: Thumbnail?
     /// Any other decode setting that changes the pixels (a scale-down limit, kept EXIF
     /// orientation), rendered like a transformer key; nil for a plain decode.
     public var decodeVariant: String?
 
+    /// A key for `source` (a URL string or what a key filter made of it) and its variant parts.
     public init(_ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil, decodeVariant: String? = nil) {
         self.source = source
         self.transformerKey = transformerKey
@@ -56,7 +64,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         self.init(value)
     }
 
-    /// The key for `url` (SDWebImage's `cacheKeyForURL`, TRK-01): the filter's output, or the
+    // Spec: TRK-01.
+    /// The key for `url` (SDWebImage's `cacheKeyForURL`): the filter's output, or the
     /// absolute string.
     public init(url: URL?, filter: CacheKeyFilter? = nil) {
         guard let url else {
@@ -110,6 +119,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     /// The same source with no transformer, thumbnail or decode variant: the original image's key.
     public var original: CacheKey { CacheKey(source) }
 
+    /// True for the key of the original bytes: no transformer, thumbnail or decode variant.
     public var isOriginal: Bool { transformerKey == nil && thumbnail == nil && decodeVariant == nil }
 
     /// SDWebImage's string form: thumbnail key, then transformer key, each inserted with `-`
@@ -152,7 +162,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         }
     }
 
-    /// Inserts `-insertion` before the path extension of `key` (TRK-03). For a
+    // Spec: TRK-03.
+    /// Inserts `-insertion` before the path extension of `key`. For a
     /// `scheme://authority/path?query#fragment` key only the path part changes. The string is
     /// split by hand: URLComponents re-encodes its input, so its ranges do not index the key.
     static func inserting(_ insertion: String, into key: String) -> String {
@@ -199,6 +210,7 @@ public struct CacheKeyFilter: Sendable {
         self.ignoresRequestHeaders = ignoresRequestHeaders
     }
 
+    /// The cache key string for `url`.
     public func key(for url: URL) -> String { transform(url) }
 
     /// Drops the named query items (case-sensitive), keeping the others in order.

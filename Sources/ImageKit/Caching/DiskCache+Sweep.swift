@@ -1,7 +1,8 @@
 import Foundation
 
 extension DiskCache {
-    /// The expiry and size sweep of SDWebImage's `removeExpiredData` (CFG-04):
+    // Spec: CFG-04.
+    /// The expiry and size sweep of SDWebImage's `removeExpiredData`:
     /// 1. every entry whose date (modification or access, per configuration) is at or before
     ///    now − maxAge is removed (none when maxAge is negative);
     /// 2. if maxSize > 0 and the rest still takes more than maxSize allocated bytes, entries
@@ -80,10 +81,13 @@ extension DiskCache {
 
 /// What a scan of a disk cache found (for tools; it walks the directory).
 public struct DiskCacheStatistics: Sendable, Hashable {
+    /// The number of entries.
     public var count = 0
     /// Allocated bytes.
     public var totalSize = 0
+    /// The date of the oldest entry (by the configured expiry date), nil when empty.
     public var oldest: Date?
+    /// The date of the newest entry, nil when empty.
     public var newest: Date?
     /// Entries a sweep would remove by age now.
     public var expiredCount = 0

@@ -15,14 +15,19 @@ public protocol ImageDiskCaching: Sendable {
     /// (after a 304 Not Modified). Returns false when there is no such entry.
     @discardableResult
     func refresh(forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?) -> Bool
+    /// Whether an entry for `key` exists.
     func contains(_ key: String) -> Bool
+    /// Removes the entry for `key`, if any.
     func remove(_ key: String)
+    /// Removes every entry.
     func removeAll()
-    /// The expiry and size sweep (CFG-04).
+    // Spec: CFG-04.
+    /// The expiry and size sweep.
     @discardableResult
     func removeExpired() -> DiskCacheSweepReport
     /// Allocated bytes of all entries.
     var totalSize: Int { get }
+    /// The number of entries.
     var count: Int { get }
 }
 
@@ -54,7 +59,9 @@ public struct DiskCacheConfiguration: Sendable, Hashable {
     /// at least 64 MiB and at most 1 GiB — bounded on a server that runs for months, and never
     /// the reason a nearly full disk fills up.
     public var maxSize: Int
+    /// Which file date a sweep compares with `maxAge`: modification (default) or last access.
     public var expiryDate: ExpiryDate
+    /// Where each entry's metadata (HTTP validators, expiry) is kept.
     public var metadataStorage: MetadataStorage
     /// Run a sweep in the background when the cache opens.
     public var sweepsAtOpen: Bool
@@ -90,10 +97,15 @@ public struct DiskCacheConfiguration: Sendable, Hashable {
 public struct DiskCacheSweepReport: Sendable, Hashable {
     /// Another process held the sweep lock, so this sweep did nothing.
     public var skipped = false
+    /// Entries removed because they were older than `maxAge`.
     public var removedExpired = 0
+    /// Entries removed, oldest first, to bring the cache under `maxSize`.
     public var removedForSize = 0
+    /// Entries left after the sweep.
     public var remainingCount = 0
+    /// Allocated bytes left after the sweep.
     public var remainingSize = 0
+    /// How long the sweep took, in seconds.
     public var duration: TimeInterval = 0
 }
 
@@ -137,6 +149,10 @@ public final class DiskCache: ImageDiskCaching {
     }
 
     /// Opens (creating if needed) a cache in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: where the entries live; created if missing.
+    ///   - configuration: the limits and sweep policy.
     /// - Parameter clock: the current time, injectable for tests.
     public init(directory: URL, configuration: DiskCacheConfiguration = DiskCacheConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() }) throws(ImageError) {

@@ -17,6 +17,7 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     /// The response headers, when the entry came from HTTP.
     public var http: HTTPCacheHeaders?
 
+    /// Metadata for one entry; normally made by the disk cache when it stores.
     public init(key: String, storedDate: Date, lastAccessDate: Date? = nil, expiryDate: Date? = nil,
                 byteCount: Int, http: HTTPCacheHeaders? = nil) {
         self.key = key

@@ -2,11 +2,14 @@ import Foundation
 
 /// Settings of an ``ImageCache``.
 public struct ImageCacheConfiguration: Sendable {
-    /// Write images to memory at all (SDWebImage's `shouldCacheImagesInMemory`, MEM-07).
+    // Spec: MEM-07.
+    /// Write images to memory at all (SDWebImage's `shouldCacheImagesInMemory`).
     public var cachesImagesInMemory: Bool
     /// How many disk operations run at once (reads, writes, decodes of disk hits).
     public var ioConcurrency: Int
+    /// The memory layer's limits.
     public var memory: MemoryCache.Configuration
+    /// The disk layer's location, limits and sweep policy.
     public var disk: DiskCacheConfiguration
     /// Let ``MemoryPressureMonitor/shared`` trim the memory cache when the process's memory
     /// pressure rises (default true).
@@ -14,6 +17,7 @@ public struct ImageCacheConfiguration: Sendable {
     /// Where disk reads and writes, evictions and sizes are reported (``ImageKitTelemetry``).
     public var telemetry: ImageKitTelemetry = ImageKitTelemetry()
 
+    /// A configuration; every parameter has the default a loader on a desktop or server wants.
     public init(cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
                 memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init(),
                 trimsOnMemoryPressure: Bool = true) {
@@ -38,14 +42,18 @@ public struct ImageCacheConfiguration: Sendable {
 /// if let image = hit.image { … }
 /// ```
 public final class ImageCache: ImageCaching {
+    /// The memory layer (decoded images, costed in bytes).
     public let memoryCache: any ImageMemoryCaching
+    /// The disk layer (encoded bytes with their HTTP metadata).
     public let diskCache: any ImageDiskCaching
+    /// The configuration the cache was made with.
     public let configuration: ImageCacheConfiguration
+    /// The coders that decode disk hits and encode images stored without bytes.
     public let coders: ImageCodersManager
     let io: BlockingQueue
     let metrics: ImageKitMetrics
 
-    /// A cache with its disk part in `directory` (default: `DiskCache.defaultDirectory(namespace:)`).
+    /// A cache with its disk part in `directory` (default: `DiskCache.defaultDirectory(namespace)`).
     public convenience init(namespace: String = "default", directory: URL? = nil,
                             configuration: ImageCacheConfiguration = .init(),
                             coders: ImageCodersManager = .shared) throws(ImageError) {
@@ -71,7 +79,8 @@ public final class ImageCache: ImageCaching {
 
     // MARK: Memory (synchronous)
 
-    /// The image in memory under `key`, synchronously (CQS-09); never touches the disk.
+    // Spec: CQS-09.
+    /// The image in memory under `key`, synchronously; never touches the disk.
     public func imageFromMemory(forKey key: CacheKey) -> DecodedImage? {
         memoryCache.image(forKey: key.identity)
     }
@@ -137,7 +146,8 @@ public final class ImageCache: ImageCaching {
         case disk(memoryImage: DecodedImage?, synchronous: Bool)
     }
 
-    /// Steps 1–6 of CQS-04: the memory part, and whether (and how) the disk must be read.
+    // Spec: CQS-04.
+    /// Steps 1–6 of the query: the memory part, and whether (and how) the disk must be read.
     private func prepareQuery(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions) -> QueryPlan {
         guard cacheType != .none else { return .answered(.miss) }
         var image: DecodedImage?
@@ -154,7 +164,8 @@ public final class ImageCache: ImageCaching {
         return .disk(memoryImage: image, synchronous: synchronous)
     }
 
-    /// Steps 7–8 of CQS-04: read the bytes; decode them only on a memory miss, then promote.
+    // Spec: CQS-04.
+    /// Steps 7–8 of the query: read the bytes; decode them only on a memory miss, then promote.
     private func diskQuery(_ key: CacheKey, memoryImage: DecodedImage?, options: ImageCacheQueryOptions,
                            decoding: ImageDecodingOptions) throws(ImageError) -> ImageCacheQueryResult {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -208,7 +219,8 @@ public final class ImageCache: ImageCaching {
         }
     }
 
-    /// CQS-02: the memory write happens now, on the caller's thread; the disk write is returned
+    // Spec: CQS-02.
+    /// The memory write happens now, on the caller's thread; the disk write is returned
     /// as work for the IO queue (nil when there is none).
     private func prepareStore(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
                               http: HTTPCacheHeaders?) -> (@Sendable () throws(ImageError) -> Void)? {
@@ -234,7 +246,8 @@ public final class ImageCache: ImageCaching {
         try write()
     }
 
-    /// CQS-03: a lazy animation's own bytes; else the image's own format when ImageKit encodes
+    // Spec: CQS-03.
+    /// A lazy animation's own bytes; else the image's own format when ImageKit encodes
     /// it (GIF, APNG and WebP keep animations), else animated → GIF, alpha → PNG, otherwise JPEG.
     /// Speed over size: PNG at libdeflate level 1.
     static func reencode(_ image: DecodedImage, coders: ImageCodersManager) throws(ImageError) -> Data {

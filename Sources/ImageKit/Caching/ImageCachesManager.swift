@@ -33,11 +33,14 @@ public final class ImageCachesManager: ImageCaching {
 
     private let state: Locked<State>
 
+    /// A manager over `caches`, asked in order.
     public init(caches: [any ImageCaching] = []) {
         state = Locked(State(caches: caches))
     }
 
+    /// Adds a cache after the existing ones.
     public func add(_ cache: any ImageCaching) { state.withLock { $0.caches.append(cache) } }
+    /// The caches, in the order they are asked.
     public var caches: [any ImageCaching] { state.withLock { $0.caches } }
 
     /// Default `.serial` (SDWebImage's default).
@@ -143,7 +146,7 @@ public final class ImageCachesManager: ImageCaching {
         return refreshed.withLock { $0 }
     }
 
-    /// `Result(catching:)` for async bodies with typed throws.
+    /// `Result(catching)` for async bodies with typed throws.
     private static func catching<Success>(_ body: () async throws(ImageError) -> Success) async -> Result<Success, ImageError> {
         do {
             return .success(try await body())

@@ -3,9 +3,13 @@ import Foundation
 /// Which cache layers an operation touches (SDWebImage's `SDImageCacheType`); as a result, where
 /// an image came from.
 public enum ImageCacheType: Sendable, Hashable {
+    /// In no cache (as a result: the image was not cached).
     case none
+    /// The memory layer.
     case memory
+    /// The disk layer.
     case disk
+    /// Memory and disk.
     case all
 
     var includesMemory: Bool { self == .memory || self == .all }
@@ -35,6 +39,7 @@ public struct ImageCacheQueryOptions: OptionSet, Sendable, Hashable {
 
 /// The answer to a cache query.
 public struct ImageCacheQueryResult: Sendable {
+    /// The decoded image, from memory or decoded from disk; nil for a miss or a data-only answer.
     public var image: DecodedImage?
     /// The encoded bytes, when they were read from disk.
     public var data: Data?
@@ -43,6 +48,7 @@ public struct ImageCacheQueryResult: Sendable {
     /// The disk entry's metadata (HTTP validators, expiry), when the disk was read.
     public var metadata: DiskCacheMetadata?
 
+    /// A query's answer; the default is a miss.
     public init(image: DecodedImage? = nil, data: Data? = nil, cacheType: ImageCacheType = .none, metadata: DiskCacheMetadata? = nil) {
         self.image = image
         self.data = data
@@ -50,37 +56,45 @@ public struct ImageCacheQueryResult: Sendable {
         self.metadata = metadata
     }
 
+    /// The answer for a key that is in no layer.
     public static let miss = ImageCacheQueryResult()
 }
 
 /// An image cache: memory, disk, or several composed (SDWebImage's `SDImageCache` protocol).
 public protocol ImageCaching: Sendable {
-    /// Looks `key` up in the layers `cacheType` names (CQS-04).
+    // Spec: CQS-04.
+    /// Looks `key` up in the layers `cacheType` names.
     func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
                decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult
+    // Spec: CQS-03.
     /// Stores `image` in memory and its bytes on disk, per `cacheType`. Without `data`, the disk
-    /// gets the image re-encoded (CQS-03). Previews and partial images are never stored.
+    /// gets the image re-encoded. Previews and partial images are never stored.
     func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
                http: HTTPCacheHeaders?) async throws(ImageError)
+    // Spec: CQS-02.
     /// Writes encoded bytes to the disk layer with no decoded image (the original bytes of a
     /// download delivered as a thumbnail or a transformed variant). ``store(_:data:forKey:cacheType:http:)``
-    /// stores nothing without an image (CQS-02); this is its bytes-only counterpart. There is no
+    /// stores nothing without an image; this is its bytes-only counterpart. There is no
     /// default: the manager hands the original bytes of every transformed load to this method, so
     /// a cache that drops them must say so with an empty implementation (a cache without a disk
     /// layer), rather than lose them silently.
     func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError)
+    /// Removes `key` from the layers `cacheType` names.
     func remove(_ key: CacheKey, cacheType: ImageCacheType) async
+    /// Removes every entry from the layers `cacheType` names.
     func clear(_ cacheType: ImageCacheType) async
     /// Where `key` is cached: `.memory`, `.disk` or `.none`.
     func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType
+    // Spec: MGR-24.
     /// The answer to ``query(_:cacheType:options:decoding:)`` when it is available without
     /// waiting — a memory answer, or a disk answer the options ask for synchronously — and nil
-    /// when the query needs the IO queue. The manager's memory-hit path (MGR-24) uses it to
+    /// when the query needs the IO queue. The manager's memory-hit path uses it to
     /// answer before `loadImage` returns. The default answers nil: always query asynchronously.
     func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
                             decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>?
+    // Spec: CQS-09.
     /// The image in the memory layer under `key`, synchronously, touching nothing else
-    /// (CQS-09); the manager's memory-hit path. Default: nil (no memory layer).
+    /// the manager's memory-hit path. Default: nil (no memory layer).
     func imageFromMemory(forKey key: CacheKey) -> DecodedImage?
     /// Replaces the HTTP headers (and so the expiry) kept with `key`'s disk entry after a
     /// revalidation answered 304. Returns false when there is no such entry. Default: false.
@@ -99,11 +113,13 @@ extension ImageCaching {
 }
 
 extension ImageCaching {
+    /// Looks `key` up with the default decoding options.
     public func query(_ key: CacheKey, cacheType: ImageCacheType = .all,
                       options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
         try await query(key, cacheType: cacheType, options: options, decoding: .default)
     }
 
+    /// Stores `image` and `data` under `key` with no HTTP metadata.
     public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all) async throws(ImageError) {
         try await store(image, data: data, forKey: key, cacheType: cacheType, http: nil)
     }

@@ -5,11 +5,15 @@ public protocol ImageMemoryCaching: Sendable {
     func image(forKey key: String) -> DecodedImage?
     /// Stores `image` with its ``DecodedImage/cost``; it may be refused if it is too large.
     func setImage(_ image: DecodedImage, forKey key: String)
+    /// Removes the image for `key`, if any.
     func removeImage(forKey key: String)
+    /// Removes every image.
     func removeAll()
     /// Evicts least recently used images until the total cost is at most `cost`.
     func trim(toCost cost: Int)
+    /// The sum of the entries' costs, in bytes.
     var totalCost: Int { get }
+    /// The number of entries.
     var count: Int { get }
 }
 
@@ -28,6 +32,7 @@ public protocol ImageMemoryCaching: Sendable {
 /// let hit = cache.image(forKey: "https://example.com/a.jpg")
 /// ```
 public final class MemoryCache: ImageMemoryCaching {
+    /// The memory cache's limits.
     public struct Configuration: Sendable, Hashable {
         /// Total cost limit in bytes; 0 = unlimited.
         public var costLimit: Int
@@ -35,10 +40,12 @@ public final class MemoryCache: ImageMemoryCaching {
         public var countLimit: Int
         /// Entries costing more than this fraction of ``costLimit`` are not stored (default 10 %).
         public var maxEntryCostFraction: Double
+        // Spec: MEM-04.
         /// Keep weak references to evicted images and hand them back while someone else still
-        /// holds them (SDWebImage's weak memory cache, MEM-04). Off by default.
+        /// holds them (SDWebImage's weak memory cache). Off by default.
         public var usesWeakCache: Bool
 
+        /// Limits; the cost limit defaults to a share of the machine's memory (`MemoryLimits`).
         public init(costLimit: Int = MemoryLimits.defaultCacheCostLimit, countLimit: Int = 0,
                     maxEntryCostFraction: Double = 0.1, usesWeakCache: Bool = false) {
             self.costLimit = costLimit
@@ -48,12 +55,15 @@ public final class MemoryCache: ImageMemoryCaching {
         }
     }
 
+    /// The limits the cache was made with.
     public let configuration: Configuration
     private let state: Locked<LRUState>
     /// Evictions and the total cost are reported here (nil: nothing is reported).
     let metrics: ImageKitMetrics?
 
-    /// - Parameter telemetry: where evictions (`imagekit_memory_cache_evictions_total`) and the
+    /// - Parameters:
+    ///   - telemetry: where evictions (`imagekit_memory_cache_evictions_total`) and the
+    ///   - configuration: the cost and count limits.
     ///   total cost (`imagekit_memory_cache_cost_bytes`) are reported; nil reports nothing.
     public init(configuration: Configuration = Configuration(), telemetry: ImageKitTelemetry? = nil) {
         self.configuration = configuration

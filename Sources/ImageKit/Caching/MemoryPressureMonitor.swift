@@ -25,7 +25,12 @@ import Foundation
 public final class MemoryPressureMonitor: Sendable {
     /// How hard the kernel is pressing on the process's memory.
     public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
-        case normal, warning, critical
+        /// Memory is available.
+        case normal
+        /// The process is near its limit: caches should shrink.
+        case warning
+        /// The process is at its limit: free everything that can be rebuilt.
+        case critical
         /// Orders levels from normal to critical.
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
         /// `normal`, `warning` or `critical`.
@@ -122,7 +127,7 @@ public final class MemoryPressureMonitor: Sendable {
         return id
     }
 
-    /// Stops calling the handler `addHandler(_:)` returned `id` for.
+    /// Stops calling the handler `addHandler(_)` returned `id` for.
     public func removeHandler(_ id: Int) { state.withLock { _ = $0.handlers.removeValue(forKey: id) } }
 
     private func startTimerIfNeeded() {

@@ -1,4 +1,5 @@
-/// The arithmetic of decode-time scaling (DEC-02, DEC-03).
+// Spec: DEC-02, DEC-03.
+/// The arithmetic of decode-time scaling.
 public enum DecodeTarget {
     /// The output size for an upright source of `source` pixels with `frames` frames.
     ///

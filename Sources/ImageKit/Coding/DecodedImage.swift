@@ -50,6 +50,7 @@ public struct DecodedImage: Sendable {
     /// for an untagged file.
     public var sourceColorProfile: ColorProfile?
 
+    /// An image of `frames`; a coder or transformer makes these.
     public init(frames: [ImageFrame], loopCount: Int = 1, format: ImageFormat,
                 orientation: ImageOrientation = .up, isOrientationApplied: Bool = true,
                 isPreview: Bool = false, isPartial: Bool = false) {
@@ -71,10 +72,13 @@ public struct DecodedImage: Sendable {
 
     /// The first frame's bitmap: what a still-image consumer shows.
     public var bitmap: Bitmap { frames[0].bitmap }
+    /// The first frame's width in pixels.
     public var width: Int { frames.first?.bitmap.width ?? 0 }
+    /// The first frame's height in pixels.
     public var height: Int { frames.first?.bitmap.height ?? 0 }
     /// Frames in the image: all of an animation's, lazy or eager.
     public var frameCount: Int { animation?.frameCount ?? frames.count }
+    /// True when there is more than one frame.
     public var isAnimated: Bool { frameCount > 1 }
     /// Whether the frames after the first are decoded on demand (``animation`` is set).
     public var isLazy: Bool { animation != nil }
@@ -106,7 +110,8 @@ public struct DecodedImage: Sendable {
         return eager
     }
 
-    /// Memory cost in bytes: `bytesPerRow × height × frameCount` for an eager image (DESIGN §2);
+    // Spec: DESIGN §2.
+    /// Memory cost in bytes: `bytesPerRow × height × frameCount` for an eager image;
     /// for a lazy one what it holds: the encoded bytes and the decoder's canvases (the poster
     /// is the decoder's last frame, so it is not counted twice).
     public var cost: Int {

@@ -21,6 +21,7 @@ public struct DecodingLimits: Sendable, Hashable {
     /// (32768 × 32768) by default.
     public var maxStreamedPixels: Int
 
+    /// Limits; the defaults refuse frames over 16384 × 16384 and images over 256 MiB decoded.
     public init(maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20,
                 maxWorkingBytes: Int = 160 << 20, maxStreamedPixels: Int = 1 << 30) {
         self.maxPixelsPerFrame = maxPixelsPerFrame
@@ -51,6 +52,7 @@ public struct DecodingLimits: Sendable, Hashable {
         }
     }
 
+    /// The limits every decode uses unless told otherwise.
     public static let `default` = DecodingLimits()
 
     /// Throws ``ImageError/Code/decompressionBomb`` when one frame of `width × height` has more
@@ -124,6 +126,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``ImageLoadOptions/thumbnailFromFirstScans``): decode from those alone or fail.
     var stopsAfterDCScans = false
 
+    /// Options; the defaults decode the whole image, every frame, oriented upright.
     public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
                 allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
                 thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
@@ -141,6 +144,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// True when the options may make the output smaller than the source.
     public var scalesDown: Bool { thumbnailPixelSize != nil || scaleDownLimitBytes != nil }
 
+    /// Every option at its default.
     public static let `default` = ImageDecodingOptions()
 }
 

@@ -22,6 +22,7 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     /// does not fit, the lowest quality's output is returned. nil: no limit.
     public var maxFileSize: Int?
 
+    /// Options; the defaults are quality 0.9, lossy, every frame, baseline.
     public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
                 compressionLevel: Int? = nil, speed: Int? = nil, maxFileSize: Int? = nil) {
         self.quality = quality
@@ -33,6 +34,7 @@ public struct ImageEncodingOptions: Sendable, Hashable {
         self.maxFileSize = maxFileSize
     }
 
+    /// Every option at its default.
     public static let `default` = ImageEncodingOptions()
 }
 
@@ -46,7 +48,8 @@ public protocol ImageEncoding: Sendable {
 }
 
 extension DecodedImage {
-    /// The format to re-encode an image in when no original data is kept (SDWebImage's CQS-03
+    // Spec: CQS-03.
+    /// The format to re-encode an image in when no original data is kept (SDWebImage's 
     /// rule): animated → GIF, any alpha → PNG, otherwise JPEG.
     public var preferredEncodingFormat: ImageFormat {
         if isAnimated { return .gif }

@@ -14,7 +14,14 @@ import Foundation
 public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     /// The colour space of the data the profile describes.
     public enum ColorSpace: String, Sendable, Hashable {
-        case rgb, gray, cmyk, other
+        /// Red, green and blue.
+        case rgb
+        /// One grey channel.
+        case gray
+        /// Cyan, magenta, yellow and black (print).
+        case cmyk
+        /// Any other space (Lab, XYZ, n-colour).
+        case other
     }
 
     /// The profile as stored in the file.

@@ -73,18 +73,22 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notCached = Code(rawValue: "notCached")
     }
 
+    /// What kind of failure this is; switch on it.
     public var code: Code
+    /// A message for logs and people, naming what failed and why.
     public var message: String
     /// The HTTP status, for ``Code/invalidStatusCode``.
     public var httpStatusCode: Int?
 
+    /// An error of `code` with a message; `httpStatusCode` for `invalidStatusCode`.
     public init(_ code: Code, _ message: String, httpStatusCode: Int? = nil) {
         self.code = code
         self.message = message
         self.httpStatusCode = httpStatusCode
     }
 
-    /// Whether trying again later may succeed (DESIGN §6): timeouts, DNS and connection
+    // Spec: DESIGN §6.
+    /// Whether trying again later may succeed: timeouts, DNS and connection
     /// failures, 5xx, 408 and 429, cancellation. Everything else (other 4xx, bad data) is
     /// permanent and may be remembered as a failed URL.
     public var isTransient: Bool {

@@ -8,18 +8,31 @@ import Foundation
 /// recognised so that callers get ``ImageError/Code/unsupportedFormat`` instead of a generic
 /// "bad data" answer.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// JPEG (JFIF, EXIF).
     case jpeg
+    /// PNG, and APNG when animated.
     case png
+    /// GIF 87a/89a.
     case gif
+    /// WebP, lossy, lossless or animated.
     case webp
+    /// TIFF and BigTIFF.
     case tiff
+    /// HEIC: HEIF with HEVC images.
     case heic
+    /// HEIF with other codecs.
     case heif
+    /// AVIF: HEIF with AV1 images, still or animated.
     case avif
+    /// Windows bitmap.
     case bmp
+    /// Windows icon.
     case ico
+    /// PDF (recognised; not decoded).
     case pdf
+    /// SVG (recognised; not decoded).
     case svg
+    /// JPEG XL, bare codestream or ISO BMFF container.
     case jpegXL = "jxl"
     /// No known signature, or too little data to tell.
     case unknown
@@ -129,6 +142,7 @@ public struct ImageSignature: Sendable, Hashable {
     private var head: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     private var headCount = 0
 
+    /// A signature for a format known in advance (a test, or a coder's own sniffing).
     public init(format: ImageFormat, isAnimated: Bool = false) {
         self.format = format
         self.isAnimated = isAnimated
@@ -153,7 +167,7 @@ public struct ImageSignature: Sendable, Hashable {
         lhs.format == rhs.format && lhs.isAnimated == rhs.isAnimated
     }
 
-    /// Hashes what ``==`` compares: the format and the animation flag.
+    /// Hashes what `==` compares: the format and the animation flag.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(format)
         hasher.combine(isAnimated)
@@ -161,7 +175,8 @@ public struct ImageSignature: Sendable, Hashable {
 }
 
 extension ImageFormat {
-    /// The format of `data` by its signature (SDWebImage's `sd_imageFormatForImageData`, COD-01,
+    // Spec: COD-01.
+    /// The format of `data` by its signature (SDWebImage's `sd_imageFormatForImageData`,
     /// without the PDF fall-through, plus AVIF, BMP, ICO and JPEG XL).
     public static func detect(_ data: Data) -> ImageFormat {
         ImageSignature(data).format

@@ -8,7 +8,7 @@ public enum MemoryLimits {
     /// (Kingfisher uses 25 %); a server process has other work for the rest.
     public static let defaultCacheFraction = 0.15
 
-    /// ``defaultCacheFraction`` of ``availableMemory()``.
+    /// ``defaultCacheFraction`` of `availableMemory()`.
     public static var defaultCacheCostLimit: Int {
         Int(Double(availableMemory()) * defaultCacheFraction)
     }

@@ -10,7 +10,7 @@ import Foundation
 ///
 /// Refused by ``publicOnly``: loopback (127/8, ::1), private (10/8, 172.16/12, 192.168/16,
 /// fc00::/7), shared address space (100.64/10), link-local (169.254/16 — cloud metadata — and
-/// fe80::/10), multicast, unspecified (0.0.0.0, ::), broadcast, documentation and benchmarking
+/// fe80::/10), multicast, unspecified (0.0.0.0, :), broadcast, documentation and benchmarking
 /// ranges, 0/8, 240/4, and IPv4-mapped or -translated IPv6 forms of any of them.
 ///
 /// ```swift

@@ -117,7 +117,8 @@ extension ImageDownloader {
                                           finalURL: raw.finalURL))
     }
 
-    /// curl's error codes as ImageKit's (ERR-08).
+    // Spec: ERR-08.
+    /// curl's error codes as ImageKit's.
     static func error(for code: CURLcode, message: String, url: URL) -> ImageError {
         let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         switch code {

@@ -17,6 +17,7 @@ import Logging
 /// let image = try ImageCodersManager.shared.decode(response.data)
 /// ```
 public final class ImageDownloader: ImageLoading {
+    /// The configuration the downloader was made with.
     public let configuration: ImageDownloaderConfiguration
     let engines: [CurlEngine]
     private let share: CurlShare
@@ -163,6 +164,7 @@ public final class ImageDownloader: ImageLoading {
         init(_ place: Place) { self.place = Locked(place) }
     }
 
+    /// A downloader with its own curl multi handle and transfer thread.
     public init(configuration: ImageDownloaderConfiguration = ImageDownloaderConfiguration()) {
         self.configuration = configuration
         baseHeaders = ImageDownloaderConfiguration.defaultHeaders.merging(configuration.headers) { $1 }
@@ -195,6 +197,7 @@ public final class ImageDownloader: ImageLoading {
         deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
     }
 
+    /// True for `http` and `https` URLs.
     public func canLoad(_ url: URL) -> Bool {
         guard let scheme = url.scheme?.lowercased() else { return false }
         return scheme == "http" || scheme == "https"
@@ -203,6 +206,7 @@ public final class ImageDownloader: ImageLoading {
     /// Holds queued transfers back (running ones go on) until ``resume()``.
     public func suspend() { state.withLock { $0.suspended = true } }
 
+    /// Starts waiting transfers again after `suspend()`.
     public func resume() {
         state.withLock { $0.suspended = false }
         pump()
@@ -218,6 +222,7 @@ public final class ImageDownloader: ImageLoading {
 
     /// Transfers running now, and waiting.
     public var activeCount: Int { state.withLock { $0.running } }
+    /// The number of transfers waiting for a free slot.
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     @discardableResult

@@ -10,7 +10,12 @@ import Foundation
 /// ```
 public struct ImageDownloaderConfiguration: Sendable {
     /// Which waiting transfer of one priority starts first.
-    public enum ExecutionOrder: Sendable { case fifo, lifo }
+    public enum ExecutionOrder: Sendable {
+        /// First in, first out (default).
+        case fifo
+        /// Last in, first out: the newest request (the image now on screen) first.
+        case lifo
+    }
 
     /// A curl option the configuration does not name, by its `CURLOPT_*` number, applied after
     /// every option ImageKit sets (so it can override them). For options a library user needs
@@ -65,17 +70,20 @@ public struct ImageDownloaderConfiguration: Sendable {
     /// Runs before each request is queued and may suspend (signing, token refresh); a
     /// request's own ``ImageLoadHooks/willLoad`` wins.
     public var willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)?
+    // Spec: CTX-09.
     /// Changes or refuses (nil) a request before it is sent (SDWebImage's request modifier); a
-    /// request's own ``ImageLoadHooks/requestModifier`` wins (CTX-09).
+    /// request's own ``ImageLoadHooks/requestModifier`` wins.
     public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
+    // Spec: CTX-10.
     /// Changes or refuses a response's status and headers before they are checked; a request's
-    /// own ``ImageLoadHooks/responseModifier`` wins (CTX-10).
+    /// own ``ImageLoadHooks/responseModifier`` wins.
     public var responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)?
     /// Inspects a response's status and headers (after any response modifier); returning false
     /// refuses it with ``ImageError/Code/invalidResponse``.
     public var responseValidator: (@Sendable (_ statusCode: Int, _ headers: [String: String]) -> Bool)?
+    // Spec: CTX-10.
     /// Transforms the received bytes (for example base64-decodes them); nil refuses them. A
-    /// request's own ``ImageLoadHooks/decryptor`` wins (CTX-10).
+    /// request's own ``ImageLoadHooks/decryptor`` wins.
     public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
     /// How transient failures are retried. Default ``ImageRetryPolicy/none``: a library that
     /// retries by itself hides outages from apps that already retry; servers opt in (the image

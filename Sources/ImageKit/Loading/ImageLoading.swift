@@ -2,8 +2,11 @@ import Foundation
 
 /// How urgent a load is; higher-priority requests leave the queue first.
 public enum ImageLoadPriority: Int, Sendable, Comparable, CaseIterable {
+    /// Prefetches and work that can wait.
     case low = 0
+    /// The default.
     case normal = 1
+    /// Images the user is waiting for.
     case high = 2
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
@@ -14,7 +17,9 @@ public enum ImageLoadPriority: Int, Sendable, Comparable, CaseIterable {
 /// Equality and hashing compare the request's data (URL, priority, headers, validators, TLS,
 /// cookie and retry settings), not its ``hooks``: closures cannot be compared.
 public struct ImageLoadRequest: Sendable, Hashable {
+    /// The URL to load.
     public var url: URL
+    /// The transfer's priority among waiting transfers.
     public var priority: ImageLoadPriority
     /// Extra request headers (override the loader's own).
     public var headers: [String: String]
@@ -27,9 +32,11 @@ public struct ImageLoadRequest: Sendable, Hashable {
     public var handlesCookies: Bool?
     /// How transient failures of this request are retried (nil: the loader's setting).
     public var retryPolicy: ImageRetryPolicy?
-    /// This request's own hooks; each one set wins over the loader's (CTX-09, CTX-10).
+    // Spec: CTX-09, CTX-10.
+    /// This request's own hooks; each one set wins over the loader's.
     public var hooks: ImageLoadHooks
 
+    /// A request; only `url` is required.
     public init(url: URL, priority: ImageLoadPriority = .normal, headers: [String: String] = [:],
                 cachedValidators: HTTPCacheHeaders? = nil, allowsInvalidSSLCertificates: Bool? = nil,
                 handlesCookies: Bool? = nil, retryPolicy: ImageRetryPolicy? = nil, hooks: ImageLoadHooks = ImageLoadHooks()) {
@@ -98,12 +105,15 @@ public struct ImageLoadHooks: Sendable {
     /// sign). Throwing fails the request with the error (an ``ImageError`` as it is, anything
     /// else as `invalidURL`), and nothing is sent.
     public var willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)?
-    /// Changes or refuses (nil) the request before it is sent (DL-07).
+    // Spec: DL-07.
+    /// Changes or refuses (nil) the request before it is sent.
     public var requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)?
+    // Spec: DL-08.
     /// Changes or refuses (nil → `invalidResponse`) the response's status and headers before
-    /// they are checked (DL-08).
+    /// they are checked.
     public var responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)?
-    /// Transforms the received bytes, for example decrypts them; nil refuses them (DL-09).
+    // Spec: DL-09.
+    /// Transforms the received bytes, for example decrypts them; nil refuses them.
     public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
 
     /// Hooks; each one left nil falls back to the loader's own.
@@ -173,15 +183,18 @@ public struct ImageRetryPolicy: Sendable, Hashable {
 
 /// Bytes received so far and, when the server said, how many to expect.
 public struct ImageLoadProgress: Sendable, Hashable {
+    /// Bytes of the body received so far.
     public var receivedBytes: Int64
     /// nil when the length is unknown (chunked transfer, no Content-Length).
     public var expectedBytes: Int64?
 
+    /// A progress report.
     public init(receivedBytes: Int64, expectedBytes: Int64?) {
         self.receivedBytes = receivedBytes
         self.expectedBytes = expectedBytes
     }
 
+    /// The share received, 0 … 1; nil when the length is unknown.
     public var fractionCompleted: Double? {
         guard let expectedBytes, expectedBytes > 0 else { return nil }
         return min(1, Double(receivedBytes) / Double(expectedBytes))
@@ -190,22 +203,30 @@ public struct ImageLoadProgress: Sendable, Hashable {
 
 /// Timings and facts of one transfer, from curl.
 public struct TransferMetrics: Sendable, Hashable {
+    /// Seconds spent resolving the host name.
     public var nameLookup: TimeInterval = 0
+    /// Seconds until the TCP connection was made.
     public var connect: TimeInterval = 0
+    /// Seconds until the TLS handshake finished (0 for plain HTTP).
     public var tlsHandshake: TimeInterval = 0
+    /// Seconds until the first byte of the response.
     public var timeToFirstByte: TimeInterval = 0
+    /// Seconds for the whole transfer.
     public var total: TimeInterval = 0
+    /// Bytes of body received.
     public var bytesReceived: Int64 = 0
     /// "1.1", "2", "3", or "" when unknown (a file or data URL).
     public var httpVersion: String = ""
     /// Whether an existing connection was reused.
     public var reusedConnection = false
 
+    /// Metrics with every value zero.
     public init() {}
 }
 
 /// The outcome of a successful load.
 public struct ImageLoadResponse: Sendable {
+    /// The requested URL.
     public var url: URL
     /// The body (empty for a 304 Not Modified).
     public var data: Data
@@ -216,10 +237,12 @@ public struct ImageLoadResponse: Sendable {
     /// True when the server answered 304 to the request's validators: the cached copy is
     /// still good, and only its metadata needs refreshing.
     public var isNotModified: Bool
+    /// Timings and byte counts of the transfer.
     public var metrics: TransferMetrics
     /// The URL the bytes came from after redirects (``url`` when there were none).
     public var finalURL: URL
 
+    /// A response; loaders make these.
     public init(url: URL, data: Data, statusCode: Int = 200, headers: [String: String] = [:],
                 isNotModified: Bool = false, metrics: TransferMetrics = TransferMetrics(), finalURL: URL? = nil) {
         self.url = url
@@ -259,6 +282,7 @@ extension ImageLoadCancellable {
 
 /// Something that fetches image bytes for URLs (SDWebImage's `SDImageLoader`).
 public protocol ImageLoading: Sendable {
+    /// Whether this loader handles `url` (its scheme).
     func canLoad(_ url: URL) -> Bool
     /// Starts loading. `progress` is called with monotonic byte counts; `completion` exactly
     /// once, with the response or an ``ImageError``.

@@ -5,10 +5,12 @@ public struct FileLoader: ImageLoading {
     /// Reads happen here, off the caller's thread.
     let queue: DispatchQueue
 
+    /// A loader that reads files on `queue`.
     public init(queue: DispatchQueue = DispatchQueue(label: "ImageKit.FileLoader", attributes: .concurrent)) {
         self.queue = queue
     }
 
+    /// True for `file:` URLs.
     public func canLoad(_ url: URL) -> Bool { url.isFileURL }
 
     @discardableResult
@@ -39,8 +41,10 @@ public struct FileLoader: ImageLoading {
 
 /// Decodes `data:` URLs (RFC 2397): base64 or percent-encoded payloads. Never cached.
 public struct DataURLLoader: ImageLoading {
+    /// A loader for `data:` URLs.
     public init() {}
 
+    /// True for `data:` URLs.
     public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "data" }
 
     /// The payload of a `data:` URL string, or nil when it is malformed.
@@ -103,8 +107,10 @@ public final class ImageLoadersManager: ImageLoading {
         self.loaders = Locked(loaders ?? [ImageDownloader(), FileLoader(), DataURLLoader()])
     }
 
+    /// Adds a loader after the existing ones.
     public func add(_ loader: any ImageLoading) { loaders.withLock { $0.append(loader) } }
 
+    /// True when any of the loaders handles `url`.
     public func canLoad(_ url: URL) -> Bool { loaders.withLock { $0 }.contains { $0.canLoad(url) } }
 
     @discardableResult

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// URLs that failed permanently (SDWebImage's failed-URL "blacklist", MGR-04), keyed by the
+// Spec: MGR-04.
+/// URLs that failed permanently (SDWebImage's failed-URL "blacklist"), keyed by the
 /// URL itself, not by the cache key. Kept in memory only; entries expire after an optional TTL.
 final class FailedURLList: Sendable {
     private let entries = Locked<[String: Double]>([:])

@@ -1,7 +1,8 @@
 import Foundation
 
+// Spec: MGR-08.
 /// Per-load values (SDWebImage's `SDWebImageContext`, CTX-*), typed. A value set here wins
-/// over the manager's for the same role (MGR-08).
+/// over the manager's for the same role.
 ///
 /// ```swift
 /// var context = ImageLoadContext()
@@ -10,29 +11,39 @@ import Foundation
 /// let result = try await manager.loadImage(url, context: context)
 /// ```
 public struct ImageLoadContext: Sendable {
-    /// The cache for this load (CTX-03); nil: the manager's.
+    // Spec: CTX-03.
+    /// The cache for this load; nil: the manager's.
     public var imageCache: (any ImageCaching)?
-    /// The loader for this load (CTX-16); nil: the manager's.
+    // Spec: CTX-16.
+    /// The loader for this load; nil: the manager's.
     public var imageLoader: (any ImageLoading)?
     /// The coders that decode this load; nil: the manager's.
     public var coders: ImageCodersManager?
-    /// The transformer for this load (CTX-07); nil: the manager's. Its key joins the cache key.
+    // Spec: CTX-07.
+    /// The transformer for this load; nil: the manager's. Its key joins the cache key.
     public var transformer: (any ImageTransforming)?
-    /// The cache key filter (CTX-12); nil: the manager's.
+    // Spec: CTX-12.
+    /// The cache key filter; nil: the manager's.
     public var cacheKeyFilter: CacheKeyFilter?
-    /// Decides the bytes written to disk (CTX-11); nil: the manager's.
+    // Spec: CTX-11.
+    /// Decides the bytes written to disk; nil: the manager's.
     public var cacheSerializer: ImageCacheSerializer?
-    /// Which caches to look in (CTX-04). Default `.all`.
+    // Spec: CTX-04.
+    /// Which caches to look in. Default `.all`.
     public var queryCacheType: ImageCacheType
-    /// Where the delivered image (the variant, with a transformer or thumbnail) is stored
-    /// (CTX-05). Default `.all`. It also decides whether a disk hit is promoted to memory.
+    // Spec: CTX-05.
+    /// Where the delivered image (the variant, with a transformer or thumbnail) is stored.
+    /// Default `.all`. It also decides whether a disk hit is promoted to memory.
     public var storeCacheType: ImageCacheType
-    /// Where to look for the original's bytes when a variant misses (MGR-10). Default `.disk`.
+    // Spec: MGR-10.
+    /// Where to look for the original's bytes when a variant misses. Default `.disk`.
     public var originalQueryCacheType: ImageCacheType
-    /// Where the original is stored when a variant is delivered (CTX-06). Default `.disk`: its
+    // Spec: CTX-06.
+    /// Where the original is stored when a variant is delivered. Default `.disk`: its
     /// downloaded bytes, so any later variant is made without a request.
     public var originalStoreCacheType: ImageCacheType
-    /// Decode to fit (or, without ``preservesAspectRatio``, to fill) this size (CTX-14). Part
+    // Spec: CTX-14.
+    /// Decode to fit (or, without ``preservesAspectRatio``, to fill) this size. Part
     /// of the cache key.
     public var thumbnailPixelSize: PixelSize?
     /// See ``thumbnailPixelSize``. Default true.
@@ -48,13 +59,15 @@ public struct ImageLoadContext: Sendable {
     /// a cache entry or a failed-URL entry with this one (see ``CacheKeyFilter`` for the
     /// exception).
     public var requestHeaders: [String: String]
+    // Spec: CTX-09, CTX-10.
     /// This load's request modifier, asynchronous `willLoad` hook, response modifier and
-    /// decryptor (CTX-09, CTX-10); each one set wins over the downloader's. A load with hooks
+    /// decryptor; each one set wins over the downloader's. A load with hooks
     /// of its own is never joined with another load.
     public var loadHooks: ImageLoadHooks
     /// How this load's transient failures are retried; nil: the loader's policy.
     public var retryPolicy: ImageRetryPolicy?
 
+    /// A context; every value left nil uses the manager's.
     public init(imageCache: (any ImageCaching)? = nil, imageLoader: (any ImageLoading)? = nil,
                 coders: ImageCodersManager? = nil, transformer: (any ImageTransforming)? = nil,
                 cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
@@ -85,7 +98,8 @@ public struct ImageLoadContext: Sendable {
     }
 }
 
-/// Decides the bytes a load writes to disk (SDWebImage's cache serializer, TRK-05), for
+// Spec: TRK-05.
+/// Decides the bytes a load writes to disk (SDWebImage's cache serializer), for
 /// example to keep WebP downloads as PNG so later disk hits decode faster.
 ///
 /// It is called with the image to store and its original bytes — nil when the image was
@@ -94,24 +108,29 @@ public struct ImageLoadContext: Sendable {
 public struct ImageCacheSerializer: Sendable {
     private let body: @Sendable (DecodedImage, Data?, URL) -> Data?
 
+    /// A serializer that calls `body` with the image, the downloaded bytes (if any) and the URL.
     public init(_ body: @escaping @Sendable (_ image: DecodedImage, _ originalData: Data?, _ url: URL) -> Data?) {
         self.body = body
     }
 
+    /// The bytes to write to disk for `image`; nil writes nothing.
     public func cacheData(for image: DecodedImage, originalData: Data?, url: URL) -> Data? {
         body(image, originalData, url)
     }
 }
 
+// Spec: MGR-08.
 /// Rewrites a load's options and context before anything else happens (SDWebImage's options
-/// processor, MGR-08), after the manager's defaults were filled in.
+/// processor), after the manager's defaults were filled in.
 public struct ImageLoadOptionsProcessor: Sendable {
     private let body: @Sendable (URL, ImageLoadOptions, ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext)
 
+    /// A processor that calls `body` with every load's URL, options and context.
     public init(_ body: @escaping @Sendable (URL, ImageLoadOptions, ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext)) {
         self.body = body
     }
 
+    /// The options and context the load runs with.
     public func process(_ url: URL, _ options: ImageLoadOptions, _ context: ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext) {
         body(url, options, context)
     }

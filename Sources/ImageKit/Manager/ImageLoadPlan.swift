@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 
+// Spec: MGR-08.
 /// Everything one load needs, resolved once: the context merged with the manager's defaults
-/// and processed (MGR-08), the final cache key, the decode options, and the key under which
+/// and processed, the final cache key, the decode options, and the key under which
 /// identical loads are joined. A class: it is passed through every stage, and copying a
 /// struct of this many references cost a fifth of a memory hit.
 final class ImageLoadPlan: Sendable {
@@ -60,7 +61,8 @@ final class ImageLoadPlan: Sendable {
 
     var queriesCache: Bool { !options.contains(.fromLoaderOnly) && context.queryCacheType != .none }
 
-    /// A variant's miss may be served from the original's cached bytes (MGR-10).
+    // Spec: MGR-10.
+    /// A variant's miss may be served from the original's cached bytes.
     var queriesOriginal: Bool {
         !key.isOriginal && !options.contains(.fromLoaderOnly) && context.originalQueryCacheType != .none
     }
@@ -108,7 +110,8 @@ final class ImageLoadPlan: Sendable {
         return (try? image.loadingAllFrames()) ?? image
     }
 
-    /// No image and no error (a `.fromCacheOnly` miss, a vetoed download: ERR-05).
+    // Spec: ERR-05.
+    /// No image and no error (a `.fromCacheOnly` miss, a vetoed download).
     func emptyResult() -> ImageLoadResult {
         ImageLoadResult(image: nil, data: nil, cacheType: .none, url: url, cacheKey: key)
     }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// What a load delivers (SDWebImage's completion arguments, MGR-22, as one value).
+// Spec: MGR-22.
+/// What a load delivers (SDWebImage's completion arguments, as one value).
 public struct ImageLoadResult: Sendable {
     /// The decoded (and transformed) image. nil only when no image is the right answer: a
     /// ``ImageLoadOptions/fromCacheOnly`` miss, a download the manager's `shouldDownload`
@@ -56,6 +57,7 @@ public struct ImageLoadResult: Sendable {
         init(_ value: ImageLoadTimings) { self.value = value }
     }
 
+    /// A result; the manager makes these.
     public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
                 statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {
         self.image = image

@@ -1,6 +1,7 @@
 import Foundation
 
-/// One caller's handle on a load (SDWebImage's combined operation, MGR-07).
+// Spec: MGR-07.
+/// One caller's handle on a load (SDWebImage's combined operation).
 ///
 /// ``cancel()`` detaches this caller: its completion reports ``ImageError/Code/cancelled``
 /// exactly once, nothing of this load is stored, and the shared work (cache query, transfer,

@@ -11,8 +11,9 @@ extension ImageManager {
         case load(ImageLoadPlan)
     }
 
-    /// MGR-03: a URL that is missing or empty → `invalidURL`; a URL on the failed list →
-    /// `blacklisted` (unless `.retryFailed`). Then memory, synchronously (MGR-24), and the
+    // Spec: MGR-03, MGR-24.
+    /// A URL that is missing or empty → `invalidURL`; a URL on the failed list →
+    /// `blacklisted` (unless `.retryFailed`). Then memory, synchronously, and the
     /// scheme check (a URL whose image is in memory was loaded before).
     func admit(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext) -> Result<Admission, ImageError> {
         guard let url else { return .failure(ImageError(.invalidURL, "the image URL is nil")) }
@@ -73,7 +74,8 @@ extension ImageManager {
         return ImageError(.invalidURL, "no loader handles \(plan.urlString)")
     }
 
-    /// The answer a cache can give without waiting (MGR-24): a memory hit, or a disk hit with
+    // Spec: MGR-24.
+    /// The answer a cache can give without waiting: a memory hit, or a disk hit with
     /// ``ImageLoadOptions/queryDiskDataSync``. nil: the load goes on asynchronously.
     /// - Parameter memoryMissed: memory was just asked for this plan's key (the plain path) and had
     ///   nothing: it is not asked again, and the cache's synchronous query is skipped unless it

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 
-/// The load flow of one job (DESIGN §5, steps 6–10): disk, original-cache fallback, loader,
+// Spec: DESIGN §5, steps 6–10.
+/// The load flow of one job: disk, original-cache fallback, loader,
 /// decode, transform, store. Every `await` is a point where the job may have been stopped by
 /// its last caller; then nothing more is delivered or stored.
 extension ImageManager {
@@ -91,7 +92,8 @@ extension ImageManager {
         return Task.isCancelled ? nil : false
     }
 
-    /// Stage 3: the download decision (MGR-11) and the transfer — a revalidation of `revalidating`
+    // Spec: MGR-11.
+    /// Stage 3: the download decision and the transfer — a revalidation of `revalidating`
     /// with its validators, or the first scans alone when the thumbnail needs no more. A 304
     /// refreshes the cached metadata and ends the job.
     private func download(revalidating: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> (ImageLoadResponse, ImageDecodingOptions)? {
@@ -218,8 +220,9 @@ extension ImageManager {
         var transformDuration: TimeInterval?
     }
 
+    // Spec: TRK-04.
     /// Decodes `data` with the plan's options (unless `image` is given), then transforms
-    /// (TRK-04: finished images only; animated ones only with `.transformAnimatedImage`).
+    /// (finished images only; animated ones only with `.transformAnimatedImage`).
     static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
                         decoding: ImageDecodingOptions? = nil) throws(StagedError) -> Produced {
         if plan.options.contains(.avoidDecodeImage) && image == nil {
@@ -260,7 +263,8 @@ extension ImageManager {
         var stage: FailureStage
     }
 
-    /// MGR-10: a variant (transformer, thumbnail, decode setting) that missed is made from the
+    // Spec: MGR-10.
+    /// A variant (transformer, thumbnail, decode setting) that missed is made from the
     /// original's cached bytes (or, for a transformer alone, its decoded image in memory). nil
     /// when the original is not cached or its bytes do not decode: the loader is asked then.
     private func variantFromOriginal(_ job: ImageLoadJob) async -> ImageLoadResult? {
@@ -401,7 +405,8 @@ extension ImageManager {
         job.finish(.success(result))
     }
 
-    /// MGR-14: report the failure; put the URL on the failed list when the failure is permanent.
+    // Spec: MGR-14.
+    /// Report the failure; put the URL on the failed list when the failure is permanent.
     private func fail(_ job: ImageLoadJob, _ error: ImageError, at stage: FailureStage) {
         let url = job.plan.url
         let blocks = configuration.shouldBlockFailedURL?(url, error) ?? Self.blocksURL(after: error, at: stage)

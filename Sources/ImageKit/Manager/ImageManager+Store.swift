@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 
-/// The store step (MGR-15/16, CQS-02): memory first, before the image is delivered, so the
+// Spec: MGR-15/16, CQS-02.
+/// The store step: memory first, before the image is delivered, so the
 /// next load of it is a memory hit; disk after, in the background unless `.waitStoreCache`.
 extension ImageManager {
     /// One write to a cache layer.

@@ -1,8 +1,9 @@
 import Foundation
 
 extension ImageManager {
+    // Spec: VIEW-02…09, VIEW-12, VIEW-07/08, VIEW-09, VIEW-02.
     /// Loads `url` into `target`: the target shows the latest image it asked for, never a late
-    /// one (SDWebImage's `sd_setImageWithURL:…`, VIEW-02…09, VIEW-12).
+    /// one (SDWebImage's `sd_setImageWithURL:…`).
     ///
     /// In order: the load running into `target` under the same operation key is cancelled (its
     /// completion is told `cancelled` and it never touches the target again); the placeholder is
@@ -10,11 +11,11 @@ extension ImageManager {
     /// ``ImageLoadOptions/delayPlaceholder`` keeps it for a load that ends without an image; the
     /// target's progress is reset; then the manager loads. Previews of a
     /// ``ImageLoadOptions/progressiveLoad`` are set on the target without a completion call, and
-    /// the finished image is set with a transition flag (VIEW-07/08). With
+    /// the finished image is set with a transition flag. With
     /// ``ImageLoadOptions/avoidAutoSetImage`` nothing is set: the completion gets every image,
     /// previews included (`finished` false), and the caller shows it. A failed load leaves the
     /// placeholder. A nil URL cancels the previous load and completes with `invalidURL` without
-    /// asking the manager (VIEW-09).
+    /// asking the manager.
     ///
     /// Everything runs on the callback queue of `context` (else the manager's), and nothing at
     /// all — no completion either — once the target is deallocated; its load then runs to its
@@ -29,8 +30,13 @@ extension ImageManager {
     /// ```
     ///
     /// - Parameters:
-    ///   - operationKey: loads under different keys into one target are independent
-    ///     (VIEW-02); nil: ``ImageTarget/defaultImageLoadOperationKey``.
+    ///   - target: the target to fill; held weakly.
+    ///   - url: the image URL; nil shows the placeholder and fails with `invalidURL`.
+    ///   - placeholder: shown at once unless ``ImageLoadOptions/delayPlaceholder``.
+    ///   - options: how the load behaves.
+    ///   - context: per-load objects and settings; its callback queue is the target's.
+    ///   - operationKey: loads under different keys into one target are independent;
+    ///     nil: ``ImageTarget/defaultImageLoadOperationKey``.
     ///   - progress: bytes received, on the callback queue, for the current load only.
     ///   - completion: the result and whether it is final (`false` only for previews with
     ///     ``ImageLoadOptions/avoidAutoSetImage``). With ``ImageLoadOptions/refreshCached`` a
@@ -65,7 +71,8 @@ extension ImageManager {
     }
 }
 
-/// One load into one target: applies VIEW-05…08 to the load's events, which arrive in order on
+// Spec: VIEW-05…08.
+/// One load into one target: applies to the load's events, which arrive in order on
 /// the callback queue. Holds the target weakly.
 private final class TargetDelivery<Target: ImageTarget>: Sendable {
     private weak let target: Target?
@@ -95,7 +102,8 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
 
     private var isCurrent: Bool { ImageTargetRegistry.shared.isCurrent(targetID, key: key, id: id) }
 
-    /// VIEW-05/06: the placeholder (unless delayed) and the progress reset.
+    // Spec: VIEW-05/06.
+    /// The placeholder (unless delayed) and the progress reset.
     func begin() {
         guard let target, isCurrent else { return }
         if !options.contains(.delayPlaceholder) {
@@ -143,7 +151,8 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
         }
     }
 
-    /// VIEW-06/07 for a finished result.
+    // Spec: VIEW-06/07.
+    /// The target's last steps for a finished result: progress completed, then the image.
     private func finish(_ target: Target, _ result: ImageLoadResult) {
         if !progressTold.withLock({ $0 }) { target.imageLoadProgressDidChange(.unknownCompleted) }
         if let image = result.image {
@@ -158,7 +167,8 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
         completion?(.success(result), true)
     }
 
-    /// VIEW-08, for finished results.
+    // Spec: VIEW-08.
+    /// For finished results.
     private func transition(for cacheType: ImageCacheType) -> Bool {
         if options.contains(.forceTransition) { return true }
         switch cacheType {

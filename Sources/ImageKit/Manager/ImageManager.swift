@@ -23,7 +23,7 @@ public struct ImageManagerConfiguration: Sendable {
     /// bytes that no decoder can read (`badImageData`, `unsupportedFormat`, `emptyData`). Never
     /// a transformer's error, a limit of one load (`decompressionBomb`, `responseTooLarge`),
     /// timeouts, DNS, connection or TLS failures, the address policy, 5xx or cancellation:
-    /// ``ImageManager/blocksURL(after:)``.
+    /// ``ImageManager/blocksURL(after:at:)``.
     public var shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)?
     /// Told about every failed cache store (full or read-only disk …). The image is delivered
     /// all the same; with ``ImageLoadOptions/waitStoreCache`` the result carries the error too.
@@ -48,8 +48,9 @@ public struct ImageManagerConfiguration: Sendable {
     }
 }
 
+// Spec: DESIGN §5.
 /// Loads images by URL: memory cache, joined loads, disk cache, loader, decode, transform,
-/// store (SDWebImage's `SDWebImageManager`; DESIGN §5).
+/// store (SDWebImage's `SDWebImageManager`).
 ///
 /// One call does it all. A memory hit answers before the call returns; identical loads in
 /// flight share one job (one cache query, one transfer, one decode), each caller with its own
@@ -73,11 +74,17 @@ public final class ImageManager: Sendable {
     public let cache: any ImageCaching
     /// The loader every load uses unless its context names another.
     public let loader: any ImageLoading
+    /// The coders loads decode and encode with.
     public let coders: ImageCodersManager
+    /// The transformer applied to loads that name none in their context.
     public let transformer: (any ImageTransforming)?
+    /// Turns a URL into its cache key string; nil uses the URL.
     public let cacheKeyFilter: CacheKeyFilter?
+    /// Decides the bytes written to disk; nil writes the downloaded bytes.
     public let cacheSerializer: ImageCacheSerializer?
+    /// Rewrites every load's options and context before it starts.
     public let optionsProcessor: ImageLoadOptionsProcessor?
+    /// The configuration the manager was made with.
     public let configuration: ImageManagerConfiguration
 
     let failedURLs: FailedURLList
@@ -141,12 +148,18 @@ public final class ImageManager: Sendable {
         failedURLs.contains(FailedURLList.key(url.absoluteString, requestHeaders: headers))
     }
 
+    /// Takes `url` off the failed-URL list, under every header set.
     public func removeFailedURL(_ url: URL) { failedURLs.remove(url.absoluteString) }
 
     /// Where in a load a failure happened: only the loader's and the decoder's failures can be
     /// the URL's own.
     public enum FailureStage: Sendable {
-        case load, decode, transform
+        /// Fetching the bytes.
+        case load
+        /// Decoding them.
+        case decode
+        /// Transforming the decoded image.
+        case transform
     }
 
     /// The default rule for the failed-URL list (see
@@ -163,11 +176,13 @@ public final class ImageManager: Sendable {
         }
     }
 
+    /// Empties the failed-URL list.
     public func removeAllFailedURLs() { failedURLs.removeAll() }
 
     // MARK: Keys
 
-    /// The cache key a load of `url` with `options` and `context` uses (TRK-01/03): the key
+    // Spec: TRK-01/03.
+    /// The cache key a load of `url` with `options` and `context` uses: the key
     /// filter's output, plus the thumbnail, decode and transformer suffixes.
     public func cacheKey(for url: URL, options: ImageLoadOptions = [], context: ImageLoadContext = .init()) -> CacheKey {
         resolve(url, options: options, context: context).key
@@ -189,7 +204,8 @@ public final class ImageManager: Sendable {
 
     // MARK: Async
 
-    /// Loads `url` and returns its image (MGR-01).
+    // Spec: MGR-01.
+    /// Loads `url` and returns its image.
     ///
     /// A memory hit returns without suspending. Cancelling the calling task cancels this caller
     /// only: a load other callers share goes on for them. With ``ImageLoadOptions/refreshCached``
@@ -230,7 +246,8 @@ public final class ImageManager: Sendable {
         return try result.get()
     }
 
-    /// Loads a URL given as a string (MGR-02): a string that is not a URL fails with `invalidURL`.
+    // Spec: MGR-02.
+    /// Loads a URL given as a string: a string that is not a URL fails with `invalidURL`.
     public func loadImage(_ urlString: String, options: ImageLoadOptions = [],
                           context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
         try await loadImage(URL(string: urlString), options: options, context: context)
@@ -284,15 +301,20 @@ public final class ImageManager: Sendable {
 
     // MARK: Completion handlers
 
-    /// Loads `url` and calls `completion` on the callback queue (MGR-01, MGR-18).
+    // Spec: MGR-01, MGR-18, MGR-12, MGR-24.
+    /// Loads `url` and calls `completion` on the callback queue.
     ///
     /// `completion` is called exactly once — with the result, a failure, or `cancelled` after
     /// ``ImageLoadTask/cancel()`` — except with ``ImageLoadOptions/refreshCached``, where the
     /// cached image comes first and new bytes from the server make a second call (a 304 makes
-    /// none, MGR-12). A memory hit started on the callback queue completes before this returns
-    /// (MGR-24); started elsewhere, it completes asynchronously on the callback queue.
+    /// none). A memory hit started on the callback queue completes before this returns;
+    /// started elsewhere, it completes asynchronously on the callback queue.
     ///
     /// - Parameters:
+    ///   - url: the image URL; nil fails with `invalidURL`.
+    ///   - options: how the load behaves.
+    ///   - context: per-load objects (cache, loader, transformer) and settings.
+    ///   - completion: the result, once (twice with ``ImageLoadOptions/refreshCached``).
     ///   - progress: bytes received, on the callback queue.
     ///   - preview: partial images with ``ImageLoadOptions/progressiveLoad``, on the callback queue.
     @discardableResult
@@ -316,10 +338,11 @@ public final class ImageManager: Sendable {
         context.callbackQueue ?? configuration.callbackQueue
     }
 
+    // Spec: MGR-24.
     /// Starts a load whose every event is handed to `handler` on the load's callback queue, in
     /// order: the form the completion-handler API, the prefetcher and the target layer share. An
     /// answer known at once (a memory hit, a refused URL) is handed over before this returns when
-    /// called on that queue (MGR-24), otherwise asynchronously on it.
+    /// called on that queue, otherwise asynchronously on it.
     func startLoad(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext, wantsProgress: Bool,
                    wantsPreviews: Bool, handler: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
         let queue = callbackQueue(for: context)
@@ -362,7 +385,8 @@ enum CallbackQueues {
         return current == UInt(bitPattern: ObjectIdentifier(queue).hashValue)
     }
 
-    /// Runs `body` on `queue`: inline when already there (MGR-24), else asynchronously.
+    // Spec: MGR-24.
+    /// Runs `body` on `queue`: inline when already there, else asynchronously.
     static func run(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         if isCurrent(queue) { body() } else { queue.async(execute: body) }
     }

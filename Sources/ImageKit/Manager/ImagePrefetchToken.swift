@@ -1,6 +1,7 @@
 import Foundation
 
-/// Where one prefetch call stands, told after each of its URLs ends (PRE-04).
+// Spec: PRE-04.
+/// Where one prefetch call stands, told after each of its URLs ends.
 public struct ImagePrefetchProgress: Sendable {
     /// The URL that just ended.
     public var url: URL
@@ -14,7 +15,8 @@ public struct ImagePrefetchProgress: Sendable {
     public var totalCount: Int
 }
 
-/// How one prefetch call ended (PRE-04): told exactly once.
+// Spec: PRE-04.
+/// How one prefetch call ended: told exactly once.
 public struct ImagePrefetchSummary: Sendable, Hashable {
     /// URLs in the call.
     public var totalCount: Int
@@ -26,6 +28,7 @@ public struct ImagePrefetchSummary: Sendable, Hashable {
     /// ``ImagePrefetcher/cancelPrefetching()``) before every URL ended.
     public var isCancelled: Bool
 
+    /// A summary; the prefetcher makes these.
     public init(totalCount: Int, finishedCount: Int, skippedCount: Int, isCancelled: Bool = false) {
         self.totalCount = totalCount
         self.finishedCount = finishedCount
@@ -73,6 +76,7 @@ public final class ImagePrefetchToken: Sendable {
     public var skippedCount: Int { state.withLock { $0.skipped } }
     /// Whether the completion has been told: every URL ended, or the call was cancelled.
     public var isFinished: Bool { state.withLock { $0.isDone } }
+    /// True once `cancel()` was called.
     public var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
     /// Cancels this call only: its URLs not yet started are never requested, its loads in
@@ -115,8 +119,9 @@ public final class ImagePrefetchToken: Sendable {
         }
     }
 
+    // Spec: PRE-04.
     /// URL `index` ended; runs on the callback queue. Counts it, tells the progress handler,
-    /// and the completion when it was the last (PRE-04).
+    /// and the completion when it was the last.
     func ended(index: Int, error: ImageError?) {
         let counts = state.withLock { state -> (finished: Int, skipped: Int, isLast: Bool)? in
             state.running[index] = nil

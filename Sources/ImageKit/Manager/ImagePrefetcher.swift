@@ -1,7 +1,8 @@
 import DequeModule
 import Foundation
 
-/// Warms the caches for a list of URLs (SDWebImage's `SDWebImagePrefetcher`, PRE-01…04).
+// Spec: PRE-01…04.
+/// Warms the caches for a list of URLs (SDWebImage's `SDWebImagePrefetcher`).
 ///
 /// Each ``prefetch(_:options:context:progress:completion:)`` call is its own transaction with
 /// its own token, counters and completion; a new call never cancels earlier ones. The URLs of
@@ -19,7 +20,8 @@ import Foundation
 public final class ImagePrefetcher: Sendable {
     /// The manager every load goes through.
     public let manager: ImageManager
-    /// Options of calls that pass none; default ``ImageLoadOptions/lowPriority`` (PRE-03).
+    // Spec: PRE-03.
+    /// Options of calls that pass none; default ``ImageLoadOptions/lowPriority``.
     public let options: ImageLoadOptions
     /// Context of calls that pass none.
     public let context: ImageLoadContext
@@ -45,9 +47,10 @@ public final class ImagePrefetcher: Sendable {
     /// A prefetcher over ``ImageManager/shared`` with the defaults.
     public static let shared = ImagePrefetcher()
 
+    // Spec: PRE-02.
     /// - Parameters:
     ///   - manager: the manager the loads go through.
-    ///   - maxConcurrentPrefetchCount: loads at once over all calls; default 3 (PRE-02).
+    ///   - maxConcurrentPrefetchCount: loads at once over all calls; default 3.
     ///   - options: options of calls that pass none; default low priority.
     ///   - context: context of calls that pass none. Its callback queue (else the manager's) is
     ///     where progress and completions are told.
@@ -84,6 +87,9 @@ public final class ImagePrefetcher: Sendable {
     /// ``cancelPrefetching()``) completes it with the counts so far, marked cancelled.
     ///
     /// - Parameters:
+    ///   - urls: the URLs to load, in order.
+    ///   - progress: told the counts after each URL ends.
+    ///   - completion: told once, when the last URL has ended or the token is cancelled.
     ///   - options: nil: the prefetcher's ``options``.
     ///   - context: nil: the prefetcher's ``context``.
     @discardableResult

@@ -1,7 +1,8 @@
 import Foundation
 
+// Spec: VIEW-03/04.
 /// The live load of each (target, operation key) pair (SDWebImage's per-view operations
-/// dictionary, VIEW-03/04), for every manager.
+/// dictionary), for every manager.
 ///
 /// Targets cannot be given storage on Linux (no associated objects), so the registry keys them
 /// by identity and keeps them weakly. An entry exists only while a load runs: the load's end

@@ -9,10 +9,15 @@ public struct ImageCorners: OptionSet, Hashable, Sendable {
     public let rawValue: UInt
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
+    /// The top-left corner.
     public static let topLeft = ImageCorners(rawValue: 1 << 0)
+    /// The top-right corner.
     public static let topRight = ImageCorners(rawValue: 1 << 1)
+    /// The bottom-left corner.
     public static let bottomLeft = ImageCorners(rawValue: 1 << 2)
+    /// The bottom-right corner.
     public static let bottomRight = ImageCorners(rawValue: 1 << 3)
+    /// All four corners.
     public static let all: ImageCorners = [.topLeft, .topRight, .bottomLeft, .bottomRight]
 }
 

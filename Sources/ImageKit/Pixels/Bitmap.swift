@@ -6,8 +6,11 @@ public final class Bitmap: @unchecked Sendable {
     // Invariant that makes the @unchecked Sendable sound: `baseAddress` is written only before
     // `init(adopting:)` (by the PixelBuffer that owned it) and never after, so concurrent reads
     // are safe; the class frees it exactly once, in deinit.
+    /// The width in pixels.
     public let width: Int
+    /// The height in pixels.
     public let height: Int
+    /// Bytes from one row to the next (at least `width × 4`).
     public let bytesPerRow: Int
     /// True when every pixel's alpha is 255 (known from the format, or checked).
     public let isOpaque: Bool

@@ -10,7 +10,9 @@
 /// let bitmap = buffer.freeze(isOpaque: false)
 /// ```
 public struct PixelBuffer: ~Copyable {
+    /// The width in pixels.
     public let width: Int
+    /// The height in pixels.
     public let height: Int
     /// Bytes from one row to the next, at least `width * 4`.
     public let bytesPerRow: Int

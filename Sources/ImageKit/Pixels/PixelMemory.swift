@@ -6,14 +6,14 @@ import Darwin
 
 /// Where pixel memory comes from.
 ///
-/// Buffers of at least ``mappingThreshold`` bytes (128 KiB: a 181×181 bitmap, glibc's own mmap
+/// Buffers of at least `mappingThreshold` bytes (128 KiB: a 181×181 bitmap, glibc's own mmap
 /// threshold) are private mappings of their own (`mmap`), 2 MiB-aligned and advised as
 /// transparent huge pages from two huge pages up; smaller ones come from malloc. Memory is never
 /// zero-filled here: decoders overwrite it.
 ///
 /// A freed mapping is kept as a *spare* for the next buffer of about its size (at most
-/// ``spareLimitCount`` spares and ``spareLimitBytes`` bytes, process-wide, the oldest dropped
-/// first, each for at most ``spareLifetime`` seconds), because fresh memory is what large images cost most: the kernel
+/// `spareLimitCount` spares and `spareLimitBytes` bytes, process-wide, the oldest dropped
+/// first, each for at most `spareLifetime` seconds), because fresh memory is what large images cost most: the kernel
 /// zero-fills every page on first touch. Measured on a 12 MP photo (`bench --filter transform/`):
 /// a centre crop took 2.7 ms into fresh memory, most of it `clear_page`, and a grayscale 12.6 ms;
 /// a 4000×3000 JPEG decode 110 ms into fresh memory and 76 ms into reused memory. glibc does not
@@ -34,7 +34,9 @@ public enum PixelMemory {
     /// Bytes of pixel memory allocated now, and the most at any moment since the last
     /// ``resetPeak()``: how the benchmark measures a decode's peak pixel memory.
     public static var currentBytes: Int { usage.withLock { $0.current } }
+    /// The most pixel memory in use at once since the last `resetPeak()`, in bytes.
     public static var peakBytes: Int { usage.withLock { $0.peak } }
+    /// Starts a new peak measurement from the memory in use now.
     public static func resetPeak() { usage.withLock { $0.peak = $0.current } }
 
     // A lock, not atomics: Swift 6.3 crashes compiling Atomic read-modify-write operations

@@ -1,8 +1,11 @@
 /// A size in pixels.
 public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
+    /// The width in pixels.
     public var width: Int
+    /// The height in pixels.
     public var height: Int
 
+    /// A size of `width` × `height` pixels.
     public init(width: Int, height: Int) {
         self.width = width
         self.height = height

@@ -356,7 +356,7 @@ import Glibc
 #endif
 
 extension Bitmap {
-    /// This bitmap scaled to `size` with the ``Resampler`` (Lanczos-3 in premultiplied alpha).
+    /// This bitmap scaled to `size` with the `Resampler` (Lanczos-3 in premultiplied alpha).
     /// Returns `self` when the size is unchanged.
     public func resized(to size: PixelSize) throws(ImageError) -> Bitmap {
         try resized(to: size, extent: nil)

@@ -3,8 +3,10 @@
 /// `sigma` is the standard deviation in pixels: what SDWebImage's `blurRadius` and Pillow's
 /// `GaussianBlur(radius)` mean too. Key: `SDImageBlurTransformer(SIGMA)`, `%f`.
 public struct ImageBlurTransformer: ImageTransforming {
+    /// The Gaussian's standard deviation in pixels.
     public var sigma: Double
 
+    /// A Gaussian blur of `sigma` pixels.
     public init(sigma: Double) {
         self.sigma = sigma
     }

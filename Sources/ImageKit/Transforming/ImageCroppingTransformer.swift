@@ -3,8 +3,10 @@
 /// A rectangle that does not overlap the image is an error (``ImageError/Code/invalidArgument``).
 /// Key: `SDImageCroppingTransformer({X,Y,W,H})`, `%f` numbers as SDWebImage prints them.
 public struct ImageCroppingTransformer: ImageTransforming {
+    /// The rectangle kept, in the image's pixels.
     public var rect: PixelRect
 
+    /// A crop to `rect` (clipped to the image).
     public init(rect: PixelRect) {
         self.rect = rect
     }

@@ -1,10 +1,14 @@
+// Spec: TRK-03.
 /// Mirrors an image (every frame) left–right and/or top–bottom; exact, no resampling.
 ///
-/// Key: `SDImageFlippingTransformer(H,V)` with 1 or 0, as in SDWebImage (TRK-03's example).
+/// Key: `SDImageFlippingTransformer(H,V)` with 1 or 0, as in SDWebImage (its documented example).
 public struct ImageFlippingTransformer: ImageTransforming {
+    /// Mirror left to right.
     public var horizontal: Bool
+    /// Mirror top to bottom.
     public var vertical: Bool
 
+    /// A flip along either axis or both.
     public init(horizontal: Bool, vertical: Bool) {
         self.horizontal = horizontal
         self.vertical = vertical

@@ -4,6 +4,7 @@
 /// SDWebImage has no grayscale transformer of its own (it uses a Core Image filter), so the key
 /// is ImageKit's: `ImageGrayscaleTransformer(601)`.
 public struct ImageGrayscaleTransformer: ImageTransforming {
+    /// A grayscale transformer.
     public init() {}
 
     public var transformerKey: String { "ImageGrayscaleTransformer(601)" }

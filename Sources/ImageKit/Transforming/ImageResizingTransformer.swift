@@ -20,9 +20,12 @@ public enum ImageScaleMode: Int, Sendable, Hashable, CaseIterable {
 ///
 /// Key: `SDImageResizingTransformer({W,H},MODE)` with `%f` sizes, as SDWebImage prints it.
 public struct ImageResizingTransformer: ImageTransforming {
+    /// The target size in pixels.
     public var size: PixelSize
+    /// How the image is fitted to the size.
     public var mode: ImageScaleMode
 
+    /// A resize to `size`, fitting by `mode`.
     public init(size: PixelSize, mode: ImageScaleMode = .fit) {
         self.size = size
         self.mode = mode

@@ -1,5 +1,6 @@
 import Foundation
 
+// Spec: TRK-03.
 /// Turns an image (every frame) counter-clockwise about its centre.
 ///
 /// Multiples of 90° move whole pixels; other angles sample bilinearly in premultiplied alpha
@@ -11,17 +12,20 @@ import Foundation
 /// ```
 ///
 /// Key: `SDImageRotationTransformer(RADIANS,FIT)`; the angle is printed with up to 11 decimals,
-/// truncated, so π/4 prints `0.78539816339` as in TRK-03's example.
+/// truncated, so π/4 prints `0.78539816339` as in SDWebImage's documented example.
 public struct ImageRotationTransformer: ImageTransforming {
     /// Counter-clockwise, in radians.
     public var angle: Double
+    /// Grow the canvas to hold the whole rotated image (true) or keep the original size (false).
     public var fitSize: Bool
 
+    /// A rotation by `angle` radians, counter-clockwise.
     public init(angle: Double, fitSize: Bool = true) {
         self.angle = angle
         self.fitSize = fitSize
     }
 
+    /// A rotation by `degrees`, counter-clockwise.
     public init(degrees: Double, fitSize: Bool = true) {
         // Whole quarter turns stay exact multiples of π/2 so they take the exact path.
         self.init(angle: degrees / 180 * .pi, fitSize: fitSize)

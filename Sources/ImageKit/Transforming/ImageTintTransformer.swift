@@ -3,8 +3,10 @@
 ///
 /// Key: `SDImageTintTransformer(#rrggbbaa)`.
 public struct ImageTintTransformer: ImageTransforming {
+    /// The colour laid over the image, with its alpha as the strength.
     public var color: RGBAColor
 
+    /// A tint with `color`.
     public init(color: RGBAColor) {
         self.color = color
     }

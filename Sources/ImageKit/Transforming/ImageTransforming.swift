@@ -1,10 +1,11 @@
 import Foundation
 
-/// Turns a decoded image into another (SDWebImage's `SDImageTransformer`, TRK-02): resize,
+// Spec: TRK-02, TRK-03.
+/// Turns a decoded image into another (SDWebImage's `SDImageTransformer`): resize,
 /// crop, round corners …
 ///
 /// ``transformerKey`` names the transformation with its parameters; the manager appends it to
-/// the cache key (TRK-03), so every variant of a URL is cached apart from the original and from
+/// the cache key, so every variant of a URL is cached apart from the original and from
 /// the other variants. Two transformers with the same key must produce the same pixels.
 ///
 /// ```swift
@@ -17,16 +18,20 @@ import Foundation
 public protocol ImageTransforming: Sendable {
     /// A stable identifier of the transformation and its parameters, e.g. `Resize(256x256,fit)`.
     var transformerKey: String { get }
+    // Spec: ERR-05.
     /// The transformed image, or nil when the transformer declines (the load then completes
-    /// with no image and no error, ERR-05). Runs on the manager's decode threads, never on the
+    /// with no image and no error). Runs on the manager's decode threads, never on the
     /// caller's.
     func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage?
 }
 
-/// Several transformers applied in order; its key is theirs joined by `-` (TRK-03).
+// Spec: TRK-03.
+/// Several transformers applied in order; its key is theirs joined by `-`.
 public struct ImagePipelineTransformer: ImageTransforming {
+    /// The transformers, applied first to last.
     public let transformers: [any ImageTransforming]
 
+    /// A pipeline of `transformers`, applied in order.
     public init(_ transformers: [any ImageTransforming]) {
         self.transformers = transformers
     }

@@ -4,7 +4,12 @@ import Foundation
 /// signature covers, the operations and the source URL.
 public struct ImageRequest: Sendable, Hashable {
     /// The URL grammar a request came in.
-    public enum Grammar: String, Sendable, Hashable { case thumbor, imgproxy }
+    public enum Grammar: String, Sendable, Hashable {
+        /// thumbor's: `/unsafe/…` or `/<28-character signature>/…`.
+        case thumbor
+        /// imgproxy's: `/insecure/…`, `/_/…` or `/<43-character signature>/…`.
+        case imgproxy
+    }
 
     /// Which grammar the path used (decided by its first segment).
     public var grammar: Grammar

@@ -34,7 +34,24 @@ public struct ImageOperations: Sendable, Hashable {
 
     /// Where a crop keeps the image, or what `fill` keeps.
     public enum Gravity: Sendable, Hashable {
-        case center, north, south, east, west, northEast, northWest, southEast, southWest
+        /// The middle.
+        case center
+        /// The top edge's middle.
+        case north
+        /// The bottom edge's middle.
+        case south
+        /// The right edge's middle.
+        case east
+        /// The left edge's middle.
+        case west
+        /// The top-right corner.
+        case northEast
+        /// The top-left corner.
+        case northWest
+        /// The bottom-right corner.
+        case southEast
+        /// The bottom-left corner.
+        case southWest
         /// The most interesting region (edges, saturation, skin tones).
         case smart
         /// A focal point, as fractions of the width and height (0…1).
@@ -54,7 +71,12 @@ public struct ImageOperations: Sendable, Hashable {
     /// Removing a uniform border.
     public struct Trim: Sendable, Hashable {
         /// Which corner's colour is the border's (thumbor `top-left` / `bottom-right`).
-        public enum Reference: String, Sendable, Hashable { case topLeft = "top-left", bottomRight = "bottom-right" }
+        public enum Reference: String, Sendable, Hashable {
+            /// The top-left pixel's colour.
+            case topLeft = "top-left"
+            /// The bottom-right pixel's colour.
+            case bottomRight = "bottom-right"
+        }
         /// The corner whose colour is the border's.
         public var reference: Reference
         /// How far a pixel may differ from the border colour and still be trimmed.
@@ -115,6 +137,7 @@ public struct ImageOperations: Sendable, Hashable {
     /// How `fill` (thumbor's `fill()` filter, imgproxy's `extend` with a background) paints
     /// the canvas around an image that does not cover the box.
     public enum Fill: Sendable, Hashable {
+        /// A solid colour.
         case color(Color)
         /// The image itself, blurred, behind it.
         case blur
@@ -124,22 +147,50 @@ public struct ImageOperations: Sendable, Hashable {
 
     /// A pixel operation, applied in order after the geometry.
     public enum Filter: Sendable, Hashable {
+        /// A Gaussian blur; `sigma` when given, else `radius` as the sigma (thumbor `blur(r,s)`, imgproxy `bl`).
         case blur(radius: Double, sigma: Double?)
+        /// An unsharp mask: thumbor's `sharpen(amount,radius,luminance_only)`; imgproxy's `sh:sigma` has radius 0.
         case sharpen(amount: Double, radius: Double, luminanceOnly: Bool)
+        /// Blocks of `size` × `size` pixels, each its mean colour.
         case pixelate(size: Int)
+        /// Luma only, kept as RGB.
         case grayscale
+        /// Adds `amount` percent of full scale to every channel (thumbor `brightness`, −100 … 100).
         case brightness(Int)
+        /// Stretches the channels around mid-grey by `amount` percent (thumbor `contrast`, −100 … 100).
         case contrast(Int)
+        /// Moves each channel away from the pixel's perceived brightness by this factor (thumbor `saturation`).
         case saturation(Double)
+        /// Adds a percent of full scale to each channel (thumbor `rgb(r,g,b)`).
         case rgb(red: Int, green: Int, blue: Int)
+        /// Moves each channel by a random amount within ±`amount`, the same for one URL every time.
         case noise(Int)
+        /// Rounds the corners with radius `a`, painting outside them `color` unless `transparent`.
         case roundCorner(a: Int, b: Int, color: Color, transparent: Bool)
+        /// Draws the image at `url` over the result at `x`, `y` with `alpha` percent transparency (thumbor `watermark`).
         case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
     }
 
     /// Output formats the service can be asked for.
     public enum Format: String, Sendable, Hashable, CaseIterable {
-        case jpeg, png, webp, avif, gif, heic, jxl, tiff, bmp
+        /// JPEG.
+        case jpeg
+        /// PNG.
+        case png
+        /// WebP.
+        case webp
+        /// AVIF.
+        case avif
+        /// GIF (animations stay animated).
+        case gif
+        /// HEIC (answered 415 while ImageKit has no HEIC encoder).
+        case heic
+        /// JPEG XL (answered 415 while ImageKit has no JPEG XL encoder).
+        case jxl
+        /// TIFF (imgproxy only).
+        case tiff
+        /// BMP (imgproxy only).
+        case bmp
     }
 
     // MARK: Geometry

@@ -57,6 +57,11 @@ public struct GeometryPlan: Sendable, Hashable {
 
     /// - Parameter sourceIsGIF: thumbor runs none of the filters that come after the resize
     ///   (upscale, fill, proportion, rotate, blur …) on a GIF source (its handler skips them
+    ///
+    /// - Parameters:
+    ///   - request: the parsed operations.
+    ///   - sourceWidth: the source's width after orientation.
+    ///   - sourceHeight: the source's height after orientation.
     ///   unless a gifsicle engine is configured); the plan does the same, so sizes stay equal.
     public init(sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, request: ImageRequest) {
         switch request.grammar {

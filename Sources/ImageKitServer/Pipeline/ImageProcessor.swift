@@ -17,7 +17,7 @@ public struct ProcessedImage: Sendable {
     public var timings = ProcessingTimings()
 }
 
-/// The CPU stages of one ``ImageProcessor/process(_:request:)``, for the service's stage metrics.
+/// The CPU stages of one ``ImageProcessor/process(_:request:watermarks:)``, for the service's stage metrics.
 public struct ProcessingTimings: Sendable {
     /// Decoding, including decode-time scaling.
     public var decode: Duration = .zero
@@ -74,6 +74,10 @@ public struct ImageProcessor: Sendable {
     ///   source over ``maxPixels``, 400 for a bad argument (a watermark position), 500 otherwise.
     ///
     /// - Parameter watermarks: the bytes of each `watermark()` filter's image, by the URL as the
+    ///
+    /// - Parameters:
+    ///   - data: the source image's bytes.
+    ///   - originalRequest: the request as it came, for the formats and sizes negotiated with it.
     ///   filter names it (the service fetches them through the same rules as the source).
     public func process(_ data: Data, request originalRequest: ImageRequest,
                         watermarks: [String: Data] = [:]) throws(ImageServiceError) -> ProcessedImage {

@@ -21,6 +21,7 @@ public struct AVIFCoder: ImageCoding {
     /// thumbnails (see the README's encoder notes).
     public static let defaultSpeed = 8
 
+    /// The AVIF coder (libavif).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .avif }

@@ -11,6 +11,7 @@ import Foundation
 /// byte is padding, as Windows and Pillow read it). Pixels a run-length file skips are palette
 /// entry 0. An embedded V5 profile is not applied (see the README).
 public struct BMPCoder: ImageCoding {
+    /// The BMP decoder.
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .bmp }

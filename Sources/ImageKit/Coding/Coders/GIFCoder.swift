@@ -8,6 +8,7 @@ import Foundation
 /// are clipped. Delays of 10 ms or less become 100 ms, as browsers do. The loop count comes from
 /// the NETSCAPE2.0 (or ANIMEXTS1.0) extension; without one the animation plays once.
 public struct GIFCoder: ImageCoding {
+    /// The GIF coder (giflib for records, ImageKit's LZW decoder).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .gif }

@@ -11,6 +11,7 @@ import Foundation
 /// the requested size (as libvips does), which skips decoding the full image. Each decode uses
 /// one thread: a server decodes many images at once. Built with the `HEIF` package trait.
 public struct HEIFCoder: ImageCoding {
+    /// The HEIF/HEIC decoder (libheif).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .heic || signature.format == .heif }

@@ -4,6 +4,7 @@ import Foundation
 /// bits per pixel), stored as PNG (decoded by ``PNGCoder``) or as a DIB with its 1-bit AND mask
 /// (32-bit entries use their own alpha). Decode only.
 public struct ICOCoder: ImageCoding {
+    /// The ICO decoder.
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .ico }

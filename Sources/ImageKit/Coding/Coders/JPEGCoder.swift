@@ -9,6 +9,7 @@ import Foundation
 /// ``ImageDecodingOptions/appliesOrientation`` is false. 12-bit and lossless JPEGs give
 /// ``ImageError/Code/unsupportedFormat``.
 public struct JPEGCoder: ImageCoding {
+    /// The JPEG coder (libjpeg-turbo).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpeg }
@@ -349,7 +350,7 @@ final class TurboJPEGHandle: @unchecked Sendable {
 }
 
 extension JPEGCoder: EarlyFinishImageDecoding {
-    /// A progressive JPEG thumbnailed at 1/8 scale or less needs only its DC scans (``firstScans(_:options:)``).
+    /// A progressive JPEG thumbnailed at 1/8 scale or less needs only its DC scans (`firstScans(_:options:)`).
     public func prefixVerdict(_ data: Data, options: ImageDecodingOptions) -> ImagePrefixVerdict {
         Self.firstScans(data, options: options)
     }

@@ -11,6 +11,7 @@ import Foundation
 /// like every other format. Thumbnails are decoded whole, then resized (libjxl 0.7 has no
 /// scaled decode). One thread per decode. Built with the `JXL` package trait.
 public struct JXLCoder: ImageCoding {
+    /// The JPEG XL decoder (libjxl).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpegXL }

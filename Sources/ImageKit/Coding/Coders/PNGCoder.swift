@@ -16,6 +16,7 @@ import Foundation
 /// An animated image encodes as an APNG (every frame, durations and loop count kept) unless
 /// ``ImageEncodingOptions/firstFrameOnly`` is given.
 public struct PNGCoder: ImageCoding {
+    /// The PNG and APNG coder (libpng).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .png }

@@ -13,6 +13,7 @@ import Foundation
 /// interface (16-bit samples keep their high byte there), whose premultiplied output is turned
 /// back into straight alpha.
 public struct TIFFCoder: ImageCoding {
+    /// The TIFF decoder (libtiff).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .tiff }

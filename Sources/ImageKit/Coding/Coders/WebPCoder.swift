@@ -7,6 +7,7 @@ import Foundation
 /// (blending and disposal as libwebp's `WebPAnimDecoder` does them), each frame decoded onto the
 /// canvas and the canvas copied once into the frame's own bitmap. The EXIF orientation in an `EXIF` chunk is applied by default.
 public struct WebPCoder: ImageCoding {
+    /// The WebP coder (libwebp).
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .webp }

@@ -25,6 +25,7 @@ import Foundation
 /// let image = try decoder.finalImage()
 /// ```
 public final class ProgressiveDecoder: Sendable {
+    /// The options every preview and the final image are decoded with.
     public let options: ImageDecodingOptions
     let coders: ImageCodersManager
     private let state: Locked<State>
@@ -37,6 +38,7 @@ public final class ProgressiveDecoder: Sendable {
         var session: (any ProgressiveDecodingSession)?
     }
 
+    /// A decoder for one download; `coders` decides which format's session reads the bytes.
     public init(options: ImageDecodingOptions = .default, coders: ImageCodersManager = .shared) {
         self.options = options
         self.coders = coders
