@@ -13,7 +13,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all docs lint deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
+.PHONY: all docs lint format deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
 	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
@@ -62,13 +62,11 @@ thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
 	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
 
-# First the layer rule (Tests/check-layers.py: each folder of Sources/ImageKit names only the types
-# of the layers below it). Then the fleet tests (nginx in front of nodes of the imagekit just
+# After the Swift tests, the fleet tests (nginx in front of nodes of the imagekit just
 # built, `test-fleet`), and
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
-	python3 Tests/check-layers.py
 	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS)
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
@@ -186,6 +184,17 @@ bench-fleet: deps thumbor-venv
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) bash Fuzz/run.sh $(FUZZ_TARGETS)
+
+# Style and structure, in seconds: `swift format lint` with the repository's .swift-format (line
+# length 120; `make format` rewrites the files to it) and the layer rule (Tests/check-layers.py:
+# each folder of Sources/ImageKit names only the types of the layers below it).
+FORMAT_PATHS := Sources Tests Benchmarks/bench Benchmarks/NetBench Fuzz/Sources
+lint:
+	$(SWIFTPM) format lint --strict --recursive $(FORMAT_PATHS)
+	python3 Tests/check-layers.py
+
+format:
+	$(SWIFTPM) format format --in-place --recursive $(FORMAT_PATHS)
 
 # The DocC catalogs of both library modules (swift-docc-plugin), with no warnings, and every
 # public declaration documented (Tests/check-docs.py over the symbol graphs DocC extracted).

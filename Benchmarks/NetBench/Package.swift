@@ -19,7 +19,7 @@ let package = Package(
                 .product(name: "ImageKit", package: "ImageKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,11 +18,13 @@ struct AnimationBench {
         guard !cases.isEmpty else { return }
         var rows: [[String]] = []
         var limits = DecodingLimits()
-        limits.maxTotalBytes = Int.max // the eager side holds every frame
+        limits.maxTotalBytes = Int.max  // the eager side holds every frame
         var decoding = ImageDecodingOptions.default
         decoding.limits = limits
         for item in cases {
-            guard let probe = try? AnimatedImage(data: item.data), (try? ImageCodersManager.shared.decode(item.data, options: decoding)) != nil else {
+            guard let probe = try? AnimatedImage(data: item.data),
+                (try? ImageCodersManager.shared.decode(item.data, options: decoding)) != nil
+            else {
                 log("skipping \(item.name): not a decodable animation")
                 continue
             }
@@ -62,14 +64,20 @@ struct AnimationBench {
                 if eagerRates.count >= 100 { break }
             }
             let eager = median(eagerRates), played = median(playerRates)
-            rows.append([item.name, "\(probe.frameCount)", "\(probe.width)x\(probe.height)", format(played, 0), format(eager, 0),
-                         format(played / eager, 2), megabytes(playerPeak), megabytes(eagerPeak)])
-            report.jsonLine(["case": item.name, "frames": probe.frameCount, "width": probe.width, "height": probe.height,
-                             "player_fps": played, "eager_fps": eager, "ratio": played / eager,
-                             "player_peak_pixel_bytes": playerPeak, "eager_peak_pixel_bytes": eagerPeak])
+            rows.append([
+                item.name, "\(probe.frameCount)", "\(probe.width)x\(probe.height)", format(played, 0), format(eager, 0),
+                format(played / eager, 2), megabytes(playerPeak), megabytes(eagerPeak),
+            ])
+            report.jsonLine([
+                "case": item.name, "frames": probe.frameCount, "width": probe.width, "height": probe.height,
+                "player_fps": played, "eager_fps": eager, "ratio": played / eager,
+                "player_peak_pixel_bytes": playerPeak, "eager_peak_pixel_bytes": eagerPeak,
+            ])
         }
-        report.table("Animations: frames per second through the player (one pass) vs the eager decode; peak pixel memory",
-                     header: ["case", "frames", "canvas", "player fps", "eager fps", "ratio", "player peak", "eager peak"], rows: rows)
+        report.table(
+            "Animations: frames per second through the player (one pass) vs the eager decode; peak pixel memory",
+            header: ["case", "frames", "canvas", "player fps", "eager fps", "ratio", "player peak", "eager peak"],
+            rows: rows)
     }
 
     private func megabytes(_ bytes: Int) -> String { format(Double(bytes) / 1e6, 1) + " MB" }
@@ -81,7 +89,8 @@ struct AnimationBench {
                 guard let data = FileManager.default.contents(atPath: corpus + "/" + path) else { return nil }
                 let signature = ImageSignature(data)
                 guard signature.format == .gif || signature.isAnimated,
-                      let image = try? AnimatedImage(data: data), image.frameCount > 1 else { return nil }
+                    let image = try? AnimatedImage(data: data), image.frameCount > 1
+                else { return nil }
                 return Case(name: "animation/\(path)", data: data)
             }
         }
@@ -106,8 +115,10 @@ struct AnimationBench {
         }
         let animation = DecodedImage(frames: frames, loopCount: 0, format: .gif)
         var cases: [Case] = []
-        for (name, format, encoding) in [("gif", ImageFormat.gif, ImageEncodingOptions.default),
-                                         ("webp-q80", .webp, ImageEncodingOptions(quality: 0.8))] {
+        for (name, format, encoding) in [
+            ("gif", ImageFormat.gif, ImageEncodingOptions.default),
+            ("webp-q80", .webp, ImageEncodingOptions(quality: 0.8)),
+        ] {
             if let data = try? ImageCodersManager.shared.encode(animation, as: format, options: encoding) {
                 cases.append(Case(name: "animation/\(name)-\(count)f/\(width)x\(height)", data: data))
             }

@@ -15,20 +15,24 @@ struct CacheBench {
     }
 
     func run() async {
-        let names = ["cache-memory-hit", "cache-memory-store", "cache-disk-hit-read", "cache-disk-hit-decode",
-                     "cache-disk-store", "manager-memory-hit", "manager-disk-hit", "cache-sweep-100k"]
+        let names = [
+            "cache-memory-hit", "cache-memory-store", "cache-disk-hit-read", "cache-disk-hit-decode",
+            "cache-disk-store", "manager-memory-hit", "manager-disk-hit", "cache-sweep-100k",
+        ]
         guard names.contains(where: options.includes) else { return }
         var rows: [Row] = []
         if options.includes("cache-memory-hit") { rows.append(memoryHit()) }
         if options.includes("cache-memory-store") { rows.append(memoryStore()) }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imagekit-bench-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imagekit-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         if names.dropFirst(2).dropLast().contains(where: options.includes) { rows += await disk(directory) }
         if options.includes("cache-sweep-100k") { rows.append(sweep(directory.appendingPathComponent("sweep"))) }
 
-        report.table("Caches (latency per operation; p50/p99 of single operations)",
-                     header: ["case", "p50", "p99", "ops/s"],
-                     rows: rows.map { [$0.name, Self.duration($0.p50), Self.duration($0.p99), format($0.opsPerSecond, 0)] })
+        report.table(
+            "Caches (latency per operation; p50/p99 of single operations)",
+            header: ["case", "p50", "p99", "ops/s"],
+            rows: rows.map { [$0.name, Self.duration($0.p50), Self.duration($0.p99), format($0.opsPerSecond, 0)] })
         for row in rows {
             report.jsonLine(["case": row.name, "p50_ns": row.p50, "p99_ns": row.p99, "ops_per_s": row.opsPerSecond])
         }
@@ -63,7 +67,8 @@ struct CacheBench {
 
     func memoryHit() -> Row {
         let cache = MemoryCache(configuration: .init(costLimit: 0))
-        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let image = DecodedImage(
+            frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
         let keys = (0..<10_000).map { "https://images.example.com/photos/\($0).jpg" }
         for key in keys { cache.setImage(image, forKey: key) }
         var hits = 0
@@ -77,7 +82,8 @@ struct CacheBench {
 
     func memoryStore() -> Row {
         let cache = MemoryCache(configuration: .init(costLimit: 0, countLimit: 10_000))
-        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let image = DecodedImage(
+            frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
         let keys = (0..<50_000).map { "https://images.example.com/photos/\($0).jpg" }
         let (p50, p99, rate) = latencies(keys.count) { cache.setImage(image, forKey: keys[$0]) }
         return Row(name: "cache-memory-store (LRU at 10k)", p50: p50, p99: p99, opsPerSecond: rate)
@@ -100,10 +106,12 @@ struct CacheBench {
     /// `ImageManager.loadImage` answered from memory: URL checks, failed-URL list, key, memory
     /// lookup, all without suspending.
     func managerMemoryHit(_ directory: URL) async -> Row {
-        let cache = try! ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 0)),
-                                    diskCache: DiskCache(directory: directory, configuration: .init(sweepsAtOpen: false)))
+        let cache = try! ImageCache(
+            memoryCache: MemoryCache(configuration: .init(costLimit: 0)),
+            diskCache: DiskCache(directory: directory, configuration: .init(sweepsAtOpen: false)))
         let manager = ImageManager(cache: cache, loader: NoLoader())
-        let image = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
+        let image = DecodedImage(
+            frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 64, height: 64))], format: .jpeg)
         let urls = (0..<10_000).map { URL(string: "https://images.example.com/photos/\($0).jpg")! }
         for url in urls { cache.memoryCache.setImage(image, forKey: CacheKey(url).identity) }
         let order = (0..<200_000).map { ($0 &* 7919) % urls.count }
@@ -116,19 +124,24 @@ struct CacheBench {
     }
 
     func disk(_ directory: URL) async -> [Row] {
-        guard let cache = try? ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false))) else {
+        guard let cache = try? ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false)))
+        else {
             log("cannot create a cache in \(directory.path)")
             return []
         }
         // A JPEG of about 100 KB.
-        let picture = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 512, height: 384))], format: .jpeg)
+        let picture = DecodedImage(
+            frames: [ImageFrame(bitmap: SyntheticImages.photo(width: 512, height: 384))], format: .jpeg)
         var data = (try? ImageCodersManager.shared.encode(picture, as: .jpeg, options: .init(quality: 0.9))) ?? Data()
-        if data.count < 100_000 { data.append(Data(count: 100_000 - data.count)) } // pad (JPEG ignores bytes after EOI)
+        // pad (JPEG ignores bytes after EOI)
+        if data.count < 100_000 { data.append(Data(count: 100_000 - data.count)) }
         let disk = cache.diskCache
         var rows: [Row] = []
         let count = 2000
         let keys = (0..<count).map { "https://images.example.com/large/\($0).jpg" }
-        let store = latencies(count) { index in try? disk.store(data, forKey: CacheKey(keys[index]).identity, expiryDate: nil, http: nil) }
+        let store = latencies(count) { index in
+            try? disk.store(data, forKey: CacheKey(keys[index]).identity, expiryDate: nil, http: nil)
+        }
         if options.includes("cache-disk-store") {
             rows.append(Row(name: "cache-disk-store (100 KB)", p50: store.0, p99: store.1, opsPerSecond: store.2))
         }
@@ -138,13 +151,20 @@ struct CacheBench {
         }
         if options.includes("cache-disk-hit-decode") {
             let decode = latencies(500) { index in
-                cache.query(CacheKey(keys[index]), cacheType: .disk, options: [.queryDiskDataSync, .skipMemoryPromotion]) { result in
+                cache.query(
+                    CacheKey(keys[index]), cacheType: .disk, options: [.queryDiskDataSync, .skipMemoryPromotion]
+                ) { result in
                     precondition((try? result.get().image) != nil)
                 }
             }
-            rows.append(Row(name: "cache-disk-hit-decode (100 KB JPEG 512x384)", p50: decode.0, p99: decode.1, opsPerSecond: decode.2))
+            rows.append(
+                Row(
+                    name: "cache-disk-hit-decode (100 KB JPEG 512x384)", p50: decode.0, p99: decode.1,
+                    opsPerSecond: decode.2))
         }
-        if options.includes("manager-memory-hit") { rows.append(await managerMemoryHit(directory.appendingPathComponent("manager"))) }
+        if options.includes("manager-memory-hit") {
+            rows.append(await managerMemoryHit(directory.appendingPathComponent("manager")))
+        }
         if options.includes("manager-disk-hit") {
             // The default, asynchronous path: a job, the cache's IO queue, decode, delivery. The
             // context keeps disk hits out of memory so that every load reads the disk.
@@ -156,7 +176,8 @@ struct CacheBench {
                 let result = try? await manager.loadImage(urls[index], context: context)
                 precondition(result?.cacheType == .disk && result?.image != nil)
             }
-            rows.append(Row(name: "manager-disk-hit (100 KB JPEG 512x384)", p50: hit.0, p99: hit.1, opsPerSecond: hit.2))
+            rows.append(
+                Row(name: "manager-disk-hit (100 KB JPEG 512x384)", p50: hit.0, p99: hit.1, opsPerSecond: hit.2))
         }
         return rows
     }
@@ -175,16 +196,19 @@ struct CacheBench {
             durations.append(report.duration * 1e9)
         }
         durations.sort()
-        return Row(name: "cache-sweep-100k (no deletions)", p50: durations[1], p99: durations[2],
-                   opsPerSecond: 100_000 / (durations[1] / 1e9))
+        return Row(
+            name: "cache-sweep-100k (no deletions)", p50: durations[1], p99: durations[2],
+            opsPerSecond: 100_000 / (durations[1] / 1e9))
     }
 }
 
 /// A loader that never loads: manager benchmarks must be answered by the cache.
 private struct NoLoader: ImageLoading {
     func canLoad(_ url: URL) -> Bool { true }
-    func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-              completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         fatalError("bench: the manager went to the loader for \(request.url)")
     }
 }

@@ -13,7 +13,9 @@ struct DecodeBench {
         if let directory = options.corpus {
             cases = Self.corpusCases(directory)
         } else {
-            let sizes = options.quick ? [(64, 64), (256, 256), (1024, 768)] : [(64, 64), (256, 256), (1024, 768), (4000, 3000)]
+            let sizes =
+                options.quick
+                ? [(64, 64), (256, 256), (1024, 768)] : [(64, 64), (256, 256), (1024, 768), (4000, 3000)]
             // Generate only the sizes some wanted case name needs.
             let wanted = sizes.filter { size in
                 SyntheticImages.kinds.contains { options.includes("\($0)/\(size.0)x\(size.1)") }
@@ -25,35 +27,46 @@ struct DecodeBench {
         var rows: [[String]] = []
         for item in cases where options.includes(item.name) {
             guard raw.decode(item.data, format: item.format),
-                  let probe = try? ImageCodersManager.shared.decode(item.data) else {
+                let probe = try? ImageCodersManager.shared.decode(item.data)
+            else {
                 log("skipping \(item.name): not decodable by both")
                 continue
             }
             let megapixels = Double(probe.width * probe.height * probe.frames.count) / 1e6
-            let (imagekit, baseline) = measurement.run(work: megapixels, {
-                _ = try? ImageCodersManager.shared.decode(item.data)
-            }, {
-                raw.decode(item.data, format: item.format)
-            })
+            let (imagekit, baseline) = measurement.run(
+                work: megapixels,
+                {
+                    _ = try? ImageCodersManager.shared.decode(item.data)
+                },
+                {
+                    raw.decode(item.data, format: item.format)
+                })
             let ratio = imagekit / baseline
-            rows.append([item.name, item.format.rawValue, "\(probe.width)x\(probe.height)", "\(probe.frames.count)",
-                         format(imagekit), format(baseline), format(ratio, 3)])
-            report.jsonLine(["case": item.name, "format": item.format.rawValue, "width": probe.width, "height": probe.height,
-                             "frames": probe.frames.count, "imagekit_mps": imagekit, "raw_mps": baseline, "ratio": ratio])
+            rows.append([
+                item.name, item.format.rawValue, "\(probe.width)x\(probe.height)", "\(probe.frames.count)",
+                format(imagekit), format(baseline), format(ratio, 3),
+            ])
+            report.jsonLine([
+                "case": item.name, "format": item.format.rawValue, "width": probe.width, "height": probe.height,
+                "frames": probe.frames.count, "imagekit_mps": imagekit, "raw_mps": baseline, "ratio": ratio,
+            ])
         }
-        report.table("Decode throughput (megapixels/s of output, median of ≥5 runs, single thread)",
-                     header: ["case", "format", "size", "frames", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+        report.table(
+            "Decode throughput (megapixels/s of output, median of ≥5 runs, single thread)",
+            header: ["case", "format", "size", "frames", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
     }
 
     static func corpusCases(_ directory: String) -> [SyntheticImages.Case] {
         let root = URL(fileURLWithPath: directory)
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
+        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
+        else {
             fail("cannot read \(directory)")
         }
         var cases: [SyntheticImages.Case] = []
         for case let url as URL in enumerator {
             guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
-                  let data = try? Data(contentsOf: url) else { continue }
+                let data = try? Data(contentsOf: url)
+            else { continue }
             let format = ImageSignature(data).format
             guard format.isCodecSupported else { continue }
             let name = "decode/" + url.deletingPathExtension().lastPathComponent
@@ -82,30 +95,42 @@ struct EncodeBench {
             let (imagekit, baseline): (Double, Double)
             switch name {
             case "encode-jpeg-q80":
-                (imagekit, baseline) = measurement.run(work: megapixels, {
-                    _ = try? ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.8))
-                }, {
-                    _ = ik_raw_jpeg_encode(compressor, pixels, 1024, 768, 80, 0, nil)
-                })
+                (imagekit, baseline) = measurement.run(
+                    work: megapixels,
+                    {
+                        _ = try? ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.8))
+                    },
+                    {
+                        _ = ik_raw_jpeg_encode(compressor, pixels, 1024, 768, 80, 0, nil)
+                    })
             case "encode-png":
-                (imagekit, baseline) = measurement.run(work: megapixels, {
-                    _ = try? ImageCodersManager.shared.encode(image, as: .png, options: .default)
-                }, {
-                    _ = ik_raw_png_encode(pixels, 1024, 768, 1)
-                })
+                (imagekit, baseline) = measurement.run(
+                    work: megapixels,
+                    {
+                        _ = try? ImageCodersManager.shared.encode(image, as: .png, options: .default)
+                    },
+                    {
+                        _ = ik_raw_png_encode(pixels, 1024, 768, 1)
+                    })
             default:
-                (imagekit, baseline) = measurement.run(work: megapixels, {
-                    _ = try? ImageCodersManager.shared.encode(image, as: .webp, options: .init(quality: 0.8))
-                }, {
-                    _ = ik_raw_webp_encode(pixels, 1024, 768, 80)
-                })
+                (imagekit, baseline) = measurement.run(
+                    work: megapixels,
+                    {
+                        _ = try? ImageCodersManager.shared.encode(image, as: .webp, options: .init(quality: 0.8))
+                    },
+                    {
+                        _ = ik_raw_webp_encode(pixels, 1024, 768, 80)
+                    })
             }
             rows.append([name, format(imagekit, 2), format(baseline, 2), format(imagekit / baseline, 3)])
-            report.jsonLine(["case": name, "format": name.split(separator: "-")[1], "width": 1024, "height": 768, "frames": 1,
-                             "imagekit_mps": imagekit, "raw_mps": baseline, "ratio": imagekit / baseline])
+            report.jsonLine([
+                "case": name, "format": name.split(separator: "-")[1], "width": 1024, "height": 768, "frames": 1,
+                "imagekit_mps": imagekit, "raw_mps": baseline, "ratio": imagekit / baseline,
+            ])
         }
-        report.table("Encode throughput (1024x768 RGBA, megapixels/s)",
-                     header: ["case", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+        report.table(
+            "Encode throughput (1024x768 RGBA, megapixels/s)",
+            header: ["case", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
         pngLevels(measurement)
     }
 
@@ -122,7 +147,9 @@ struct EncodeBench {
             // The reference: libpng at zlib level 6 (its default filter heuristic), same pixels.
             let pixels = bitmap.packedRGBA()
             let libpngBytes = ik_raw_png_encode(pixels, 1024, 768, alpha ? 1 : 0)
-            let libpngRate = measurement.run(work: Double(1024 * 768) / 1e6) { _ = ik_raw_png_encode(pixels, 1024, 768, alpha ? 1 : 0) }
+            let libpngRate = measurement.run(work: Double(1024 * 768) / 1e6) {
+                _ = ik_raw_png_encode(pixels, 1024, 768, alpha ? 1 : 0)
+            }
             let libpngName = "encode-png-libpng6\(alpha ? "-alpha" : "")"
             rows.append([libpngName, format(libpngRate, 2), String(libpngBytes), "1.00", "1.000"])
             report.jsonLine(["case": libpngName, "mps": libpngRate, "bytes": libpngBytes, "level": 6])
@@ -133,12 +160,18 @@ struct EncodeBench {
                     _ = try? ImageCodersManager.shared.encode(image, as: .png, options: encoding)
                 }
                 let name = "encode-png-level\(level)\(alpha ? "-alpha" : "")"
-                rows.append([name, format(rate, 2), String(bytes), format(rate / libpngRate, 2), format(Double(bytes) / Double(libpngBytes), 3)])
-                report.jsonLine(["case": name, "mps": rate, "bytes": bytes, "level": level,
-                                 "speed_vs_libpng6": rate / libpngRate, "size_vs_libpng6": Double(bytes) / Double(libpngBytes)])
+                rows.append([
+                    name, format(rate, 2), String(bytes), format(rate / libpngRate, 2),
+                    format(Double(bytes) / Double(libpngBytes), 3),
+                ])
+                report.jsonLine([
+                    "case": name, "mps": rate, "bytes": bytes, "level": level,
+                    "speed_vs_libpng6": rate / libpngRate, "size_vs_libpng6": Double(bytes) / Double(libpngBytes),
+                ])
             }
         }
-        report.table("PNG levels (1024x768 photo, opaque and with alpha; ImageKit's libdeflate writer vs libpng at zlib level 6)",
-                     header: ["case", "MP/s", "bytes", "speed vs libpng6", "size vs libpng6"], rows: rows)
+        report.table(
+            "PNG levels (1024x768 photo, opaque and with alpha; ImageKit's libdeflate writer vs libpng at zlib level 6)",
+            header: ["case", "MP/s", "bytes", "speed vs libpng6", "size vs libpng6"], rows: rows)
     }
 }

@@ -17,31 +17,44 @@ struct FirstScansBench {
             guard options.includes(name) else { continue }
             let loader = PiecewiseLoader(data: item.data)
             let manager = ImageManager(cache: nil, loader: loader)
-            var context = ImageLoadContext(queryCacheType: .none, storeCacheType: .none, originalQueryCacheType: .none,
-                                           originalStoreCacheType: .none)
+            var context = ImageLoadContext(
+                queryCacheType: .none, storeCacheType: .none, originalQueryCacheType: .none,
+                originalStoreCacheType: .none)
             context.thumbnailPixelSize = PixelSize(256)
             let url = URL(string: "bench://photo.jpg")!
-            guard let probe = Self.load(manager, url, [.thumbnailFromFirstScans], context), probe.image?.width == 256 else {
+            guard let probe = Self.load(manager, url, [.thumbnailFromFirstScans], context), probe.image?.width == 256
+            else {
                 log("skipping \(name): no thumbnail")
                 continue
             }
             let bytesRead = loader.lastSent
-            let (early, whole) = measurement.run(work: 1, {
-                _ = Self.load(manager, url, [.thumbnailFromFirstScans], context)
-            }, {
-                _ = Self.load(manager, url, [], context)
-            })
+            let (early, whole) = measurement.run(
+                work: 1,
+                {
+                    _ = Self.load(manager, url, [.thumbnailFromFirstScans], context)
+                },
+                {
+                    _ = Self.load(manager, url, [], context)
+                })
             let fraction = Double(bytesRead) / Double(item.data.count)
-            rows.append([name, "\(item.data.count)", "\(bytesRead)", format(fraction * 100, 1) + " %", format(1000 / early, 2),
-                         format(1000 / whole, 2), format(early / whole, 2) + "x"])
-            report.jsonLine(["case": name, "ms_per_image": 1000 / early, "baseline_ms_per_image": 1000 / whole, "speedup": early / whole,
-                             "bytes_read": bytesRead, "file_bytes": item.data.count, "peak_pixel_bytes": 0])
+            rows.append([
+                name, "\(item.data.count)", "\(bytesRead)", format(fraction * 100, 1) + " %", format(1000 / early, 2),
+                format(1000 / whole, 2), format(early / whole, 2) + "x",
+            ])
+            report.jsonLine([
+                "case": name, "ms_per_image": 1000 / early, "baseline_ms_per_image": 1000 / whole,
+                "speedup": early / whole,
+                "bytes_read": bytesRead, "file_bytes": item.data.count, "peak_pixel_bytes": 0,
+            ])
         }
-        report.table("Thumbnail from the first scans (manager, .thumbnailFromFirstScans, 256 px) vs the same load of the whole file",
-                     header: ["case", "file bytes", "bytes read", "of file", "ms", "whole-file ms", "speedup"], rows: rows)
+        report.table(
+            "Thumbnail from the first scans (manager, .thumbnailFromFirstScans, 256 px) vs the same load of the whole file",
+            header: ["case", "file bytes", "bytes read", "of file", "ms", "whole-file ms", "speedup"], rows: rows)
     }
 
-    static func load(_ manager: ImageManager, _ url: URL, _ options: ImageLoadOptions, _ context: ImageLoadContext) -> ImageLoadResult? {
+    static func load(_ manager: ImageManager, _ url: URL, _ options: ImageLoadOptions, _ context: ImageLoadContext)
+        -> ImageLoadResult?
+    {
         let done = DispatchSemaphore(value: 0)
         let result = Box()
         manager.loadImage(with: url, options: options, context: context) { outcome in
@@ -82,8 +95,10 @@ final class PiecewiseLoader: ImageLoading, @unchecked Sendable {
         func receivedData() -> Data? { lock.withLock { received } }
     }
 
-    func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-              completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         let token = Token()
         let data = self.data
         DispatchQueue.global().async { [self] in

@@ -34,8 +34,9 @@ struct FormatsBench {
         case "jxl": return take(ik_raw_jxl_encode(pixels, Int32(bitmap.width), Int32(bitmap.height), 1.0, &output))
         case "tiff": return take(ik_raw_tiff_encode(pixels, Int32(bitmap.width), Int32(bitmap.height), &output))
         case "avif":
-            return try? ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png), as: .avif,
-                                                         options: ImageEncodingOptions(quality: 0.75, speed: 10))
+            return try? ImageCodersManager.shared.encode(
+                DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png), as: .avif,
+                options: ImageEncodingOptions(quality: 0.75, speed: 10))
         case "bmp": return Self.bmp(bitmap)
         default: return nil
         }
@@ -47,7 +48,9 @@ struct FormatsBench {
         var data = Data(count: 54 + stride * bitmap.height)
         data.withUnsafeMutableBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
-            func put32(_ offset: Int, _ value: Int) { for i in 0..<4 { bytes[offset + i] = UInt8((value >> (8 * i)) & 0xFF) } }
+            func put32(_ offset: Int, _ value: Int) {
+                for i in 0..<4 { bytes[offset + i] = UInt8((value >> (8 * i)) & 0xFF) }
+            }
             bytes[0] = 0x42; bytes[1] = 0x4D
             put32(2, 54 + stride * bitmap.height); put32(10, 54); put32(14, 40)
             put32(18, bitmap.width); put32(22, bitmap.height)
@@ -95,25 +98,36 @@ struct FormatsBench {
                 }
                 let megapixels = Double(probe.width * probe.height) / 1e6
                 if rawDecode(kind, data) {
-                    let (imagekit, raw) = measurement.run(work: megapixels, {
-                        _ = try? ImageCodersManager.shared.decode(data)
-                    }, {
-                        _ = rawDecode(kind, data)
-                    })
-                    rows.append([name, "\(probe.width)x\(probe.height)", "\(data.count)", format(imagekit), format(raw), format(imagekit / raw, 3)])
-                    report.jsonLine(["case": name, "format": kind, "width": probe.width, "height": probe.height, "bytes": data.count,
-                                     "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw])
+                    let (imagekit, raw) = measurement.run(
+                        work: megapixels,
+                        {
+                            _ = try? ImageCodersManager.shared.decode(data)
+                        },
+                        {
+                            _ = rawDecode(kind, data)
+                        })
+                    rows.append([
+                        name, "\(probe.width)x\(probe.height)", "\(data.count)", format(imagekit), format(raw),
+                        format(imagekit / raw, 3),
+                    ])
+                    report.jsonLine([
+                        "case": name, "format": kind, "width": probe.width, "height": probe.height, "bytes": data.count,
+                        "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw,
+                    ])
                 } else {
                     let imagekit = measurement.run(work: megapixels) { _ = try? ImageCodersManager.shared.decode(data) }
                     rows.append([name, "\(probe.width)x\(probe.height)", "\(data.count)", format(imagekit), "—", "—"])
-                    report.jsonLine(["case": name, "format": kind, "width": probe.width, "height": probe.height, "bytes": data.count,
-                                     "imagekit_mps": imagekit])
+                    report.jsonLine([
+                        "case": name, "format": kind, "width": probe.width, "height": probe.height, "bytes": data.count,
+                        "imagekit_mps": imagekit,
+                    ])
                 }
             }
         }
         guard !rows.isEmpty else { return }
-        report.table("Photo formats: decode throughput (megapixels/s, single thread; raw = the C library straight; BMP is parsed in Swift)",
-                     header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+        report.table(
+            "Photo formats: decode throughput (megapixels/s, single thread; raw = the C library straight; BMP is parsed in Swift)",
+            header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
     }
 
     // MARK: - Colour
@@ -134,37 +148,54 @@ struct FormatsBench {
             var output = [UInt8](repeating: 0, count: pixels.count)
             let transform = p3.iccData.withUnsafeBytes { ik_raw_lcms_transform($0.baseAddress!, $0.count) }!
             defer { ik_raw_lcms_free(transform) }
-            let (fast, lcms) = measurement.run(work: 12, {
-                _ = try? photo.convertedToSRGB(from: p3)
-            }, {
-                ik_raw_lcms_apply(transform, pixels, &output, 4000, 3000)
-            })
-            rows.append(["color/to-srgb-12mp", "\(p3.description) → sRGB", format(fast), format(lcms), format(fast / lcms, 2)])
-            report.jsonLine(["case": "color/to-srgb-12mp", "imagekit_mps": fast, "lcms2_mps": lcms, "ratio": fast / lcms])
+            let (fast, lcms) = measurement.run(
+                work: 12,
+                {
+                    _ = try? photo.convertedToSRGB(from: p3)
+                },
+                {
+                    ik_raw_lcms_apply(transform, pixels, &output, 4000, 3000)
+                })
+            rows.append([
+                "color/to-srgb-12mp", "\(p3.description) → sRGB", format(fast), format(lcms), format(fast / lcms, 2),
+            ])
+            report.jsonLine([
+                "case": "color/to-srgb-12mp", "imagekit_mps": fast, "lcms2_mps": lcms, "ratio": fast / lcms,
+            ])
         }
         if options.includes("thumb256/jpeg-adobe-rgb-12mp") {
             // The same 12 MP JPEG with and without an Adobe RGB profile: the cost of conversion
             // on a 256 px thumbnail (it runs after scaling).
             let photo = SyntheticImages.photo(width: 4000, height: 3000)
             var image = DecodedImage(frames: [ImageFrame(bitmap: photo)], format: .jpeg)
-            let untagged = try! ImageCodersManager.shared.encode(image, as: .jpeg, options: ImageEncodingOptions(quality: 0.85))
+            let untagged = try! ImageCodersManager.shared.encode(
+                image, as: .jpeg, options: ImageEncodingOptions(quality: 0.85))
             image.colorProfile = try! ColorProfile(iccData: profile(1))
-            let tagged = try! ImageCodersManager.shared.encode(image, as: .jpeg, options: ImageEncodingOptions(quality: 0.85))
+            let tagged = try! ImageCodersManager.shared.encode(
+                image, as: .jpeg, options: ImageEncodingOptions(quality: 0.85))
             let thumbnail = ImageDecodingOptions(thumbnailPixelSize: PixelSize(256))
-            let (withProfile, without) = measurement.run(work: 1, {
-                _ = try? ImageCodersManager.shared.decode(tagged, options: thumbnail)
-            }, {
-                _ = try? ImageCodersManager.shared.decode(untagged, options: thumbnail)
-            })
+            let (withProfile, without) = measurement.run(
+                work: 1,
+                {
+                    _ = try? ImageCodersManager.shared.decode(tagged, options: thumbnail)
+                },
+                {
+                    _ = try? ImageCodersManager.shared.decode(untagged, options: thumbnail)
+                })
             // Cost ratio: time with the profile over time without (1.00 = free).
-            rows.append(["thumb256/jpeg-adobe-rgb-12mp", "vs untagged twin", format(1000 / withProfile, 2) + " ms",
-                         format(1000 / without, 2) + " ms", format(without / withProfile, 3) + "x cost"])
-            report.jsonLine(["case": "thumb256/jpeg-adobe-rgb-12mp", "ms": 1000 / withProfile, "untagged_ms": 1000 / without,
-                             "cost_ratio": without / withProfile])
+            rows.append([
+                "thumb256/jpeg-adobe-rgb-12mp", "vs untagged twin", format(1000 / withProfile, 2) + " ms",
+                format(1000 / without, 2) + " ms", format(without / withProfile, 3) + "x cost",
+            ])
+            report.jsonLine([
+                "case": "thumb256/jpeg-adobe-rgb-12mp", "ms": 1000 / withProfile, "untagged_ms": 1000 / without,
+                "cost_ratio": without / withProfile,
+            ])
         }
         guard !rows.isEmpty else { return }
-        report.table("Colour management (same run): fast path vs Little CMS's 8-bit transform; a tagged thumbnail vs its untagged twin",
-                     header: ["case", "what", "ImageKit", "baseline", "ratio"], rows: rows)
+        report.table(
+            "Colour management (same run): fast path vs Little CMS's 8-bit transform; a tagged thumbnail vs its untagged twin",
+            header: ["case", "what", "ImageKit", "baseline", "ratio"], rows: rows)
     }
 
     // MARK: - AVIF encoding
@@ -178,27 +209,43 @@ struct FormatsBench {
         var rows: [[String]] = []
         if options.includes("encode/avif-1mp") {
             // quality 0.75 = quantizer 16, at the default speed, against libavif straight.
-            let (imagekit, raw) = measurement.run(work: 1.048576, {
-                _ = try? ImageCodersManager.shared.encode(image, as: .avif, options: ImageEncodingOptions(quality: 0.75))
-            }, {
-                _ = ik_raw_avif_encode(pixels, 1024, 1024, 16, Int32(AVIFCoder.defaultSpeed))
-            })
-            rows.append(["encode/avif-1mp", "speed \(AVIFCoder.defaultSpeed)", format(imagekit, 2), format(raw, 2), format(imagekit / raw, 3), "", ""])
-            report.jsonLine(["case": "encode/avif-1mp", "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw])
+            let (imagekit, raw) = measurement.run(
+                work: 1.048576,
+                {
+                    _ = try? ImageCodersManager.shared.encode(
+                        image, as: .avif, options: ImageEncodingOptions(quality: 0.75))
+                },
+                {
+                    _ = ik_raw_avif_encode(pixels, 1024, 1024, 16, Int32(AVIFCoder.defaultSpeed))
+                })
+            rows.append([
+                "encode/avif-1mp", "speed \(AVIFCoder.defaultSpeed)", format(imagekit, 2), format(raw, 2),
+                format(imagekit / raw, 3), "", "",
+            ])
+            report.jsonLine([
+                "case": "encode/avif-1mp", "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw,
+            ])
         }
         if options.includes("encode/avif-speed") {
             for speed in [4, 6, 8, 10] {
                 let encoding = ImageEncodingOptions(quality: 0.75, speed: speed)
                 guard let data = try? ImageCodersManager.shared.encode(image, as: .avif, options: encoding),
-                      let decoded = try? ImageCodersManager.shared.decode(data) else { continue }
-                let rate = measurement.run(work: 1.048576) { _ = try? ImageCodersManager.shared.encode(image, as: .avif, options: encoding) }
+                    let decoded = try? ImageCodersManager.shared.decode(data)
+                else { continue }
+                let rate = measurement.run(work: 1.048576) {
+                    _ = try? ImageCodersManager.shared.encode(image, as: .avif, options: encoding)
+                }
                 let psnr = Self.psnr(decoded.bitmap, photo)
-                rows.append(["encode/avif-speed\(speed)", "quality 0.75", format(rate, 2), "", "", "\(data.count)", format(psnr, 2)])
+                rows.append([
+                    "encode/avif-speed\(speed)", "quality 0.75", format(rate, 2), "", "", "\(data.count)",
+                    format(psnr, 2),
+                ])
                 report.jsonLine(["case": "encode/avif-speed\(speed)", "mps": rate, "bytes": data.count, "psnr": psnr])
             }
         }
-        report.table("AVIF encoding (1024x1024 photo, one thread): ImageKit vs libavif straight; libaom speeds",
-                     header: ["case", "setting", "ImageKit MP/s", "raw C MP/s", "ratio", "bytes", "PSNR dB"], rows: rows)
+        report.table(
+            "AVIF encoding (1024x1024 photo, one thread): ImageKit vs libavif straight; libaom speeds",
+            header: ["case", "setting", "ImageKit MP/s", "raw C MP/s", "ratio", "bytes", "PSNR dB"], rows: rows)
     }
 
     static func psnr(_ a: Bitmap, _ b: Bitmap) -> Double {

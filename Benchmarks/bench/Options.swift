@@ -36,7 +36,9 @@ struct BenchOptions {
             case "--corpus": options.corpus = value(argument)
             case "--filter": options.filter = value(argument)
             case "--min-time":
-                guard let seconds = Double(value(argument)), seconds > 0 else { fail("--min-time needs a positive number") }
+                guard let seconds = Double(value(argument)), seconds > 0 else {
+                    fail("--min-time needs a positive number")
+                }
                 options.minTime = seconds
             case "--json": options.json = true
             case "--quick": options.quick = true

@@ -10,8 +10,10 @@ struct ServeBench {
     var options: BenchOptions
     var report: Report
 
-    static let names = ["serve/fit-in-256-jpeg-1200x800", "serve/fit-in-256-jpeg-1600x1200", "serve/fit-in-256-jpeg-2000x1333",
-                        "serve/fit-in-256-jpeg-progressive-1600x1200"]
+    static let names = [
+        "serve/fit-in-256-jpeg-1200x800", "serve/fit-in-256-jpeg-1600x1200", "serve/fit-in-256-jpeg-2000x1333",
+        "serve/fit-in-256-jpeg-progressive-1600x1200",
+    ]
 
     func run() {
         // With --corpus: every JPEG of the directory, as one case (`serve/corpus`, mean per image),
@@ -25,13 +27,16 @@ struct ServeBench {
         }
         let cases = Self.names.filter(options.includes)
         guard !cases.isEmpty else { return }
-        measure(cases.map { name in
-            let size = name.split(separator: "-").last!.split(separator: "x").map { Int($0)! }
-            let photo = DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: size[0], height: size[1]))], format: .jpeg)
-            let data = try! ImageCodersManager.shared.encode(photo, as: .jpeg,
-                                                             options: .init(quality: 0.85, progressive: name.contains("progressive")))
-            return (name, [data])
-        })
+        measure(
+            cases.map { name in
+                let size = name.split(separator: "-").last!.split(separator: "x").map { Int($0)! }
+                let photo = DecodedImage(
+                    frames: [ImageFrame(bitmap: SyntheticImages.photo(width: size[0], height: size[1]))], format: .jpeg)
+                let data = try! ImageCodersManager.shared.encode(
+                    photo, as: .jpeg,
+                    options: .init(quality: 0.85, progressive: name.contains("progressive")))
+                return (name, [data])
+            })
     }
 
     /// One row per case: the pipeline and TurboJPEG's scaled decode over the case's files, per image.
@@ -48,15 +53,20 @@ struct ServeBench {
                 continue
             }
             let count = Double(files.count)
-            let (ours, raw) = measurement.run(work: count, {
-                for data in files { _ = try? processor.process(data, request: request) }
-            }, {
-                for data in files {
-                    var image = ik_raw_image()
-                    _ = data.withUnsafeBytes { ik_raw_jpeg_decode_scaled(decompressor, $0.baseAddress!, $0.count, 256, &image) }
-                    ik_raw_image_free(&image)
-                }
-            })
+            let (ours, raw) = measurement.run(
+                work: count,
+                {
+                    for data in files { _ = try? processor.process(data, request: request) }
+                },
+                {
+                    for data in files {
+                        var image = ik_raw_image()
+                        _ = data.withUnsafeBytes {
+                            ik_raw_jpeg_decode_scaled(decompressor, $0.baseAddress!, $0.count, 256, &image)
+                        }
+                        ik_raw_image_free(&image)
+                    }
+                })
             // Where the pipeline's time goes, from its own stage clock (one more pass).
             var stages = ProcessingTimings()
             for data in files {
@@ -66,18 +76,27 @@ struct ServeBench {
                 stages.encode += timings.encode
             }
             func perImage(_ duration: Duration) -> Double {
-                Double(duration.components.seconds) * 1000 / count + Double(duration.components.attoseconds) / 1e15 / count
+                Double(duration.components.seconds) * 1000 / count + Double(duration.components.attoseconds) / 1e15
+                    / count
             }
-            log("\(name): decode \(format(perImage(stages.decode), 3)) ms, resample and the rest \(format(perImage(stages.transform), 3)) ms, "
-                + "encode \(format(perImage(stages.encode), 3)) ms per image")
+            log(
+                "\(name): decode \(format(perImage(stages.decode), 3)) ms, resample and the rest \(format(perImage(stages.transform), 3)) ms, "
+                    + "encode \(format(perImage(stages.encode), 3)) ms per image")
             let bytes = files.reduce(0) { $0 + $1.count } / files.count
-            rows.append([name, "\(bytes / 1024) KB", "\(sample.width)x\(sample.height)", format(1000 / ours, 2), format(1000 / raw, 2),
-                         format(raw / ours, 2) + "x"])
-            report.jsonLine(["case": name, "ms_per_image": 1000 / ours, "turbojpeg_scaled_decode_ms": 1000 / raw, "ratio": raw / ours,
-                             "output_bytes": sample.data.count, "decode_ms": perImage(stages.decode),
-                             "transform_ms": perImage(stages.transform), "encode_ms": perImage(stages.encode)])
+            rows.append([
+                name, "\(bytes / 1024) KB", "\(sample.width)x\(sample.height)", format(1000 / ours, 2),
+                format(1000 / raw, 2),
+                format(raw / ours, 2) + "x",
+            ])
+            report.jsonLine([
+                "case": name, "ms_per_image": 1000 / ours, "turbojpeg_scaled_decode_ms": 1000 / raw,
+                "ratio": raw / ours,
+                "output_bytes": sample.data.count, "decode_ms": perImage(stages.decode),
+                "transform_ms": perImage(stages.transform), "encode_ms": perImage(stages.encode),
+            ])
         }
-        report.table("Image service, in process: fit-in/256x256 JPEG q80 (decode + resample + encode) vs TurboJPEG's scaled decode alone",
-                     header: ["case", "source", "output", "ms", "TurboJPEG scaled decode ms", "time ratio"], rows: rows)
+        report.table(
+            "Image service, in process: fit-in/256x256 JPEG q80 (decode + resample + encode) vs TurboJPEG's scaled decode alone",
+            header: ["case", "source", "output", "ms", "TurboJPEG scaled decode ms", "time ratio"], rows: rows)
     }
 }

@@ -39,8 +39,10 @@ enum SyntheticImages {
         var frames: Int
     }
 
-    static let kinds = ["jpeg-baseline-q85", "jpeg-progressive-q85", "png-rgb", "png-rgba", "gif-still", "gif-animated",
-                        "webp-lossy-q80", "webp-lossless", "webp-animated-q80"]
+    static let kinds = [
+        "jpeg-baseline-q85", "jpeg-progressive-q85", "png-rgb", "png-rgba", "gif-still", "gif-animated",
+        "webp-lossy-q80", "webp-lossless", "webp-animated-q80",
+    ]
 
     /// The generated corpus: every (kind × size) the issue names.
     static func corpus(sizes: [(Int, Int)], log: (String) -> Void) -> [Case] {
@@ -49,9 +51,12 @@ enum SyntheticImages {
         for (width, height) in sizes {
             log("generating \(width)x\(height) images…")
             let opaque = DecodedImage(frames: [ImageFrame(bitmap: photo(width: width, height: height))], format: .png)
-            let translucent = DecodedImage(frames: [ImageFrame(bitmap: photo(width: width, height: height, alpha: true))], format: .png)
+            let translucent = DecodedImage(
+                frames: [ImageFrame(bitmap: photo(width: width, height: height, alpha: true))], format: .png)
             let animation = DecodedImage(
-                frames: (0..<4).map { ImageFrame(bitmap: photo(width: width, height: height, seed: UInt32($0 + 1)), duration: 0.1) },
+                frames: (0..<4).map {
+                    ImageFrame(bitmap: photo(width: width, height: height, seed: UInt32($0 + 1)), duration: 0.1)
+                },
                 loopCount: 0, format: .gif)
             let kinds: [(String, ImageFormat, DecodedImage, ImageEncodingOptions)] = [
                 ("jpeg-baseline-q85", .jpeg, opaque, .init(quality: 0.85)),
@@ -70,7 +75,10 @@ enum SyntheticImages {
                     continue
                 }
                 let frames = format == .gif || format == .webp ? image.frames.count : 1
-                cases.append(Case(name: "\(kind)/\(width)x\(height)", format: format, data: data, width: width, height: height, frames: frames))
+                cases.append(
+                    Case(
+                        name: "\(kind)/\(width)x\(height)", format: format, data: data, width: width, height: height,
+                        frames: frames))
             }
         }
         return cases

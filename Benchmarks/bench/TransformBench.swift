@@ -23,14 +23,20 @@ struct TransformBench {
     struct CenterCrop: ImageTransforming {
         var transformerKey: String { "CenterCrop" }
         func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
-            try ImageCroppingTransformer(rect: PixelRect(x: image.width / 4, y: image.height / 4,
-                                                         width: image.width / 2, height: image.height / 2)).transform(image)
+            try ImageCroppingTransformer(
+                rect: PixelRect(
+                    x: image.width / 4, y: image.height / 4,
+                    width: image.width / 2, height: image.height / 2)
+            ).transform(image)
         }
     }
 
     func run() {
         if let filter = options.filter, !filter.hasPrefix("transform/"),
-           !Self.operations.contains(where: { "transform/\($0.name)/".contains(filter) }) { return }
+            !Self.operations.contains(where: { "transform/\($0.name)/".contains(filter) })
+        {
+            return
+        }
         var rows: [[String]] = []
         for photo in photos() {
             let label = "\(photo.width)x\(photo.height)"
@@ -45,8 +51,10 @@ struct TransformBench {
                     _ = try? transformer.transform(photo)
                 }
                 rows.append([name, format(1000 / rate, 2), format(megapixels * rate, 0)])
-                report.jsonLine(["case": name, "width": photo.width, "height": photo.height,
-                                 "ms_per_image": 1000 / rate, "mps": megapixels * rate])
+                report.jsonLine([
+                    "case": name, "width": photo.width, "height": photo.height,
+                    "ms_per_image": 1000 / rate, "mps": megapixels * rate,
+                ])
             }
         }
         report.table("Transforms (one thread; MP/s of source pixels)", header: ["case", "ms", "MP/s"], rows: rows)
@@ -56,7 +64,8 @@ struct TransformBench {
         if !options.transformSources.isEmpty {
             return options.transformSources.compactMap { path in
                 guard let data = FileManager.default.contents(atPath: path),
-                      let image = try? ImageCodersManager.shared.decode(data) else {
+                    let image = try? ImageCodersManager.shared.decode(data)
+                else {
                     log("skipping \(path): not a decodable image")
                     return nil
                 }
@@ -65,7 +74,8 @@ struct TransformBench {
         }
         log("generating 4000x3000 and 1155x866 photos for the transform rows…")
         return [(4000, 3000), (1155, 866)].map { width, height in
-            DecodedImage(frames: [ImageFrame(bitmap: SyntheticImages.photo(width: width, height: height))], format: .jpeg)
+            DecodedImage(
+                frames: [ImageFrame(bitmap: SyntheticImages.photo(width: width, height: height))], format: .jpeg)
         }
     }
 }

@@ -6,7 +6,9 @@ import ImageKit
 let options = BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
 let report = Report(json: options.json)
 if !options.json {
-    print("ImageKit \(ImageKit.version) bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, min-time \(options.minTime) s per case and side")
+    print(
+        "ImageKit \(ImageKit.version) bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, min-time \(options.minTime) s per case and side"
+    )
 }
 DecodeBench(options: options, report: report).run()
 ThumbnailBench(options: options, report: report).run()

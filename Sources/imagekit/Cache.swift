@@ -10,20 +10,23 @@ struct Cache: ParsableCommand {
 
     struct Location: ParsableArguments {
         @Option(help: "The cache directory (the one holding v1/).") var dir: String
-        @Option(help: "Maximum age in seconds before an entry expires (negative: never).") var maxAge: Double = 7 * 24 * 3600
+        @Option(help: "Maximum age in seconds before an entry expires (negative: never).") var maxAge: Double =
+            7 * 24 * 3600
         @Option(help: "Size limit in bytes for a sweep (0: unlimited).") var maxSize: Int = 0
         @Flag(help: "Age entries by last access instead of by modification.") var accessDate = false
 
         func open() throws -> DiskCache {
-            let configuration = DiskCacheConfiguration(maxAge: maxAge, maxSize: maxSize,
-                                                       expiryDate: accessDate ? .accessDate : .modificationDate,
-                                                       sweepsAtOpen: false)
+            let configuration = DiskCacheConfiguration(
+                maxAge: maxAge, maxSize: maxSize,
+                expiryDate: accessDate ? .accessDate : .modificationDate,
+                sweepsAtOpen: false)
             return try DiskCache(directory: URL(fileURLWithPath: dir), configuration: configuration)
         }
     }
 
     struct Stats: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Count, total size, oldest and newest entry, expired count.")
+        static let configuration = CommandConfiguration(
+            abstract: "Count, total size, oldest and newest entry, expired count.")
         @OptionGroup var location: Location
         @Flag(help: "Print JSON.") var json = false
 
@@ -31,8 +34,10 @@ struct Cache: ParsableCommand {
             let statistics = try location.open().statistics()
             let iso = ISO8601DateFormatter()
             if json {
-                var object: [String: Any] = ["count": statistics.count, "totalSize": statistics.totalSize,
-                                             "expired": statistics.expiredCount]
+                var object: [String: Any] = [
+                    "count": statistics.count, "totalSize": statistics.totalSize,
+                    "expired": statistics.expiredCount,
+                ]
                 if let oldest = statistics.oldest { object["oldest"] = iso.string(from: oldest) }
                 if let newest = statistics.newest { object["newest"] = iso.string(from: newest) }
                 printJSON(object)
@@ -69,9 +74,10 @@ struct Cache: ParsableCommand {
                 print("another process is sweeping this cache; nothing done")
                 return
             }
-            print("removed \(report.removedExpired) expired and \(report.removedForSize) for size; "
-                  + "\(report.remainingCount) entries, \(report.remainingSize) bytes remain "
-                  + String(format: "(%.3f s)", report.duration))
+            print(
+                "removed \(report.removedExpired) expired and \(report.removedForSize) for size; "
+                    + "\(report.remainingCount) entries, \(report.remainingSize) bytes remain "
+                    + String(format: "(%.3f s)", report.duration))
         }
     }
 }

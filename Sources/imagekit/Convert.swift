@@ -19,7 +19,8 @@ struct Convert: ParsableCommand {
     @Option(help: "Lossy quality, 0...1 (or 1...100), for JPEG, lossy WebP and AVIF.") var quality: Double = 0.9
     @Flag(help: "Lossless WebP or AVIF.") var lossless = false
     @Option(help: "AVIF encoder speed, 0 (slowest, smallest) ... 10 (fastest).") var speed: Int?
-    @Option(help: "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF).")
+    @Option(
+        help: "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF).")
     var maxFileSize: Int?
     @Flag(help: "Keep the pixels in the embedded ICC profile's colour space and embed the profile in the output.")
     var keepColorProfile = false
@@ -35,11 +36,14 @@ struct Convert: ParsableCommand {
             var decoding = ImageDecodingOptions()
             decoding.keepsColorProfile = keepColorProfile
             let image = try ImageCodersManager.shared.decode(data, options: decoding)
-            let options = ImageEncodingOptions(quality: quality > 1 ? quality / 100 : quality, lossless: lossless,
-                                               speed: speed, maxFileSize: maxFileSize)
+            let options = ImageEncodingOptions(
+                quality: quality > 1 ? quality / 100 : quality, lossless: lossless,
+                speed: speed, maxFileSize: maxFileSize)
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
-            print("\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes")
+            print(
+                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
+            )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
             throw ExitCode(1)

@@ -16,7 +16,8 @@ struct Fetch: ParsableCommand {
     )
 
     @Argument(help: "URLs to load (http, https, file, data).") var urls: [String]
-    @Option(help: "The disk cache directory (default: the shared cache, ~/.cache/ImageKit/default).") var cacheDir: String?
+    @Option(help: "The disk cache directory (default: the shared cache, ~/.cache/ImageKit/default).") var cacheDir:
+        String?
     @Option(help: "Decode as a thumbnail fitting N×N pixels (cached apart from the original).") var thumbnail: Int?
     @Flag(help: "Revalidate cached images with the server (conditional requests).") var refresh = false
     @Flag(help: "Load URLs that failed permanently before.") var retryFailed = false
@@ -24,18 +25,29 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Load one URL after the other (default: all at once).") var sequential = false
     @Option(help: "Save each image as PNG into this directory.") var out: String?
     @Flag(help: "Print one JSON object per URL.") var json = false
-    @Flag(help: "Refuse to connect to loopback, private, link-local, multicast and reserved addresses, after DNS and on every redirect (for URLs from untrusted input).")
+    @Flag(
+        help:
+            "Refuse to connect to loopback, private, link-local, multicast and reserved addresses, after DNS and on every redirect (for URLs from untrusted input)."
+    )
     var denyPrivate = false
-    @Option(name: .customLong("allow-address"), help: "With --deny-private: a CIDR (or address) that is allowed all the same; repeatable.")
+    @Option(
+        name: .customLong("allow-address"),
+        help: "With --deny-private: a CIDR (or address) that is allowed all the same; repeatable.")
     var allowedAddresses: [String] = []
-    @Option(name: .customLong("allow-host"), help: "With --deny-private: a host name (or *.domain) that is allowed whatever it resolves to; repeatable.")
+    @Option(
+        name: .customLong("allow-host"),
+        help: "With --deny-private: a host name (or *.domain) that is allowed whatever it resolves to; repeatable.")
     var allowedHosts: [String] = []
-    @Option(name: .customLong("resolve"), help: "Resolve HOST:PORT to ADDRESS, as curl's --resolve HOST:PORT:ADDRESS; repeatable.")
+    @Option(
+        name: .customLong("resolve"),
+        help: "Resolve HOST:PORT to ADDRESS, as curl's --resolve HOST:PORT:ADDRESS; repeatable.")
     var resolve: [String] = []
 
     func validate() throws {
         if let thumbnail, thumbnail <= 0 { throw ValidationError("--thumbnail must be positive") }
-        for cidr in allowedAddresses where IPNetwork(cidr) == nil { throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR") }
+        for cidr in allowedAddresses where IPNetwork(cidr) == nil {
+            throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR")
+        }
         if !denyPrivate && !(allowedAddresses.isEmpty && allowedHosts.isEmpty) {
             throw ValidationError("--allow-address and --allow-host go with --deny-private")
         }
@@ -49,11 +61,15 @@ struct Fetch: ParsableCommand {
         }
         if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
         var downloads = ImageDownloaderConfiguration()
-        if denyPrivate { downloads.addressPolicy = AddressPolicy.publicOnly.allowing(networks: allowedAddresses, hosts: allowedHosts) }
+        if denyPrivate {
+            downloads.addressPolicy = AddressPolicy.publicOnly.allowing(networks: allowedAddresses, hosts: allowedHosts)
+        }
         downloads.hostOverrides = resolve
-        let loader = ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader()])
+        let loader = ImageLoadersManager(loaders: [
+            ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader(),
+        ])
         let manager = ImageManager(cache: cache, loader: loader)
-        var options: ImageLoadOptions = [.waitStoreCache] // the process may exit right after
+        var options: ImageLoadOptions = [.waitStoreCache]  // the process may exit right after
         if refresh { options.insert(.refreshCached) }
         if retryFailed { options.insert(.retryFailed) }
         if fromCacheOnly { options.insert(.fromCacheOnly) }
@@ -66,14 +82,17 @@ struct Fetch: ParsableCommand {
         Task { [self, options, context] in
             if sequential {
                 for (index, text) in urls.enumerated() {
-                    await fetch(text, index: index, manager: manager, options: options, context: context, progress: progress, failures: failures)
+                    await fetch(
+                        text, index: index, manager: manager, options: options, context: context, progress: progress,
+                        failures: failures)
                 }
             } else {
                 await withTaskGroup(of: Void.self) { group in
                     for (index, text) in urls.enumerated() {
                         group.addTask {
-                            await fetch(text, index: index, manager: manager, options: options, context: context,
-                                        progress: progress, failures: failures)
+                            await fetch(
+                                text, index: index, manager: manager, options: options, context: context,
+                                progress: progress, failures: failures)
                         }
                     }
                 }
@@ -87,8 +106,10 @@ struct Fetch: ParsableCommand {
 
     /// One URL through the manager's event stream: the last result, and 304 when a
     /// revalidation found the cached copy current.
-    private func fetch(_ text: String, index: Int, manager: ImageManager, options: ImageLoadOptions, context: ImageLoadContext,
-                       progress: ProgressLine, failures: Counter) async {
+    private func fetch(
+        _ text: String, index: Int, manager: ImageManager, options: ImageLoadOptions, context: ImageLoadContext,
+        progress: ProgressLine, failures: Counter
+    ) async {
         var result: ImageLoadResult?
         var status: Int?
         var failure: ImageError?
@@ -108,7 +129,9 @@ struct Fetch: ParsableCommand {
         }
         progress.finished()
         if failure == nil, result?.image == nil {
-            failure = fromCacheOnly ? ImageError(.notCached, "\(text) is not in the cache") : ImageError(.badImageData, "no image")
+            failure =
+                fromCacheOnly
+                ? ImageError(.notCached, "\(text) is not in the cache") : ImageError(.badImageData, "no image")
         }
         if let image = result?.image, let out, failure == nil {
             let name = Download.fileName(for: URL(string: text) ?? URL(fileURLWithPath: "image"), index: index) + ".png"

@@ -49,8 +49,9 @@ struct Frames: ParsableCommand {
                     }
                     if let out {
                         let name = String(format: "frame-%04d.png", frame.index)
-                        let png = try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: frame.bitmap)], format: .png),
-                                                                       as: .png, options: .default)
+                        let png = try ImageCodersManager.shared.encode(
+                            DecodedImage(frames: [ImageFrame(bitmap: frame.bitmap)], format: .png),
+                            as: .png, options: .default)
                         try png.write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
                     }
                     count += 1
@@ -67,8 +68,9 @@ struct Frames: ParsableCommand {
             if json {
                 printJSON(["frames": count, "peakBufferBytes": player.peakBufferBytes])
             } else {
-                print("\(count) frames, \(animation.loopCount == 0 ? "looping forever" : "\(animation.loopCount) loop(s)"), "
-                      + "peak buffer \(player.peakBufferBytes) bytes")
+                print(
+                    "\(count) frames, \(animation.loopCount == 0 ? "looping forever" : "\(animation.loopCount) loop(s)"), "
+                        + "peak buffer \(player.peakBufferBytes) bytes")
             }
         case .failure(let error):
             FileHandle.standardError.write(Data("\(input): \(error)\n".utf8))

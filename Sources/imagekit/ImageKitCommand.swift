@@ -12,11 +12,15 @@ struct ImageKitCommand: ParsableCommand {
     )
 
     #if Serve
-    static let subcommands: [any ParsableCommand.Type] = [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
-                                                          Download.self, Fetch.self, Prefetch.self, Frames.self, Serve.self]
+    static let subcommands: [any ParsableCommand.Type] = [
+        Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
+        Download.self, Fetch.self, Prefetch.self, Frames.self, Serve.self,
+    ]
     #else
-    static let subcommands: [any ParsableCommand.Type] = [Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
-                                                          Download.self, Fetch.self, Prefetch.self, Frames.self]
+    static let subcommands: [any ParsableCommand.Type] = [
+        Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
+        Download.self, Fetch.self, Prefetch.self, Frames.self,
+    ]
     #endif
 
     /// The command line, with `IMAGEKIT_SERVE_*` variables added as options for `serve`.
@@ -24,7 +28,9 @@ struct ImageKitCommand: ParsableCommand {
         var arguments = Array(CommandLine.arguments.dropFirst())
         #if Serve
         if arguments.first == "serve" {
-            arguments = ["serve"] + Serve.arguments(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+            arguments =
+                ["serve"]
+                + Serve.arguments(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
         }
         #endif
         return arguments
@@ -53,7 +59,8 @@ struct ImageKitCommand: ParsableCommand {
 func outputFormat(for path: String) throws -> ImageFormat {
     let pathExtension = URL(fileURLWithPath: path).pathExtension
     guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
-        throw ValidationError("cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp, .gif or .avif)")
+        throw ValidationError(
+            "cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp, .gif or .avif)")
     }
     return format
 }
@@ -71,7 +78,9 @@ func readFile(_ path: String, mapped: Bool = false) throws -> Data {
 
 /// Writes one line of JSON to standard output.
 func printJSON(_ object: [String: Any]) {
-    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+    guard
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    else { return }
     print(String(decoding: data, as: UTF8.self))
-    fflush(nil) // a line per result as it comes, also into a pipe (nil: every output stream)
+    fflush(nil)  // a line per result as it comes, also into a pipe (nil: every output stream)
 }

@@ -56,8 +56,11 @@ struct Info: ParsableCommand {
     /// that frame (size, orientation, colour profile) and the headers' frame count, durations and
     /// loop count. Nil for a still image and the other formats (decoded whole).
     private func animationFacts(_ data: Data, options: ImageDecodingOptions)
-        throws -> (first: DecodedImage, frames: (durations: [Double], loopCount: Int))? {
-        guard let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else { return nil }
+        throws -> (first: DecodedImage, frames: (durations: [Double], loopCount: Int))?
+    {
+        guard let animation = try? AnimatedImage(data: data, limits: options.limits), animation.frameCount > 1 else {
+            return nil
+        }
         var first = options
         first.firstFrameOnly = true
         return (try ImageCodersManager.shared.decode(data, options: first), (animation.durations, animation.loopCount))
@@ -88,7 +91,8 @@ struct Info: ParsableCommand {
             }
             line += ", orientation \(image.orientation.rawValue)"
             if let profile = image.sourceColorProfile {
-                line += ", ICC \"\(profile.description)\"\(image.colorProfile == nil && !profile.isSRGB ? " (converted to sRGB)" : "")"
+                line +=
+                    ", ICC \"\(profile.description)\"\(image.colorProfile == nil && !profile.isSRGB ? " (converted to sRGB)" : "")"
             }
             line += ", cost \(cost) bytes"
             print(line)

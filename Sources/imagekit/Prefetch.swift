@@ -14,9 +14,13 @@ struct Prefetch: ParsableCommand {
     )
 
     @Argument(help: "URLs to load (http, https, file, data).") var urls: [String] = []
-    @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one per line (blank lines and lines starting with # are ignored).",
-                                                           valueName: "file")) var urlsFile: String?
-    @Option(help: "The disk cache directory (default: the shared cache, ~/.cache/ImageKit/default).") var cacheDir: String?
+    @Option(
+        name: .customLong("urls"),
+        help: ArgumentHelp(
+            "A file of URLs, one per line (blank lines and lines starting with # are ignored).",
+            valueName: "file")) var urlsFile: String?
+    @Option(help: "The disk cache directory (default: the shared cache, ~/.cache/ImageKit/default).") var cacheDir:
+        String?
     @Option(help: "Loads at once.") var concurrency = 3
     @Option(help: "Cache a thumbnail fitting N×N pixels (the original bytes are cached too).") var thumbnail: Int?
     @Flag(help: "Print the summary as one JSON object.") var json = false
@@ -48,28 +52,37 @@ struct Prefetch: ParsableCommand {
         context.thumbnailPixelSize = thumbnail.map { PixelSize($0) }
         // Nothing is shown from memory here: keep the decoded images out of it.
         context.storeCacheType = .disk
-        let prefetcher = ImagePrefetcher(manager: ImageManager(cache: cache), maxConcurrentPrefetchCount: concurrency,
-                                         options: [.lowPriority, .waitStoreCache], context: context)
+        let prefetcher = ImagePrefetcher(
+            manager: ImageManager(cache: cache), maxConcurrentPrefetchCount: concurrency,
+            options: [.lowPriority, .waitStoreCache], context: context)
         let bar = ProgressLine(total: list.count, enabled: !json && isatty(STDERR_FILENO) != 0, style: .bar)
         let started = Date()
         let done = DispatchSemaphore(value: 0)
         let summary = SharedValue(ImagePrefetchSummary(totalCount: list.count, finishedCount: 0, skippedCount: 0))
-        prefetcher.prefetch(list, progress: { progress in
-            bar.finished(skipped: progress.error != nil)
-        }, completion: { result in
-            summary.set(result)
-            done.signal()
-        })
+        prefetcher.prefetch(
+            list,
+            progress: { progress in
+                bar.finished(skipped: progress.error != nil)
+            },
+            completion: { result in
+                summary.set(result)
+                done.signal()
+            })
         done.wait()
         bar.close()
         let result = summary.value
         let seconds = Date().timeIntervalSince(started)
         if json {
-            printJSON(["total": result.totalCount, "finished": result.finishedCount, "skipped": result.skippedCount,
-                       "seconds": (seconds * 1000).rounded() / 1000])
+            printJSON([
+                "total": result.totalCount, "finished": result.finishedCount, "skipped": result.skippedCount,
+                "seconds": (seconds * 1000).rounded() / 1000,
+            ])
         } else {
-            print(String(format: "prefetched %d of %d URLs (%d skipped) in %.2f s", result.finishedCount - result.skippedCount,
-                         result.totalCount, result.skippedCount, seconds))
+            print(
+                String(
+                    format: "prefetched %d of %d URLs (%d skipped) in %.2f s",
+                    result.finishedCount - result.skippedCount,
+                    result.totalCount, result.skippedCount, seconds))
         }
     }
 }
@@ -77,7 +90,7 @@ struct Prefetch: ParsableCommand {
 /// A value behind a lock, for the command's callbacks.
 final class SharedValue<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: Value // guarded by lock
+    private var stored: Value  // guarded by lock
 
     init(_ value: Value) { stored = value }
 

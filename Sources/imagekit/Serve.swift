@@ -25,54 +25,84 @@ struct Serve: ParsableCommand {
 
     @Option(help: "The address to listen on.") var host = "127.0.0.1"
     @Option(help: "The port to listen on (0: any free port; the startup line tells which).") var port = 8080
-    @Option(help: "Connections the kernel holds for the listener before it accepts them (a burst behind a proxy).") var backlog = 1024
-    @Option(name: .customLong("key"), help: "imgproxy signing key (hex); repeatable with --salt, in pairs: the first signs, any verifies.")
+    @Option(help: "Connections the kernel holds for the listener before it accepts them (a burst behind a proxy).")
+    var backlog = 1024
+    @Option(
+        name: .customLong("key"),
+        help: "imgproxy signing key (hex); repeatable with --salt, in pairs: the first signs, any verifies.")
     var keys: [String] = []
     @Option(name: .customLong("salt"), help: "imgproxy signing salt (hex), one per --key.") var salts: [String] = []
     @Option(name: .customLong("thumbor-key"), help: "thumbor SECURITY_KEY; repeatable (rotation: any verifies).")
     var thumborKeys: [String] = []
     @Flag(help: "Also accept unsigned URLs (thumbor /unsafe/, imgproxy /insecure/ and /_/).") var allowUnsafe = false
-    @Option(name: .customLong("allow-source"), help: "Only these source hosts (glob, e.g. *.example.com); repeatable. Default: any.")
+    @Option(
+        name: .customLong("allow-source"),
+        help: "Only these source hosts (glob, e.g. *.example.com); repeatable. Default: any.")
     var allowedSources: [String] = []
-    @Option(name: .customLong("allow-address"), help: "A CIDR exempt from the private-address guard (loopback, private, link-local, multicast and reserved addresses are refused after DNS and on every redirect); repeatable. Default: none.")
+    @Option(
+        name: .customLong("allow-address"),
+        help:
+            "A CIDR exempt from the private-address guard (loopback, private, link-local, multicast and reserved addresses are refused after DNS and on every redirect); repeatable. Default: none."
+    )
     var allowedAddresses: [String] = []
     @Option(help: "Cache sources and results on disk here (default: memory only).") var cacheDir: String?
     @Option(help: "Megabytes of encoded results kept in memory.") var memoryLimit = 64
-    @Option(help: "Megabytes of disk for the cache (sources 3/4, results 1/4). Default: a tenth of the free space, 64 MiB to 1 GiB each.")
+    @Option(
+        help:
+            "Megabytes of disk for the cache (sources 3/4, results 1/4). Default: a tenth of the free space, 64 MiB to 1 GiB each."
+    )
     var diskLimit: Int?
     @Option(help: "The largest source accepted, in bytes (larger: 413).") var maxSourceBytes = 64 << 20
     @Option(help: "The most pixels a source may have (more: 422).") var maxPixels = 50_000_000
     @Option(help: "Seconds to fetch a source, connect and body (past it: 504).") var timeout: Double = 10
     @Option(help: "Redirects followed at most (each hop passes the address guard).") var maxRedirects = 10
     @Option(help: "Images processed at once (default: the core count).") var workers: Int?
-    @Option(help: "Requests waiting for a worker at most (default: 4 × workers); beyond: 503 with Retry-After.") var queue: Int?
+    @Option(help: "Requests waiting for a worker at most (default: 4 × workers); beyond: 503 with Retry-After.")
+    var queue: Int?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM.") var grace: Double = 10
-    @Option(help: "Cache-Control max-age of images, in seconds (thumbor max_age() and imgproxy exp lower it).") var maxAge = 365 * 86_400
-    @Option(help: "Seconds a result is served from the result cache before its source is looked at again.") var resultTtl: Double = 3600
-    @Option(name: .customLong("preset"), help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
+    @Option(help: "Cache-Control max-age of images, in seconds (thumbor max_age() and imgproxy exp lower it).")
+    var maxAge = 365 * 86_400
+    @Option(help: "Seconds a result is served from the result cache before its source is looked at again.")
+    var resultTtl: Double = 3600
+    @Option(
+        name: .customLong("preset"),
+        help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
     var presets: [String] = []
-    @Flag(inversion: .prefixedNo, help: "Answer WebP when Accept lists image/webp and no format is asked (default: on).")
+    @Flag(
+        inversion: .prefixedNo, help: "Answer WebP when Accept lists image/webp and no format is asked (default: on).")
     var autoWebp: Bool?
-    @Flag(inversion: .prefixedNo, help: "Answer AVIF when Accept lists image/avif and no format is asked (default: off; ~10× the CPU).")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Answer AVIF when Accept lists image/avif and no format is asked (default: off; ~10× the CPU).")
     var autoAvif: Bool?
     @Option(help: "trace, debug, info, notice, warning or error.") var logLevel = "info"
     @Option(help: "text or json (one object per line).") var logFormat = "text"
 
     func validate() throws {
         guard !(keys.isEmpty && thumborKeys.isEmpty) || allowUnsafe else {
-            throw ValidationError("no signing key: give --key and --salt (imgproxy), --thumbor-key (thumbor), or --allow-unsafe to serve unsigned URLs")
+            throw ValidationError(
+                "no signing key: give --key and --salt (imgproxy), --thumbor-key (thumbor), or --allow-unsafe to serve unsigned URLs"
+            )
         }
         guard keys.count == salts.count else { throw ValidationError("give one --salt for each --key") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: '\(logLevel)' is not a level") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level: '\(logLevel)' is not a level")
+        }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format is text or json") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        for cidr in allowedAddresses where IPNetwork(cidr) == nil { throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR") }
-        for preset in presets where !preset.contains("=") { throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS") }
+        for cidr in allowedAddresses where IPNetwork(cidr) == nil {
+            throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR")
+        }
+        for preset in presets where !preset.contains("=") {
+            throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS")
+        }
         if backlog < 1 { throw ValidationError("--backlog must be at least 1") }
         if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
         if let queue, queue < 0 { throw ValidationError("--queue must not be negative") }
-        guard memoryLimit >= 0, (diskLimit ?? 1) > 0, maxSourceBytes > 0, maxPixels > 0, timeout > 0, maxRedirects >= 0, grace >= 0, maxAge >= 0,
-              resultTtl >= 0 else {
+        guard memoryLimit >= 0, (diskLimit ?? 1) > 0, maxSourceBytes > 0, maxPixels > 0, timeout > 0, maxRedirects >= 0,
+            grace >= 0, maxAge >= 0,
+            resultTtl >= 0
+        else {
             throw ValidationError("sizes, limits and durations must be positive")
         }
     }
@@ -100,7 +130,8 @@ struct Serve: ParsableCommand {
         configuration.resultTimeToLive = resultTtl
         for preset in presets {
             let parts = preset.split(separator: "=", maxSplits: 1)
-            configuration.presets[String(parts[0])] = parts.count > 1 ? parts[1].split(separator: "/").map(String.init) : []
+            configuration.presets[String(parts[0])] =
+                parts.count > 1 ? parts[1].split(separator: "/").map(String.init) : []
         }
         if let autoWebp { configuration.autoWebP = autoWebp }
         if let autoAvif { configuration.autoAVIF = autoAvif }
@@ -111,14 +142,17 @@ struct Serve: ParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardOutput(label: label)
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardOutput(label: label)
             handler.logLevel = level
             return handler
         }
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-            .map { Duration.milliseconds(Int64($0 * 1000 * 1000)) / 1000 }
+        factory.defaultDurationHistogramBuckets = [
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+        ]
+        .map { Duration.milliseconds(Int64($0 * 1000 * 1000)) / 1000 }
         MetricsSystem.bootstrap(factory)
 
         let configuration = serviceConfiguration()
@@ -132,10 +166,12 @@ struct Serve: ParsableCommand {
         if !configuration.thumborKeys.isEmpty { grammars.append("thumbor (signed)") }
         if !configuration.imgproxyKeys.isEmpty { grammars.append("imgproxy (signed)") }
         if configuration.allowsUnsafe { grammars.append("unsigned thumbor and imgproxy") }
-        let banner = "grammars: \(grammars.joined(separator: ", ")); cache: \(cacheDir ?? "none (memory only)"); "
+        let banner =
+            "grammars: \(grammars.joined(separator: ", ")); cache: \(cacheDir ?? "none (memory only)"); "
             + "workers: \(configuration.workers), queue: \(configuration.queueLimit)"
-        let server = ImageServer(service: service, host: host, port: port, backlog: backlog, gracePeriod: .milliseconds(Int64(grace * 1000)),
-                                 registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"))
+        let server = ImageServer(
+            service: service, host: host, port: port, backlog: backlog, gracePeriod: .milliseconds(Int64(grace * 1000)),
+            registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"))
         let outcome = Locked<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
@@ -158,9 +194,12 @@ struct Serve: ParsableCommand {
     /// Options `IMAGEKIT_SERVE_<NAME>` fills in: (long name, how it takes a value).
     private enum Kind { case value, list, flag, switchable }
     private static let environmentOptions: [(String, Kind)] = [
-        ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list), ("thumbor-key", .list), ("allow-unsafe", .flag),
-        ("allow-source", .list), ("allow-address", .list), ("cache-dir", .value), ("memory-limit", .value), ("disk-limit", .value),
-        ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value), ("workers", .value),
+        ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list),
+        ("thumbor-key", .list), ("allow-unsafe", .flag),
+        ("allow-source", .list), ("allow-address", .list), ("cache-dir", .value), ("memory-limit", .value),
+        ("disk-limit", .value),
+        ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),
+        ("workers", .value),
         ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value), ("preset", .list),
         ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
     ]
@@ -169,19 +208,24 @@ struct Serve: ParsableCommand {
     /// option is not on the command line.
     static func arguments(_ arguments: [String], environment: [String: String]) -> [String] {
         var result = arguments
-        let given = Set(arguments.compactMap { argument -> String? in
-            guard argument.hasPrefix("--") else { return nil }
-            let name = argument.dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return name.hasPrefix("no-") ? String(name.dropFirst(3)) : name
-        })
+        let given = Set(
+            arguments.compactMap { argument -> String? in
+                guard argument.hasPrefix("--") else { return nil }
+                let name = argument.dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+                return name.hasPrefix("no-") ? String(name.dropFirst(3)) : name
+            })
         for (name, kind) in environmentOptions where !given.contains(name) {
             let variable = "IMAGEKIT_SERVE_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
-            guard let value = environment[variable]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { continue }
+            guard let value = environment[variable]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+                continue
+            }
             let isTrue = ["1", "true", "yes", "on"].contains(value.lowercased())
             switch kind {
             case .value: result += ["--" + name, value]
             case .list:
-                for item in value.split(separator: ",") { result += ["--" + name, item.trimmingCharacters(in: .whitespaces)] }
+                for item in value.split(separator: ",") {
+                    result += ["--" + name, item.trimmingCharacters(in: .whitespaces)]
+                }
             case .flag: if isTrue { result.append("--" + name) }
             case .switchable: result.append(isTrue ? "--" + name : "--no-" + name)
             }
@@ -205,12 +249,21 @@ struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-             function: String, line: UInt) {
-        var object: [String: Any] = ["time": Date().formatted(.iso8601), "level": level.rawValue, "label": label,
-                                     "message": message.description]
-        for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) { object[key] = Self.json(value) }
-        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
+        function: String, line: UInt
+    ) {
+        var object: [String: Any] = [
+            "time": Date().formatted(.iso8601), "level": level.rawValue, "label": label,
+            "message": message.description,
+        ]
+        for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) {
+            object[key] = Self.json(value)
+        }
+        guard
+            var line = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
         line.append(UInt8(ascii: "\n"))
         Self.output.withLock { _ in FileHandle.standardOutput.write(line) }
     }

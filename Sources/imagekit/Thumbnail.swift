@@ -5,7 +5,8 @@ import ImageKit
 struct Thumbnail: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode IN scaled down at decode time and write it to OUT (format from OUT's extension).",
-        discussion: "Fits inside N×N with --size N (aspect ratio kept, never upscaled), or stretches to exactly WxH with --exact WxH."
+        discussion:
+            "Fits inside N×N with --size N (aspect ratio kept, never upscaled), or stretches to exactly WxH with --exact WxH."
     )
 
     @Argument(help: "Input image.") var input: String
@@ -22,7 +23,9 @@ struct Thumbnail: ParsableCommand {
 
     static func parseSize(_ text: String) -> PixelSize? {
         let parts = text.lowercased().split(separator: "x")
-        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0, height > 0 else { return nil }
+        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0, height > 0 else {
+            return nil
+        }
         return PixelSize(width: width, height: height)
     }
 

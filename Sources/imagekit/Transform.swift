@@ -43,7 +43,9 @@ struct Transform: ParsableCommand {
             case "--resize":
                 let text = try value(argument)
                 let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-                guard let size = Thumbnail.parseSize(parts[0]) else { throw ValidationError("--resize takes WxH[:fit|fill|exact], got '\(text)'") }
+                guard let size = Thumbnail.parseSize(parts[0]) else {
+                    throw ValidationError("--resize takes WxH[:fit|fill|exact], got '\(text)'")
+                }
                 let modes: [String: ImageScaleMode] = ["fit": .fit, "fill": .fill, "exact": .exact]
                 guard let mode = parts.count == 1 ? .fit : modes[parts[1]] else {
                     throw ValidationError("--resize mode is fit, fill or exact, got '\(parts[1])'")
@@ -52,8 +54,12 @@ struct Transform: ParsableCommand {
             case "--crop":
                 let text = try value(argument)
                 let numbers = text.split(separator: ",").compactMap { Int($0) }
-                guard numbers.count == 4, numbers[2] > 0, numbers[3] > 0 else { throw ValidationError("--crop takes X,Y,W,H, got '\(text)'") }
-                plan.transformers.append(ImageCroppingTransformer(rect: PixelRect(x: numbers[0], y: numbers[1], width: numbers[2], height: numbers[3])))
+                guard numbers.count == 4, numbers[2] > 0, numbers[3] > 0 else {
+                    throw ValidationError("--crop takes X,Y,W,H, got '\(text)'")
+                }
+                plan.transformers.append(
+                    ImageCroppingTransformer(
+                        rect: PixelRect(x: numbers[0], y: numbers[1], width: numbers[2], height: numbers[3])))
             case "--rotate":
                 let text = try value(argument)
                 let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
@@ -63,8 +69,11 @@ struct Transform: ParsableCommand {
                 plan.transformers.append(ImageRotationTransformer(degrees: degrees, fitSize: parts.count == 2))
             case "--flip":
                 let text = try value(argument)
-                guard ["h", "v", "hv", "vh"].contains(text) else { throw ValidationError("--flip takes h, v or hv, got '\(text)'") }
-                plan.transformers.append(ImageFlippingTransformer(horizontal: text.contains("h"), vertical: text.contains("v")))
+                guard ["h", "v", "hv", "vh"].contains(text) else {
+                    throw ValidationError("--flip takes h, v or hv, got '\(text)'")
+                }
+                plan.transformers.append(
+                    ImageFlippingTransformer(horizontal: text.contains("h"), vertical: text.contains("v")))
             case "--round-corner":
                 let text = try value(argument)
                 let parts = text.split(separator: ":").map(String.init)
@@ -75,19 +84,25 @@ struct Transform: ParsableCommand {
                 var borderColor: RGBAColor?
                 if parts.count == 3 {
                     guard let width = Double(parts[1]), width >= 0, let color = RGBAColor(hex: parts[2]) else {
-                        throw ValidationError("--round-corner border is BORDER_W:#RRGGBBAA, got '\(parts[1]):\(parts[2])'")
+                        throw ValidationError(
+                            "--round-corner border is BORDER_W:#RRGGBBAA, got '\(parts[1]):\(parts[2])'")
                     }
                     borderWidth = width
                     borderColor = color
                 }
-                plan.transformers.append(ImageRoundCornerTransformer(radius: radius, borderWidth: borderWidth, borderColor: borderColor))
+                plan.transformers.append(
+                    ImageRoundCornerTransformer(radius: radius, borderWidth: borderWidth, borderColor: borderColor))
             case "--blur":
                 let text = try value(argument)
-                guard let sigma = Double(text), sigma >= 0, sigma.isFinite else { throw ValidationError("--blur takes a sigma ≥ 0, got '\(text)'") }
+                guard let sigma = Double(text), sigma >= 0, sigma.isFinite else {
+                    throw ValidationError("--blur takes a sigma ≥ 0, got '\(text)'")
+                }
                 plan.transformers.append(ImageBlurTransformer(sigma: sigma))
             case "--tint":
                 let text = try value(argument)
-                guard let color = RGBAColor(hex: text) else { throw ValidationError("--tint takes #RRGGBB or #RRGGBBAA, got '\(text)'") }
+                guard let color = RGBAColor(hex: text) else {
+                    throw ValidationError("--tint takes #RRGGBB or #RRGGBBAA, got '\(text)'")
+                }
                 plan.transformers.append(ImageTintTransformer(color: color))
             case "--grayscale":
                 plan.transformers.append(ImageGrayscaleTransformer())
@@ -95,7 +110,9 @@ struct Transform: ParsableCommand {
                 plan.printKey = true
             case "--quality":
                 let text = try value(argument)
-                guard let quality = Double(text), (0...1).contains(quality) else { throw ValidationError("--quality takes 0...1, got '\(text)'") }
+                guard let quality = Double(text), (0...1).contains(quality) else {
+                    throw ValidationError("--quality takes 0...1, got '\(text)'")
+                }
                 plan.quality = quality
             default:
                 throw ValidationError("unknown step '\(argument)'; see imagekit transform --help")
@@ -112,10 +129,15 @@ struct Transform: ParsableCommand {
         let data = try readFile(input)
         do {
             let image = try ImageCodersManager.shared.decode(data)
-            guard let transformed = try pipeline.transform(image) else { throw ImageError(.internalError, "the pipeline returned no image") }
-            let encoded = try ImageCodersManager.shared.encode(transformed, as: format, options: .init(quality: plan.quality))
+            guard let transformed = try pipeline.transform(image) else {
+                throw ImageError(.internalError, "the pipeline returned no image")
+            }
+            let encoded = try ImageCodersManager.shared.encode(
+                transformed, as: format, options: .init(quality: plan.quality))
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
-            print("\(output): \(transformed.width)x\(transformed.height), \(transformed.frames.count) frame(s), \(encoded.count) bytes")
+            print(
+                "\(output): \(transformed.width)x\(transformed.height), \(transformed.frames.count) frame(s), \(encoded.count) bytes"
+            )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
             throw ExitCode(1)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// `imagekit convert` between the animated formats (issue 12, item 4): GIF, APNG and animated
 /// WebP turn into each other with their frames, durations and loop count.
@@ -32,8 +33,10 @@ final class ConvertCommandTests: XCTestCase {
             return ImageFrame(bitmap: buffer.freeze(isOpaque: true), duration: [0.05, 0.2, 0.07, 1.5][index])
         }
         let source = directory.appendingPathComponent("in.gif")
-        try ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 3, format: .gif), as: .gif, options: .default)
-            .write(to: source)
+        try ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 3, format: .gif), as: .gif, options: .default
+        )
+        .write(to: source)
 
         var input = source
         for ext in ["png", "webp", "gif", "webp", "png"] {
@@ -47,7 +50,8 @@ final class ConvertCommandTests: XCTestCase {
             XCTAssertEqual(decoded.loopCount, 3, ext)
             for (index, frame) in decoded.frames.enumerated() {
                 XCTAssertEqual(frame.duration, frames[index].duration, accuracy: 0.001, "\(ext) frame \(index)")
-                XCTAssertEqual(frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(ext) frame \(index)")
+                XCTAssertEqual(
+                    frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(ext) frame \(index)")
             }
             input = output
         }

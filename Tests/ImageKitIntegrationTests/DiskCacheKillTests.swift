@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// A process killed with SIGKILL in the middle of a burst of disk-cache stores: every entry
 /// that reads back is whole and correct, only those being written are lost, and the cache keeps
@@ -14,10 +15,14 @@ final class DiskCacheKillTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: work) }
         let buffer = try PixelBuffer(width: 64, height: 48)
         for y in 0..<48 {
-            for x in 0..<64 { buffer.baseAddress.storeBytes(of: UInt32(x * 4 + y * 1000), toByteOffset: (y * 64 + x) * 4, as: UInt32.self) }
+            for x in 0..<64 {
+                buffer.baseAddress.storeBytes(
+                    of: UInt32(x * 4 + y * 1000), toByteOffset: (y * 64 + x) * 4, as: UInt32.self)
+            }
         }
-        let jpeg = try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg),
-                                                        as: .jpeg, options: .default)
+        let jpeg = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg),
+            as: .jpeg, options: .default)
         var bodies: [String: [UInt8]] = [:]
         var urls: [URL] = []
         for index in 0..<1500 {
@@ -28,7 +33,9 @@ final class DiskCacheKillTests: XCTestCase {
             urls.append(server.url("/\(index).jpg"))
         }
         let served = bodies
-        for path in served.keys { server.route(path) { head in .init(body: served[String(head.uri.split(separator: "?")[0])] ?? []) } }
+        for path in served.keys {
+            server.route(path) { head in .init(body: served[String(head.uri.split(separator: "?")[0])] ?? []) }
+        }
         let cacheDirectory = work.appendingPathComponent("cache")
         let process = Process()
         process.executableURL = tool

@@ -1,13 +1,16 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// The downloader against servers that misbehave: every load ends with the body or a typed
 /// error, never a crash, a hang or unbounded memory.
 final class DownloaderFaultTests: XCTestCase {
     static let body = [UInt8]((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
 
-    func load(_ url: URL, maxBodySize: Int? = 256 << 20, timeout: TimeInterval = 5) async -> Result<ImageLoadResponse, ImageError> {
+    func load(_ url: URL, maxBodySize: Int? = 256 << 20, timeout: TimeInterval = 5) async -> Result<
+        ImageLoadResponse, ImageError
+    > {
         let downloader = ImageDownloader(configuration: .init(timeout: timeout, maxBodySize: maxBodySize))
         do { return .success(try await downloader.load(url)) } catch { return .failure(error) }
     }
@@ -26,10 +29,11 @@ final class DownloaderFaultTests: XCTestCase {
     func testRandomResetsEndEveryLoadWithItsBytesOrATypedError() async throws {
         let server = try RawTCPServer { socket in
             let cut = Int.random(in: 0...3) == 0 ? Int.random(in: 0..<Self.body.count) : nil
-            RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Length: \(Self.body.count)\r\nConnection: close\r\n\r\n")
+            RawTCPServer.write(
+                socket, "HTTP/1.1 200 OK\r\nContent-Length: \(Self.body.count)\r\nConnection: close\r\n\r\n")
             if let cut {
                 RawTCPServer.write(socket, Array(Self.body.prefix(cut)))
-                var linger = linger(l_onoff: 1, l_linger: 0) // close with RST
+                var linger = linger(l_onoff: 1, l_linger: 0)  // close with RST
                 setsockopt(socket, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
             } else {
                 RawTCPServer.write(socket, Self.body)
@@ -53,7 +57,8 @@ final class DownloaderFaultTests: XCTestCase {
         for outcome in outcomes {
             switch outcome {
             case .success(let count): XCTAssertEqual(count, Self.body.count)
-            case .failure(let error): XCTAssertTrue([ImageError.Code.connectionLost, .networkError].contains(error.code), "\(error)")
+            case .failure(let error):
+                XCTAssertTrue([ImageError.Code.connectionLost, .networkError].contains(error.code), "\(error)")
             }
         }
     }
@@ -73,7 +78,9 @@ final class DownloaderFaultTests: XCTestCase {
             for _ in 0..<100 { if !RawTCPServer.write(socket, Self.body) { return } }
         }
         defer { server.stop() }
-        guard case .failure(let error) = await load(server.url("/big.jpg"), maxBodySize: 1 << 20) else { return XCTFail("2 GB accepted") }
+        guard case .failure(let error) = await load(server.url("/big.jpg"), maxBodySize: 1 << 20) else {
+            return XCTFail("2 GB accepted")
+        }
         XCTAssertEqual(error.code, .responseTooLarge)
     }
 
@@ -81,10 +88,12 @@ final class DownloaderFaultTests: XCTestCase {
         let server = try RawTCPServer { socket in
             RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
             let chunk = Array(String(Self.body.count, radix: 16).utf8) + [13, 10] + Self.body + [13, 10]
-            for _ in 0..<10_000 { if !RawTCPServer.write(socket, chunk) { return } } // bounded: 2 GB at most
+            for _ in 0..<10_000 { if !RawTCPServer.write(socket, chunk) { return } }  // bounded: 2 GB at most
         }
         defer { server.stop() }
-        guard case .failure(let error) = await load(server.url("/endless.jpg"), maxBodySize: 4 << 20) else { return XCTFail("endless body accepted") }
+        guard case .failure(let error) = await load(server.url("/endless.jpg"), maxBodySize: 4 << 20) else {
+            return XCTFail("endless body accepted")
+        }
         XCTAssertEqual(error.code, .responseTooLarge)
     }
 
@@ -93,11 +102,14 @@ final class DownloaderFaultTests: XCTestCase {
         let bomb = try Self.gzip(Data(count: 64 << 20))
         XCTAssertLessThan(bomb.count, 200_000)
         let server = try RawTCPServer { socket in
-            RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(bomb.count)\r\n\r\n")
+            RawTCPServer.write(
+                socket, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(bomb.count)\r\n\r\n")
             RawTCPServer.write(socket, Array(bomb))
         }
         defer { server.stop() }
-        guard case .failure(let error) = await load(server.url("/bomb.jpg"), maxBodySize: 4 << 20) else { return XCTFail("gzip bomb accepted") }
+        guard case .failure(let error) = await load(server.url("/bomb.jpg"), maxBodySize: 4 << 20) else {
+            return XCTFail("gzip bomb accepted")
+        }
         XCTAssertEqual(error.code, .responseTooLarge)
     }
 

@@ -1,16 +1,21 @@
 import Foundation
-@testable import ImageKit
 import NIOHTTP1
 import XCTest
+
+@testable import ImageKit
 
 final class DownloaderTests: XCTestCase {
     var server: TestHTTPServer!
     static let png: [UInt8] = {
-        let image = DecodedImage(frames: [ImageFrame(bitmap: {
-            let buffer = try! PixelBuffer(width: 8, height: 8)
-            buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 200, count: buffer.byteCount)
-            return buffer.freeze(isOpaque: true)
-        }())], format: .png)
+        let image = DecodedImage(
+            frames: [
+                ImageFrame(
+                    bitmap: {
+                        let buffer = try! PixelBuffer(width: 8, height: 8)
+                        buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 200, count: buffer.byteCount)
+                        return buffer.freeze(isOpaque: true)
+                    }())
+            ], format: .png)
         return Array(try! ImageCodersManager.shared.encode(image, as: .png, options: .default))
     }()
 
@@ -19,7 +24,11 @@ final class DownloaderTests: XCTestCase {
     override func tearDown() { server.stop() }
 
     func testDownloadsDecodableBytesWithHeadersAndMetrics() async throws {
-        server.route("/a.png", .init(headers: [("Content-Type", "image/png"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: png))
+        server.route(
+            "/a.png",
+            .init(
+                headers: [("Content-Type", "image/png"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: png
+            ))
         let downloader = ImageDownloader()
         let response = try await downloader.load(server.url("/a.png"))
         XCTAssertEqual(Array(response.data), png)
@@ -70,7 +79,11 @@ final class DownloaderTests: XCTestCase {
         let first = expectation(description: "first cancelled")
         let second = expectation(description: "second completes")
         let token = downloader.download(ImageLoadRequest(url: server.url("/slow.png"))) { result in
-            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) } else { XCTFail("expected cancelled") }
+            if case .failure(let error) = result {
+                XCTAssertEqual(error.code, .cancelled)
+            } else {
+                XCTFail("expected cancelled")
+            }
             first.fulfill()
         }
         downloader.download(ImageLoadRequest(url: server.url("/slow.png"))) { result in
@@ -78,7 +91,7 @@ final class DownloaderTests: XCTestCase {
             second.fulfill()
         }
         token.cancel()
-        token.cancel() // twice: still one completion
+        token.cancel()  // twice: still one completion
         wait(for: [first, second], timeout: 20)
         XCTAssertEqual(server.requests(to: "/slow.png"), 1)
     }
@@ -104,8 +117,11 @@ final class DownloaderTests: XCTestCase {
     }
 
     func testStatusCodesAreTypedErrors() async throws {
-        for (status, transient) in [(404, false), (403, false), (410, false), (500, true), (503, true), (429, true), (408, true)] {
-            server.route("/status\(status)", .init(status: HTTPResponseStatus(statusCode: status), body: Array("no".utf8)))
+        for (status, transient) in [
+            (404, false), (403, false), (410, false), (500, true), (503, true), (429, true), (408, true),
+        ] {
+            server.route(
+                "/status\(status)", .init(status: HTTPResponseStatus(statusCode: status), body: Array("no".utf8)))
             do {
                 _ = try await ImageDownloader().load(server.url("/status\(status)"))
                 XCTFail("\(status) should fail")
@@ -118,13 +134,17 @@ final class DownloaderTests: XCTestCase {
     }
 
     func testConditionalRequestGivesNotModified() async throws {
-        server.route("/etag.png", { @Sendable head in
-            head.headers["If-None-Match"].first == "\"v1\"" ? .init(status: .notModified) : .init(headers: [("ETag", "\"v1\"")], body: Self.png)
-        } as TestHTTPServer.RouteHandler)
+        server.route(
+            "/etag.png",
+            { @Sendable head in
+                head.headers["If-None-Match"].first == "\"v1\""
+                    ? .init(status: .notModified) : .init(headers: [("ETag", "\"v1\"")], body: Self.png)
+            } as TestHTTPServer.RouteHandler)
         let downloader = ImageDownloader()
         let first = try await downloader.load(server.url("/etag.png"))
         XCTAssertFalse(first.isNotModified)
-        let second = try await downloader.load(ImageLoadRequest(url: server.url("/etag.png"), cachedValidators: first.cacheHeaders))
+        let second = try await downloader.load(
+            ImageLoadRequest(url: server.url("/etag.png"), cachedValidators: first.cacheHeaders))
         XCTAssertTrue(second.isNotModified)
         XCTAssertTrue(second.data.isEmpty)
     }
@@ -136,12 +156,17 @@ final class DownloaderTests: XCTestCase {
         server.route("/empty", .init(body: []))
         server.route("/big", .init(body: [UInt8](repeating: 7, count: 100_000)))
         server.route("/big-chunked", .init(body: [UInt8](repeating: 7, count: 100_000), chunkSize: 4096, chunked: true))
-        server.route("/cut", .init(headers: [("Content-Length", "5000")], body: [UInt8](repeating: 1, count: 5000), closeAfter: 1000))
-        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxBodySize: 50_000, maxRedirects: 5))
+        server.route(
+            "/cut",
+            .init(headers: [("Content-Length", "5000")], body: [UInt8](repeating: 1, count: 5000), closeAfter: 1000))
+        let downloader = ImageDownloader(
+            configuration: ImageDownloaderConfiguration(maxBodySize: 50_000, maxRedirects: 5))
         let redirected = try await downloader.load(server.url("/moved"))
         XCTAssertEqual(Array(redirected.data), png)
-        for (path, code) in [("/loop", ImageError.Code.invalidResponse), ("/empty", .invalidResponse), ("/big", .responseTooLarge),
-                             ("/big-chunked", .responseTooLarge), ("/cut", .connectionLost)] {
+        for (path, code) in [
+            ("/loop", ImageError.Code.invalidResponse), ("/empty", .invalidResponse), ("/big", .responseTooLarge),
+            ("/big-chunked", .responseTooLarge), ("/cut", .connectionLost),
+        ] {
             do {
                 _ = try await downloader.load(server.url(path))
                 XCTFail("\(path) should fail")
@@ -160,10 +185,16 @@ final class DownloaderTests: XCTestCase {
     func testProgressIsMonotonicAndStallsTimeOut() async throws {
         let body = [UInt8](repeating: 3, count: 40_000)
         server.route("/progress", .init(body: body, chunkSize: 4000, delay: .milliseconds(10)))
-        server.route("/stall", .init(headers: [("Content-Length", "4000")], body: [UInt8](repeating: 1, count: 4000), chunkSize: 100, delay: .seconds(30)))
+        server.route(
+            "/stall",
+            .init(
+                headers: [("Content-Length", "4000")], body: [UInt8](repeating: 1, count: 4000), chunkSize: 100,
+                delay: .seconds(30)))
         let seen = Locked<[ImageLoadProgress]>([])
         let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(timeout: 2))
-        _ = try await downloader.load(ImageLoadRequest(url: server.url("/progress"))) { progress in seen.withLock { $0.append(progress) } }
+        _ = try await downloader.load(ImageLoadRequest(url: server.url("/progress"))) { progress in
+            seen.withLock { $0.append(progress) }
+        }
         try await Task.sleep(nanoseconds: 100_000_000)
         let reports = seen.withLock { $0 }
         XCTAssertFalse(reports.isEmpty)
@@ -184,7 +215,8 @@ final class DownloaderTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(elapsed, 1.9)
         XCTAssertLessThan(elapsed, 4)
         // Slow but steady is not a stall: 8 pieces 0.6 s apart, each within the timeout.
-        server.route("/steady", .init(body: [UInt8](repeating: 2, count: 800), chunkSize: 100, delay: .milliseconds(600)))
+        server.route(
+            "/steady", .init(body: [UInt8](repeating: 2, count: 800), chunkSize: 100, delay: .milliseconds(600)))
         let steady = try await downloader.load(server.url("/steady"))
         XCTAssertEqual(steady.data.count, 800)
     }
@@ -192,7 +224,8 @@ final class DownloaderTests: XCTestCase {
     /// Progress is reported only when asked for, and a caller that asks joins a transfer that
     /// started without it.
     func testProgressForACallerJoiningARunningTransfer() throws {
-        server.route("/trickle", .init(body: [UInt8](repeating: 5, count: 30_000), chunkSize: 1000, delay: .milliseconds(10)))
+        server.route(
+            "/trickle", .init(body: [UInt8](repeating: 5, count: 30_000), chunkSize: 1000, delay: .milliseconds(10)))
         let downloader = ImageDownloader()
         let done = expectation(description: "both complete")
         done.expectedFulfillmentCount = 2
@@ -200,12 +233,17 @@ final class DownloaderTests: XCTestCase {
         downloader.download(ImageLoadRequest(url: url)) { _ in done.fulfill() }
         let sawBytes = expectation(description: "first byte counts")
         while downloader.activeCount == 0 { usleep(1000) }
-        usleep(50_000) // the transfer is running, without progress
+        usleep(50_000)  // the transfer is running, without progress
         let seen = Locked<[Int64]>([])
-        downloader.download(ImageLoadRequest(url: url), progress: { progress in
-            let count = seen.withLock { $0.append(progress.receivedBytes); return $0.count }
-            if count == 1 { sawBytes.fulfill() }
-        }) { result in
+        downloader.download(
+            ImageLoadRequest(url: url),
+            progress: { progress in
+                let count = seen.withLock {
+                    $0.append(progress.receivedBytes); return $0.count
+                }
+                if count == 1 { sawBytes.fulfill() }
+            }
+        ) { result in
             XCTAssertEqual(try? result.get().data.count, 30_000)
             done.fulfill()
         }
@@ -221,20 +259,22 @@ final class DownloaderTests: XCTestCase {
         let order = Locked<[String]>([])
         let done = expectation(description: "all")
         done.expectedFulfillmentCount = 5
-        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 1, executionOrder: .lifo))
+        let downloader = ImageDownloader(
+            configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 1, executionOrder: .lifo))
         func start(_ name: String, _ priority: ImageLoadPriority) {
             downloader.download(ImageLoadRequest(url: server.url("/\(name)"), priority: priority)) { _ in
                 order.withLock { $0.append(name) }
                 done.fulfill()
             }
         }
-        start("gate", .normal) // occupies the only slot
+        start("gate", .normal)  // occupies the only slot
         start("a", .normal)
         start("b", .normal)
         start("c", .low)
         start("d", .high)
         wait(for: [done], timeout: 30)
-        XCTAssertEqual(order.withLock { $0 }, ["gate", "d", "b", "a", "c"], "high first, then LIFO among normals, low last")
+        XCTAssertEqual(
+            order.withLock { $0 }, ["gate", "d", "b", "a", "c"], "high first, then LIFO among normals, low last")
     }
 
     func testHooksAndDecryptor() async throws {
@@ -305,7 +345,9 @@ final class DownloaderTests: XCTestCase {
                 : .init(status: .unauthorized, headers: [("WWW-Authenticate", "Basic realm=\"test\"")])
         }
         server.route("/set-cookie", .init(headers: [("Set-Cookie", "session=abc123; Path=/")], body: png))
-        server.route("/echo-cookie") { head in .init(body: Array("cookie:\(head.headers["Cookie"].joined(separator: ";"))".utf8)) }
+        server.route("/echo-cookie") { head in
+            .init(body: Array("cookie:\(head.headers["Cookie"].joined(separator: ";"))".utf8))
+        }
 
         let plain = ImageDownloader()
         let unzipped = try await plain.load(server.url("/gzip"))
@@ -321,8 +363,10 @@ final class DownloaderTests: XCTestCase {
         let withoutJar = try await plain.load(server.url("/echo-cookie")).data
         XCTAssertEqual(String(decoding: withoutJar, as: UTF8.self), "cookie:", "cookies are off by default")
 
-        let configured = ImageDownloader(configuration: ImageDownloaderConfiguration(credentials: (user: "user", password: "secret"),
-                                                                                     handlesCookies: true))
+        let configured = ImageDownloader(
+            configuration: ImageDownloaderConfiguration(
+                credentials: (user: "user", password: "secret"),
+                handlesCookies: true))
         let authorized = try await configured.load(server.url("/private")).data
         XCTAssertEqual(Array(authorized), png)
         _ = try await configured.load(server.url("/set-cookie"))
@@ -343,19 +387,24 @@ final class DownloaderTests: XCTestCase {
         crc ^= 0xFFFF_FFFF
         func littleEndian32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
         let length = UInt16(bytes.count)
-        return [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF] // header: deflate, no flags, unknown OS
-            + [1, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)] // final stored block
+        return [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]  // header: deflate, no flags, unknown OS
+            // final stored block
+            + [1, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)]
             + bytes + littleEndian32(crc) + littleEndian32(UInt32(bytes.count))
     }
 
     func testTransfersSpreadOverNetworkThreads() async throws {
-        XCTAssertEqual(ImageDownloader.engine(for: "a.example", multiplexes: false, loads: [3, 1, 2]), 1, "plain HTTP: least busy")
+        XCTAssertEqual(
+            ImageDownloader.engine(for: "a.example", multiplexes: false, loads: [3, 1, 2]), 1, "plain HTTP: least busy")
         let pinned = ImageDownloader.engine(for: "a.example", multiplexes: true, loads: [0, 0, 0])
-        XCTAssertEqual(ImageDownloader.engine(for: "A.example", multiplexes: true, loads: [5, 9, 1]), pinned, "HTTPS: by host only")
+        XCTAssertEqual(
+            ImageDownloader.engine(for: "A.example", multiplexes: true, loads: [5, 9, 1]), pinned, "HTTPS: by host only"
+        )
         // Every thread count works end to end, with coalescing and exact bytes.
         server.route("/n.png", .init(body: png))
         for threads in [1, 2, 4] {
-            let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 8, networkThreads: threads))
+            let downloader = ImageDownloader(
+                configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 8, networkThreads: threads))
             let urls = (0..<24).map { server.url("/n.png?\($0)") }
             let sizes = await withTaskGroup(of: Int.self) { group in
                 for url in urls { group.addTask { (try? await downloader.load(url).data.count) ?? -1 } }

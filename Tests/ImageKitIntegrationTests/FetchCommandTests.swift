@@ -1,7 +1,8 @@
 import Foundation
-@testable import ImageKit
 import NIOHTTP1
 import XCTest
+
+@testable import ImageKit
 
 /// `imagekit fetch`, the contract item 3 of the manager's issue describes, against the
 /// in-process server.
@@ -13,13 +14,19 @@ final class FetchCommandTests: XCTestCase {
         server = try TestHTTPServer()
         cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("fetch-\(UUID().uuidString)")
         let jpeg = try ImageCodersManager.shared.encode(
-            DecodedImage(frames: [ImageFrame(bitmap: {
-                let buffer = try! PixelBuffer(width: 300, height: 200)
-                buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 128, count: buffer.byteCount)
-                return buffer.freeze(isOpaque: true)
-            }())], format: .jpeg), as: .jpeg, options: .default)
+            DecodedImage(
+                frames: [
+                    ImageFrame(
+                        bitmap: {
+                            let buffer = try! PixelBuffer(width: 300, height: 200)
+                            buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 128, count: buffer.byteCount)
+                            return buffer.freeze(isOpaque: true)
+                        }())
+                ], format: .jpeg), as: .jpeg, options: .default)
         server.route("/photo.jpg") { head in
-            if head.headers["If-None-Match"].first == "\"p1\"" { return .init(status: .notModified, headers: [("ETag", "\"p1\"")]) }
+            if head.headers["If-None-Match"].first == "\"p1\"" {
+                return .init(status: .notModified, headers: [("ETag", "\"p1\"")])
+            }
             return .init(headers: [("ETag", "\"p1\""), ("Content-Type", "image/jpeg")], body: Array(jpeg))
         }
     }
@@ -31,7 +38,8 @@ final class FetchCommandTests: XCTestCase {
 
     /// Runs `imagekit fetch … --json`; returns the exit status and one object per URL.
     func fetch(_ arguments: [String]) throws -> (Int32, [[String: Any]]) {
-        let (status, output) = try ImageKitTool.run(["fetch", "--json", "--cache-dir", cacheDirectory.path] + arguments)
+        let (status, output) = try ImageKitTool.run(
+            ["fetch", "--json", "--cache-dir", cacheDirectory.path] + arguments)
         return (status, ImageKitTool.jsonLines(output))
     }
 
@@ -88,18 +96,20 @@ final class FetchCommandTests: XCTestCase {
         defer { forbidden.stop() }
         forbidden.route("/secret.jpg", .init(body: Array("secret".utf8)))
         let port = forbidden.port
-        server.route("/hop") { _ in .init(status: .found, headers: [("Location", "http://127.0.0.2:\(port)/secret.jpg")]) }
+        server.route("/hop") { _ in
+            .init(status: .found, headers: [("Location", "http://127.0.0.2:\(port)/secret.jpg")])
+        }
         let photo = server.url("/photo.jpg").absoluteString
         let forms = [
-            photo,                                             // 127.0.0.1 itself
-            "http://127.0.0.2:\(port)/secret.jpg",              // another loopback address
-            "http://2130706434:\(port)/secret.jpg",             // decimal 127.0.0.2
-            "http://0177.0.0.2:\(port)/secret.jpg",             // octal
-            "http://0x7f.0.0.2:\(port)/secret.jpg",             // hex
-            "http://[::ffff:127.0.0.2]:\(port)/secret.jpg",     // IPv4-mapped IPv6
-            "http://0.0.0.0:\(port)/secret.jpg",                // unspecified (Linux connects it to this host)
-            "http://[::1]:\(port)/secret.jpg",                  // IPv6 loopback
-            "http://images.test:\(port)/secret.jpg",            // a name that resolves to loopback
+            photo,  // 127.0.0.1 itself
+            "http://127.0.0.2:\(port)/secret.jpg",  // another loopback address
+            "http://2130706434:\(port)/secret.jpg",  // decimal 127.0.0.2
+            "http://0177.0.0.2:\(port)/secret.jpg",  // octal
+            "http://0x7f.0.0.2:\(port)/secret.jpg",  // hex
+            "http://[::ffff:127.0.0.2]:\(port)/secret.jpg",  // IPv4-mapped IPv6
+            "http://0.0.0.0:\(port)/secret.jpg",  // unspecified (Linux connects it to this host)
+            "http://[::1]:\(port)/secret.jpg",  // IPv6 loopback
+            "http://images.test:\(port)/secret.jpg",  // a name that resolves to loopback
         ]
         for form in forms {
             let (status, objects) = try fetch([form, "--deny-private", "--resolve", "images.test:\(port):127.0.0.2"])
@@ -107,7 +117,9 @@ final class FetchCommandTests: XCTestCase {
             XCTAssertEqual((objects.first?["error"] as? [String: Any])?["code"] as? String, "forbiddenAddress", form)
         }
         // The origin is allowed; its redirect to 127.0.0.2 is not.
-        let (status, objects) = try fetch([server.url("/hop").absoluteString, "--deny-private", "--allow-address", "127.0.0.1/32"])
+        let (status, objects) = try fetch([
+            server.url("/hop").absoluteString, "--deny-private", "--allow-address", "127.0.0.1/32",
+        ])
         XCTAssertEqual(status, 1)
         XCTAssertEqual((objects.first?["error"] as? [String: Any])?["code"] as? String, "forbiddenAddress")
         XCTAssertEqual(server.requests(to: "/hop"), 1)
@@ -116,8 +128,10 @@ final class FetchCommandTests: XCTestCase {
         var (allowedStatus, allowed) = try fetch([photo, "--deny-private", "--allow-address", "127.0.0.0/30"])
         XCTAssertEqual(allowedStatus, 0)
         XCTAssertEqual(allowed.first?["width"] as? Int, 300)
-        (allowedStatus, allowed) = try fetch(["http://images.test:\(server.port)/photo.jpg", "--deny-private", "--allow-host", "images.test",
-                                              "--resolve", "images.test:\(server.port):127.0.0.1"])
+        (allowedStatus, allowed) = try fetch([
+            "http://images.test:\(server.port)/photo.jpg", "--deny-private", "--allow-host", "images.test",
+            "--resolve", "images.test:\(server.port):127.0.0.1",
+        ])
         XCTAssertEqual(allowedStatus, 0)
         XCTAssertTrue(allowed.first?["error"] is NSNull)
     }

@@ -22,7 +22,9 @@ enum ImageKitTool {
     enum Stream { case standardOutput, standardError }
 
     /// Runs the tool; returns its exit status, the captured stream and nothing of the other.
-    static func run(_ arguments: [String], capturing stream: Stream) throws -> (status: Int32, output: String, errors: String) {
+    static func run(_ arguments: [String], capturing stream: Stream) throws -> (
+        status: Int32, output: String, errors: String
+    ) {
         let process = Process()
         process.executableURL = try XCTUnwrap(url, "the imagekit tool is not built beside the tests")
         process.arguments = arguments
@@ -37,6 +39,8 @@ enum ImageKitTool {
 
     /// One JSON object per output line.
     static func jsonLines(_ output: String) -> [[String: Any]] {
-        output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import ImageKit
 import NIOHTTP1
 import XCTest
+
+@testable import ImageKit
 
 /// The manager over the real curl downloader and a disk cache, against the in-process server.
 final class ImageManagerIntegrationTests: XCTestCase {
@@ -13,7 +14,8 @@ final class ImageManagerIntegrationTests: XCTestCase {
         for y in 0..<300 {
             let row = buffer.row(y)
             for x in 0..<400 {
-                row[x * 4] = UInt8(x & 0xFF); row[x * 4 + 1] = UInt8(y & 0xFF); row[x * 4 + 2] = UInt8((x ^ y) & 0xFF); row[x * 4 + 3] = 255
+                row[x * 4] = UInt8(x & 0xFF); row[x * 4 + 1] = UInt8(y & 0xFF); row[x * 4 + 2] = UInt8((x ^ y) & 0xFF);
+                row[x * 4 + 3] = 255
             }
         }
         let image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg)
@@ -43,19 +45,20 @@ final class ImageManagerIntegrationTests: XCTestCase {
         done.expectedFulfillmentCount = 20
         var tasks: [ImageLoadTask] = []
         for index in 0..<20 {
-            tasks.append(manager.loadImage(with: server.url("/joined.jpg")) { result in
-                counts.withLock { $0[index, default: 0] += 1 }
-                switch result {
-                case .success(let loaded):
-                    XCTAssertNotEqual(index, 7)
-                    XCTAssertEqual(loaded.image?.width, 400)
-                    XCTAssertEqual(loaded.statusCode, 200)
-                case .failure(let error):
-                    XCTAssertEqual(index, 7)
-                    XCTAssertEqual(error.code, .cancelled)
-                }
-                done.fulfill()
-            })
+            tasks.append(
+                manager.loadImage(with: server.url("/joined.jpg")) { result in
+                    counts.withLock { $0[index, default: 0] += 1 }
+                    switch result {
+                    case .success(let loaded):
+                        XCTAssertNotEqual(index, 7)
+                        XCTAssertEqual(loaded.image?.width, 400)
+                        XCTAssertEqual(loaded.statusCode, 200)
+                    case .failure(let error):
+                        XCTAssertEqual(index, 7)
+                        XCTAssertEqual(error.code, .cancelled)
+                    }
+                    done.fulfill()
+                })
         }
         tasks[7].cancel()
         wait(for: [done], timeout: 20)
@@ -75,7 +78,9 @@ final class ImageManagerIntegrationTests: XCTestCase {
         }
         XCTAssertEqual(server.requests(to: "/nope.jpg"), 1, "404 is permanent: blacklisted")
         XCTAssertEqual(server.requests(to: "/busy.jpg"), 2, "503 is transient")
-        do { _ = try await manager.loadImage(server.url("/nope.jpg")) } catch { XCTAssertEqual(error.code, .blacklisted) }
+        do { _ = try await manager.loadImage(server.url("/nope.jpg")) } catch {
+            XCTAssertEqual(error.code, .blacklisted)
+        }
     }
 
     func testVariantsComeFromTheCachedOriginalWithoutARequest() async throws {
@@ -86,7 +91,8 @@ final class ImageManagerIntegrationTests: XCTestCase {
         for side in [64, 128] {
             var context = ImageLoadContext()
             context.thumbnailPixelSize = PixelSize(side)
-            let thumb = try await manager.loadImage(server.url("/photo.jpg"), options: .waitStoreCache, context: context)
+            let thumb = try await manager.loadImage(
+                server.url("/photo.jpg"), options: .waitStoreCache, context: context)
             XCTAssertEqual(thumb.image?.width, side)
             XCTAssertEqual(thumb.cacheType, .disk)
         }
@@ -96,7 +102,8 @@ final class ImageManagerIntegrationTests: XCTestCase {
     func testRevalidationWith304() async throws {
         server.route("/etag.jpg") { head in
             if head.headers["If-None-Match"].first == "\"e1\"" {
-                return .init(status: .notModified, headers: [("ETag", "\"e1\""), ("Cache-Control", "max-age=60")], body: [])
+                return .init(
+                    status: .notModified, headers: [("ETag", "\"e1\""), ("Cache-Control", "max-age=60")], body: [])
             }
             return .init(headers: [("ETag", "\"e1\"")], body: Self.jpeg)
         }
@@ -139,7 +146,11 @@ final class ImageManagerIntegrationTests: XCTestCase {
         let done = expectation(description: "cancelled")
         let task = manager.loadImage(with: server.url("/slow.jpg"), progress: { _ in }) { result in
             count.withLock { $0 += 1 }
-            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) } else { XCTFail("not cancelled") }
+            if case .failure(let error) = result {
+                XCTAssertEqual(error.code, .cancelled)
+            } else {
+                XCTFail("not cancelled")
+            }
             done.fulfill()
         }
         Thread.sleep(forTimeInterval: 0.15)
@@ -169,7 +180,9 @@ final class ImageManagerIntegrationTests: XCTestCase {
             }
         }
         let image = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .jpeg)
-        return Array(try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: progressive)))
+        return Array(
+            try ImageCodersManager.shared.encode(
+                image, as: .jpeg, options: .init(quality: 0.85, progressive: progressive)))
     }
 
     /// `.thumbnailFromFirstScans`: a 256 px thumbnail of a 12 MP progressive JPEG is made from
@@ -181,34 +194,43 @@ final class ImageManagerIntegrationTests: XCTestCase {
         let manager = try makeManager()
         var context = ImageLoadContext()
         context.thumbnailPixelSize = PixelSize(256)
-        let result = try await manager.loadImage(server.url("/progressive.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
-                                                 context: context)
+        let result = try await manager.loadImage(
+            server.url("/progressive.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
+            context: context)
         let thumbnail = try XCTUnwrap(result.image)
         XCTAssertEqual(thumbnail.width, 256)
         XCTAssertEqual(thumbnail.height, 192)
         XCTAssertFalse(thumbnail.isPartial)
         let received = try XCTUnwrap(result.data).count
-        print("first scans: \(received) of \(progressive.count) bytes (\(result.metrics?.bytesReceived ?? -1) received when cut)")
-        XCTAssertLessThanOrEqual(Int(try XCTUnwrap(result.metrics?.bytesReceived)), progressive.count / 3, "the transfer went on after the DC scans")
+        print(
+            "first scans: \(received) of \(progressive.count) bytes (\(result.metrics?.bytesReceived ?? -1) received when cut)"
+        )
+        XCTAssertLessThanOrEqual(
+            Int(try XCTUnwrap(result.metrics?.bytesReceived)), progressive.count / 3,
+            "the transfer went on after the DC scans")
         XCTAssertLessThan(received, progressive.count / 3)
         // The same thumbnail (within the DC bound) as from the whole file.
-        let whole = try ImageCodersManager.shared.decode(Data(progressive), options: .init(thumbnailPixelSize: PixelSize(256)))
+        let whole = try ImageCodersManager.shared.decode(
+            Data(progressive), options: .init(thumbnailPixelSize: PixelSize(256)))
         XCTAssertGreaterThan(psnrOf(thumbnail.frames[0].bitmap, whole.frames[0].bitmap), 40)
 
         // The thumbnail is cached; the cut bytes are not an original.
-        let again = try await manager.loadImage(server.url("/progressive.jpg"), options: .thumbnailFromFirstScans, context: context)
+        let again = try await manager.loadImage(
+            server.url("/progressive.jpg"), options: .thumbnailFromFirstScans, context: context)
         XCTAssertEqual(again.cacheType, .memory)
         XCTAssertEqual(server.requests(to: "/progressive.jpg"), 1)
         let originalKey = manager.cacheKey(for: server.url("/progressive.jpg"))
-        let original = try? await manager.cache.query(originalKey, cacheType: .all, options: [.avoidDecodeImage], decoding: .default)
+        let original = try? await manager.cache.query(
+            originalKey, cacheType: .all, options: [.avoidDecodeImage], decoding: .default)
         XCTAssertNil(original?.data)
         XCTAssertNil(original?.image)
 
         // A baseline file cannot finish early: loaded whole, the original stored.
         let baseline = try Self.photo(progressive: false)
         server.route("/baseline.jpg", .init(body: baseline, chunkSize: 64 << 10))
-        let full = try await manager.loadImage(server.url("/baseline.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
-                                               context: context)
+        let full = try await manager.loadImage(
+            server.url("/baseline.jpg"), options: [.thumbnailFromFirstScans, .waitStoreCache],
+            context: context)
         XCTAssertEqual(full.image?.width, 256)
         XCTAssertEqual(full.data?.count, baseline.count)
     }
@@ -218,7 +240,9 @@ final class ImageManagerIntegrationTests: XCTestCase {
         for y in 0..<a.height {
             for x in 0..<a.width {
                 let p = a[x, y], q = b[x, y]
-                for (u, v) in [(p.r, q.r), (p.g, q.g), (p.b, q.b)] { squared += Double((Int(u) - Int(v)) * (Int(u) - Int(v))) }
+                for (u, v) in [(p.r, q.r), (p.g, q.g), (p.b, q.b)] {
+                    squared += Double((Int(u) - Int(v)) * (Int(u) - Int(v)))
+                }
             }
         }
         let mse = squared / Double(a.width * a.height * 3)

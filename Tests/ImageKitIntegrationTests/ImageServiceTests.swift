@@ -1,8 +1,9 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import NIOHTTP1
 import XCTest
+
+@testable import ImageKitServer
 
 /// The image service's HTTP semantics end to end, without an HTTP framework in front: real curl
 /// fetching sources from the in-process origin on 127.0.0.1 (allowed by `allowedNetworks`),
@@ -10,15 +11,23 @@ import XCTest
 final class ImageServiceTests: XCTestCase {
     var origin: TestHTTPServer!
     var directory: URL!
-    static let jpeg: [UInt8] = Array(try! ImageCodersManager.shared.encode(
-        DecodedImage(frames: [ImageFrame(bitmap: {
-            let buffer = try! PixelBuffer(width: 640, height: 480)
-            for y in 0..<480 {
-                let row = buffer.row(y)
-                for x in 0..<640 { row[x * 4] = UInt8(x % 256); row[x * 4 + 1] = UInt8(y % 256); row[x * 4 + 2] = 90; row[x * 4 + 3] = 255 }
-            }
-            return buffer.freeze(isOpaque: true)
-        }())], format: .jpeg), as: .jpeg, options: .init(quality: 0.9)))
+    static let jpeg: [UInt8] = Array(
+        try! ImageCodersManager.shared.encode(
+            DecodedImage(
+                frames: [
+                    ImageFrame(
+                        bitmap: {
+                            let buffer = try! PixelBuffer(width: 640, height: 480)
+                            for y in 0..<480 {
+                                let row = buffer.row(y)
+                                for x in 0..<640 {
+                                    row[x * 4] = UInt8(x % 256); row[x * 4 + 1] = UInt8(y % 256); row[x * 4 + 2] = 90;
+                                    row[x * 4 + 3] = 255
+                                }
+                            }
+                            return buffer.freeze(isOpaque: true)
+                        }())
+                ], format: .jpeg), as: .jpeg, options: .init(quality: 0.9)))
 
     override func setUpWithError() throws {
         origin = try TestHTTPServer()
@@ -27,7 +36,10 @@ final class ImageServiceTests: XCTestCase {
         origin.route("/html", .init(headers: [("Content-Type", "text/html")], body: Array("<html>hello</html>".utf8)))
         origin.route("/down.jpg", .init(status: .internalServerError))
         // A PNG header that declares 100000×100000 pixels.
-        var bomb: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0, 8, 6, 0, 0, 0]
+        var bomb: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 1, 0x86, 0xA0, 0, 1,
+            0x86, 0xA0, 8, 6, 0, 0, 0,
+        ]
         bomb += [0, 0, 0, 0] + Array(repeating: 0, count: 64)
         origin.route("/bomb.png", .init(body: bomb))
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("service-\(UUID().uuidString)")
@@ -80,32 +92,40 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(head.header("Content-Length"), String(response.body.count))
 
         // The same image in imgproxy's grammar and with defaults spelled out: one result.
-        let imgproxy = await service.handle(method: "GET", path: "/_/rs:fit:256:256/q:80/plain/http://\(host)/a.jpg", headers: [:])
+        let imgproxy = await service.handle(
+            method: "GET", path: "/_/rs:fit:256:256/q:80/plain/http://\(host)/a.jpg", headers: [:])
         XCTAssertEqual(imgproxy.status, 200)
         XCTAssertEqual(try ImageCodersManager.shared.decode(imgproxy.body).width, 256)
     }
 
     func testNegotiationAndFilenames() async throws {
         let service = try makeService()
-        let webp = await service.handle(method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/avif,image/webp,*/*"])
+        let webp = await service.handle(
+            method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/avif,image/webp,*/*"])
         XCTAssertEqual(webp.header("Content-Type"), "image/webp", "auto WebP on, auto AVIF off by default")
         XCTAssertEqual(ImageSignature(webp.body).format, .webp)
-        let plain = await service.handle(method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/*"])
+        let plain = await service.handle(
+            method: "GET", path: "/unsafe/200x0/\(host)/a.jpg", headers: ["Accept": "image/*"])
         XCTAssertEqual(plain.header("Content-Type"), "image/jpeg")
         XCTAssertNotEqual(plain.header("ETag"), webp.header("ETag"))
-        let asked = await service.handle(method: "GET", path: "/unsafe/200x0/filters:format(png)/\(host)/a.jpg", headers: ["Accept": "image/webp"])
+        let asked = await service.handle(
+            method: "GET", path: "/unsafe/200x0/filters:format(png)/\(host)/a.jpg", headers: ["Accept": "image/webp"])
         XCTAssertEqual(asked.header("Content-Type"), "image/png")
         XCTAssertNil(asked.header("Vary"), "an explicit format does not depend on Accept")
-        let attachment = await service.handle(method: "GET", path: "/_/w:50/fn:cat/att:1/plain/http://\(host)/a.jpg", headers: [:])
+        let attachment = await service.handle(
+            method: "GET", path: "/_/w:50/fn:cat/att:1/plain/http://\(host)/a.jpg", headers: [:])
         XCTAssertEqual(attachment.header("Content-Disposition"), "attachment; filename=\"cat.jpg\"")
-        let shortLived = await service.handle(method: "GET", path: "/unsafe/filters:max_age(60)/\(host)/a.jpg", headers: [:])
+        let shortLived = await service.handle(
+            method: "GET", path: "/unsafe/filters:max_age(60)/\(host)/a.jpg", headers: [:])
         XCTAssertEqual(shortLived.header("Cache-Control"), "public, max-age=60")
     }
 
     func testMetaAndInfoAnswerFromTheHeader() async throws {
         let service = try makeService()
-        for (path, target) in [("/unsafe/meta/fit-in/256x256/\(host)/a.jpg", [256, 192]),
-                               ("/info/_/rs:fill:100:100/plain/http://\(host)/a.jpg", [100, 100])] {
+        for (path, target) in [
+            ("/unsafe/meta/fit-in/256x256/\(host)/a.jpg", [256, 192]),
+            ("/info/_/rs:fill:100:100/plain/http://\(host)/a.jpg", [100, 100]),
+        ] {
             let response = await service.handle(method: "GET", path: path, headers: [:])
             XCTAssertEqual(response.status, 200, path)
             XCTAssertEqual(response.header("Content-Type"), "application/json")
@@ -129,9 +149,13 @@ final class ImageServiceTests: XCTestCase {
             $0.imgproxyKeys = [(key: key, salt: salt)]
         }
         let thumborPath = "fit-in/100x100/\(host)/a.jpg"
-        let signed = await service.handle(method: "GET", path: "/" + ThumborSigner(keys: ["old-key"]).sign(thumborPath) + "/" + thumborPath, headers: [:])
+        let signed = await service.handle(
+            method: "GET", path: "/" + ThumborSigner(keys: ["old-key"]).sign(thumborPath) + "/" + thumborPath,
+            headers: [:])
         XCTAssertEqual(signed.status, 200)
-        let wrong = await service.handle(method: "GET", path: "/" + ThumborSigner(keys: ["other"]).sign(thumborPath) + "/" + thumborPath, headers: [:])
+        let wrong = await service.handle(
+            method: "GET", path: "/" + ThumborSigner(keys: ["other"]).sign(thumborPath) + "/" + thumborPath,
+            headers: [:])
         XCTAssertEqual(wrong.status, 403)
         XCTAssertEqual(json(wrong)["error"], "invalidSignature")
         XCTAssertEqual(wrong.header("Content-Type"), "application/json")
@@ -139,13 +163,18 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(unsafe.status, 403)
         XCTAssertEqual(json(unsafe)["error"], "unsignedURL")
         let imgproxyPath = "/rs:fit:100:100/plain/http://\(host)/a.jpg"
-        let imgproxy = await service.handle(method: "GET", path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath) + imgproxyPath,
-                                            headers: [:])
+        let imgproxy = await service.handle(
+            method: "GET",
+            path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath) + imgproxyPath,
+            headers: [:])
         XCTAssertEqual(imgproxy.status, 200)
-        let tampered = await service.handle(method: "GET", path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath)
-                                            + imgproxyPath.replacingOccurrences(of: "100", with: "999"), headers: [:])
+        let tampered = await service.handle(
+            method: "GET",
+            path: "/" + (try ImgproxySigner(pairs: [(key: key, salt: salt)])).sign(imgproxyPath)
+                + imgproxyPath.replacingOccurrences(of: "100", with: "999"), headers: [:])
         XCTAssertEqual(tampered.status, 403)
-        XCTAssertThrowsError(try ImageService(configuration: ImageServiceConfiguration()), "no key and no --allow-unsafe")
+        XCTAssertThrowsError(
+            try ImageService(configuration: ImageServiceConfiguration()), "no key and no --allow-unsafe")
     }
 
     func testEveryFailureHasItsStatusAndAJSONBody() async throws {
@@ -172,7 +201,8 @@ final class ImageServiceTests: XCTestCase {
             let response = await service.handle(method: "GET", path: path, headers: [:])
             XCTAssertEqual(response.status, status, path)
             XCTAssertEqual(json(response)["error"], code, path)
-            XCTAssertFalse(String(decoding: response.body, as: UTF8.self).contains(directory.path), "no local path leaks")
+            XCTAssertFalse(
+                String(decoding: response.body, as: UTF8.self).contains(directory.path), "no local path leaks")
             XCTAssertEqual(response.header("Cache-Control"), status == 404 ? "public, max-age=60" : "no-cache", path)
         }
         let post = await service.handle(method: "POST", path: "/unsafe/\(host)/a.jpg", headers: [:])
@@ -183,17 +213,22 @@ final class ImageServiceTests: XCTestCase {
         let forbidden = try TestHTTPServer(host: "127.0.0.2")
         defer { forbidden.stop() }
         forbidden.route("/a.jpg", .init(body: Self.jpeg))
-        origin.route("/hop") { _ in .init(status: .found, headers: [("Location", "http://127.0.0.2:\(forbidden.port)/a.jpg")]) }
+        origin.route("/hop") { _ in
+            .init(status: .found, headers: [("Location", "http://127.0.0.2:\(forbidden.port)/a.jpg")])
+        }
         let service = try makeService()
-        for path in ["/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", "/unsafe/100x100/\(host)/hop",
-                     "/_/w:10/plain/http://2130706434:\(forbidden.port)/a.jpg"] {
+        for path in [
+            "/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", "/unsafe/100x100/\(host)/hop",
+            "/_/w:10/plain/http://2130706434:\(forbidden.port)/a.jpg",
+        ] {
             let response = await service.handle(method: "GET", path: path, headers: [:])
             XCTAssertEqual(response.status, 403, path)
             XCTAssertEqual(json(response)["error"], "addressNotAllowed", path)
         }
         XCTAssertEqual(forbidden.connectionCount, 0)
         let allowed = try makeService { $0.allowedNetworks = ["127.0.0.0/8"] }
-        let response = await allowed.handle(method: "GET", path: "/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", headers: [:])
+        let response = await allowed.handle(
+            method: "GET", path: "/unsafe/100x100/127.0.0.2:\(forbidden.port)/a.jpg", headers: [:])
         XCTAssertEqual(response.status, 200)
     }
 
@@ -203,21 +238,27 @@ final class ImageServiceTests: XCTestCase {
         defer { forbidden.stop() }
         forbidden.route("/mark.png", .init(body: Array(try WatermarkTestsMark.png)))
         let service = try makeService()
-        let response = await service.handle(method: "GET", path: "/unsafe/fit-in/200x200/filters:watermark(\(host)/mark.png,0,0,0):format(png)/\(host)/a.jpg",
-                                            headers: [:])
+        let response = await service.handle(
+            method: "GET",
+            path: "/unsafe/fit-in/200x200/filters:watermark(\(host)/mark.png,0,0,0):format(png)/\(host)/a.jpg",
+            headers: [:])
         XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
         let bitmap = try ImageCodersManager.shared.decode(response.body).frames[0].bitmap
         XCTAssertGreaterThan(bitmap[2, 2].r, 200)
         XCTAssertLessThan(bitmap[2, 2].g, 50)
-        let refused = await service.handle(method: "GET", path: "/unsafe/fit-in/200x200/filters:watermark(127.0.0.2:\(forbidden.port)/mark.png,0,0,0)/\(host)/a.jpg",
-                                           headers: [:])
+        let refused = await service.handle(
+            method: "GET",
+            path: "/unsafe/fit-in/200x200/filters:watermark(127.0.0.2:\(forbidden.port)/mark.png,0,0,0)/\(host)/a.jpg",
+            headers: [:])
         XCTAssertEqual(refused.status, 403)
         XCTAssertEqual(json(refused)["error"], "addressNotAllowed")
         XCTAssertEqual(forbidden.connectionCount, 0)
     }
 
     func testIdenticalRequestsAreJoinedAndAFullQueueAnswers503() async throws {
-        let service = try makeService { $0.workers = 1; $0.queueLimit = 0 }
+        let service = try makeService {
+            $0.workers = 1; $0.queueLimit = 0
+        }
         let path = "/unsafe/fit-in/128x128/\(host)/slow.jpg"
         let statuses = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<8 { group.addTask { await service.handle(method: "GET", path: path, headers: [:]).status } }
@@ -229,7 +270,11 @@ final class ImageServiceTests: XCTestCase {
         // Distinct results with one worker and no queue: some are refused with 503 + Retry-After.
         let host = self.host
         let busy = await withTaskGroup(of: ImageServiceResponse.self) { group in
-            for size in 20..<40 { group.addTask { await service.handle(method: "GET", path: "/unsafe/\(size)x\(size)/\(host)/a.jpg", headers: [:]) } }
+            for size in 20..<40 {
+                group.addTask {
+                    await service.handle(method: "GET", path: "/unsafe/\(size)x\(size)/\(host)/a.jpg", headers: [:])
+                }
+            }
             return await group.reduce(into: []) { $0.append($1) }
         }
         XCTAssertTrue(busy.allSatisfy { $0.status == 200 || $0.status == 503 })
@@ -249,8 +294,9 @@ enum WatermarkTestsMark {
                 let row = buffer.row(y)
                 for x in 0..<16 { row[x * 4] = 255; row[x * 4 + 1] = 0; row[x * 4 + 2] = 0; row[x * 4 + 3] = 255 }
             }
-            return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
-                                                        as: .png, options: .init())
+            return try ImageCodersManager.shared.encode(
+                DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+                as: .png, options: .init())
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// TLS and HTTP/2 against a real nginx (installed by `make deps`) on a loopback port, with a
 /// self-signed certificate made by `openssl` at test time.
@@ -37,9 +38,15 @@ final class NginxTLSTests: XCTestCase {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
@@ -51,11 +58,17 @@ final class NginxTLSTests: XCTestCase {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("imagekit-nginx-\(UUID().uuidString)")
         let root = directory.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        for index in 0..<20 { try Data(repeating: UInt8(index), count: 20_000).write(to: root.appendingPathComponent("\(index).bin")) }
-        let status = try Self.run(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                                            "-addext", "subjectAltName=IP:127.0.0.1",
-                                            "-keyout", directory.appendingPathComponent("key.pem").path,
-                                            "-out", directory.appendingPathComponent("cert.pem").path])
+        for index in 0..<20 {
+            try Data(repeating: UInt8(index), count: 20_000).write(to: root.appendingPathComponent("\(index).bin"))
+        }
+        let status = try Self.run(
+            openssl,
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+                "-keyout", directory.appendingPathComponent("key.pem").path,
+                "-out", directory.appendingPathComponent("cert.pem").path,
+            ])
         XCTAssertEqual(status, 0, "openssl req")
         port = Self.freePort()
         let d = directory.path
@@ -124,8 +137,10 @@ final class NginxTLSTests: XCTestCase {
 
     func testTwentyConcurrentTransfersShareOneHTTP2Connection() async throws {
         // Several network threads: HTTPS to one host must still stay on one of them.
-        let downloader = ImageDownloader(configuration: ImageDownloaderConfiguration(maxConcurrentDownloads: 20,
-                                                                                     allowsInvalidSSLCertificates: true, networkThreads: 3))
+        let downloader = ImageDownloader(
+            configuration: ImageDownloaderConfiguration(
+                maxConcurrentDownloads: 20,
+                allowsInvalidSSLCertificates: true, networkThreads: 3))
         let urls = (0..<20).map { url("\($0).bin") }
         let results = await withTaskGroup(of: TransferMetrics?.self) { group in
             for target in urls { group.addTask { try? await downloader.load(target).metrics } }
@@ -133,7 +148,7 @@ final class NginxTLSTests: XCTestCase {
         }
         XCTAssertEqual(results.compactMap { $0 }.count, 20)
         XCTAssertTrue(results.allSatisfy { $0?.httpVersion == "2" })
-        try await Task.sleep(nanoseconds: 300_000_000) // nginx writes its log after the response
+        try await Task.sleep(nanoseconds: 300_000_000)  // nginx writes its log after the response
         let log = try String(contentsOf: directory.appendingPathComponent("connections.log"), encoding: .utf8)
         let connections = Set(log.split(separator: "\n").map { $0.split(separator: " ")[0] })
         XCTAssertEqual(log.split(separator: "\n").count, 20)
@@ -145,7 +160,10 @@ final class NginxTLSTests: XCTestCase {
     func testCABundleAndPinnedPublicKey() async throws {
         let certificate = directory.appendingPathComponent("cert.pem").path
         let publicKey = directory.appendingPathComponent("pub.pem").path
-        XCTAssertEqual(try Self.run(try XCTUnwrap(Self.which("openssl")), ["x509", "-in", certificate, "-pubkey", "-noout", "-out", publicKey]), 0)
+        XCTAssertEqual(
+            try Self.run(
+                try XCTUnwrap(Self.which("openssl")),
+                ["x509", "-in", certificate, "-pubkey", "-noout", "-out", publicKey]), 0)
         var configuration = ImageDownloaderConfiguration()
         configuration.caBundlePath = certificate
         let trusting = ImageDownloader(configuration: configuration)
@@ -163,7 +181,7 @@ final class NginxTLSTests: XCTestCase {
             XCTAssertEqual(error.code, .secureConnectionFailed, "\(error)")
         }
         configuration.pinnedPublicKey = nil
-        configuration.caBundlePath = directory.appendingPathComponent("key.pem").path // no certificate in it
+        configuration.caBundlePath = directory.appendingPathComponent("key.pem").path  // no certificate in it
         do {
             _ = try await ImageDownloader(configuration: configuration).load(url("4.bin"))
             XCTFail("a bundle without the certificate must fail")

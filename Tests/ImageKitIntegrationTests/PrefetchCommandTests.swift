@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// `imagekit prefetch`, the contract item 3 of the prefetcher's issue describes, against the
 /// in-process server.
@@ -23,27 +24,37 @@ final class PrefetchCommandTests: XCTestCase {
 
     func testHundredURLsFiveMissingThenAllFromDisk() throws {
         let buffer = try PixelBuffer(width: 64, height: 48)
-        for index in 0..<buffer.byteCount { buffer.baseAddress.storeBytes(of: UInt8(truncatingIfNeeded: index * 7), toByteOffset: index, as: UInt8.self) }
-        let png = try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: false))],
-                                                                    format: .png), as: .png, options: .default)
+        for index in 0..<buffer.byteCount {
+            buffer.baseAddress.storeBytes(of: UInt8(truncatingIfNeeded: index * 7), toByteOffset: index, as: UInt8.self)
+        }
+        let png = try ImageCodersManager.shared.encode(
+            DecodedImage(
+                frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: false))],
+                format: .png), as: .png, options: .default)
         var good: [String] = []
         var all: [String] = []
         for index in 0..<100 {
             let path = "/img\(index).png"
             if index % 20 != 7 {
                 // Two pieces 5 ms apart, so that the loads overlap and the limit is tested.
-                server.route(path, .init(headers: [("Content-Type", "image/png")], body: Array(png),
-                                         chunkSize: png.count / 2 + 1, delay: .milliseconds(5)))
+                server.route(
+                    path,
+                    .init(
+                        headers: [("Content-Type", "image/png")], body: Array(png),
+                        chunkSize: png.count / 2 + 1, delay: .milliseconds(5)))
                 good.append(server.url(path).absoluteString)
             }
             all.append(server.url(path).absoluteString)
         }
         XCTAssertEqual(good.count, 95)
         let list = directory.appendingPathComponent("urls.txt")
-        try ("# one hundred URLs\n" + all.joined(separator: "\n") + "\n\n").write(to: list, atomically: true, encoding: .utf8)
+        try ("# one hundred URLs\n" + all.joined(separator: "\n") + "\n\n").write(
+            to: list, atomically: true, encoding: .utf8)
         let cache = directory.appendingPathComponent("cache").path
 
-        let (status, output) = try run(["prefetch", "--urls", list.path, "--cache-dir", cache, "--concurrency", "3", "--json"])
+        let (status, output) = try run([
+            "prefetch", "--urls", list.path, "--cache-dir", cache, "--concurrency", "3", "--json",
+        ])
         XCTAssertEqual(status, 0, "skipped URLs are counted, not an error")
         let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
         XCTAssertEqual(summary["total"] as? Int, 100)
@@ -71,11 +82,13 @@ final class PrefetchCommandTests: XCTestCase {
 
     func testBadArgumentsExitWithStatus2() throws {
         let cache = directory.appendingPathComponent("cache").path
-        for arguments in [["prefetch", "--cache-dir", cache],
-                          ["prefetch", "--concurrency", "0", "--cache-dir", cache, "http://127.0.0.1:1/a.png"],
-                          ["prefetch", "--urls", directory.appendingPathComponent("missing.txt").path, "--cache-dir", cache],
-                          ["prefetch", "--cache-dir", cache, "not a url"],
-                          ["prefetch", "--no-such-option"]] {
+        for arguments in [
+            ["prefetch", "--cache-dir", cache],
+            ["prefetch", "--concurrency", "0", "--cache-dir", cache, "http://127.0.0.1:1/a.png"],
+            ["prefetch", "--urls", directory.appendingPathComponent("missing.txt").path, "--cache-dir", cache],
+            ["prefetch", "--cache-dir", cache, "not a url"],
+            ["prefetch", "--no-such-option"],
+        ] {
             XCTAssertEqual(try run(arguments).0, 2, arguments.joined(separator: " "))
         }
     }

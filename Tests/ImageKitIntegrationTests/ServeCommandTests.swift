@@ -22,9 +22,14 @@ final class ServeCommandTests: XCTestCase {
         origin = try TestHTTPServer()
         // A strong ETag: the service names the source by it instead of hashing the bytes (the
         // in-process ImageServiceTests' origin sends none: the digest path).
-        origin.route("/a.jpg", .init(headers: [("Content-Type", "image/jpeg"), ("Last-Modified", "Tue, 03 Nov 2026 10:00:00 GMT"),
-                                               ("ETag", "\"a-v1\"")],
-                                     body: ImageServiceTests.jpeg))
+        origin.route(
+            "/a.jpg",
+            .init(
+                headers: [
+                    ("Content-Type", "image/jpeg"), ("Last-Modified", "Tue, 03 Nov 2026 10:00:00 GMT"),
+                    ("ETag", "\"a-v1\""),
+                ],
+                body: ImageServiceTests.jpeg))
     }
 
     override func tearDown() {
@@ -32,8 +37,10 @@ final class ServeCommandTests: XCTestCase {
     }
 
     func testRefusesToStartWithoutAKeyOrWithABadOption() throws {
-        for arguments in [["serve", "--port", "0"], ["serve", "--port", "0", "--allow-unsafe", "--allow-address", "not-a-cidr"],
-                          ["serve", "--port", "0", "--key", "abcd"]] {
+        for arguments in [
+            ["serve", "--port", "0"], ["serve", "--port", "0", "--allow-unsafe", "--allow-address", "not-a-cidr"],
+            ["serve", "--port", "0", "--key", "abcd"],
+        ] {
             let (status, _, message) = try ImageKitTool.run(arguments, capturing: .standardError)
             XCTAssertEqual(status, 2, arguments.joined(separator: " "))
             XCTAssertFalse(message.isEmpty)
@@ -42,20 +49,27 @@ final class ServeCommandTests: XCTestCase {
     }
 
     func testOptionsComeFromTheEnvironmentAndAFlagWins() throws {
-        let server = try ServeProcess(["--workers", "1"], environment: [
-            "IMAGEKIT_SERVE_THUMBOR_KEY": "old-key,new-key", "IMAGEKIT_SERVE_ALLOW_ADDRESS": "127.0.0.1/32",
-            "IMAGEKIT_SERVE_WORKERS": "3", "IMAGEKIT_SERVE_QUEUE": "5",
-        ])
+        let server = try ServeProcess(
+            ["--workers", "1"],
+            environment: [
+                "IMAGEKIT_SERVE_THUMBOR_KEY": "old-key,new-key", "IMAGEKIT_SERVE_ALLOW_ADDRESS": "127.0.0.1/32",
+                "IMAGEKIT_SERVE_WORKERS": "3", "IMAGEKIT_SERVE_QUEUE": "5",
+            ])
         defer { server.stop() }
-        XCTAssertTrue(server.output.contains("grammars: thumbor (signed); cache: none (memory only); workers: 1, queue: 5"), server.output)
+        XCTAssertTrue(
+            server.output.contains("grammars: thumbor (signed); cache: none (memory only); workers: 1, queue: 5"),
+            server.output)
         let path = "fit-in/64x64/\(host)/a.jpg"
         for key in ["old-key", "new-key"] {
             let signed = try server.request("/" + ThumborSigner(keys: [key]).sign(path) + "/" + path)
             XCTAssertEqual(signed.status, 200, key)
-            XCTAssertEqual(signed.headers["last-modified"], "Tue, 03 Nov 2026 10:00:00 GMT", "passed on without a disk cache too")
+            XCTAssertEqual(
+                signed.headers["last-modified"], "Tue, 03 Nov 2026 10:00:00 GMT", "passed on without a disk cache too")
         }
         XCTAssertEqual(try server.request("/unsafe/" + path).status, 403, "no --allow-unsafe")
-        XCTAssertEqual(try server.request("/" + ThumborSigner(keys: ["other"]).sign(path) + "/" + path).json["error"], "invalidSignature")
+        XCTAssertEqual(
+            try server.request("/" + ThumborSigner(keys: ["other"]).sign(path) + "/" + path).json["error"],
+            "invalidSignature")
         XCTAssertFalse(server.output.contains("old-key"), "the access log never shows keys")
     }
 
@@ -64,8 +78,11 @@ final class ServeCommandTests: XCTestCase {
         let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try ServeProcess(allowOrigin + ["--key", key, "--salt", salt, "--allow-unsafe", "--cache-dir", directory.path,
-                                                     "--log-format", "json", "--preset", "small=rs:fit:32:32"])
+        let server = try ServeProcess(
+            allowOrigin + [
+                "--key", key, "--salt", salt, "--allow-unsafe", "--cache-dir", directory.path,
+                "--log-format", "json", "--preset", "small=rs:fit:32:32",
+            ])
         defer { server.stop() }
         XCTAssertEqual(try server.request("/healthz").status, 200)
         XCTAssertEqual(try server.request("/healthz", method: "HEAD").status, 200)
@@ -78,7 +95,9 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(first.headers["cache-control"], "public, max-age=31536000")
         XCTAssertEqual(first.headers["last-modified"], "Tue, 03 Nov 2026 10:00:00 GMT", "passed on from the origin")
         XCTAssertEqual(first.headers["vary"], "Accept")
-        XCTAssertEqual(first.headers["connection"], "close", "the request said close: so does the answer (a keep-alive proxy would reuse the connection)")
+        XCTAssertEqual(
+            first.headers["connection"], "close",
+            "the request said close: so does the answer (a keep-alive proxy would reuse the connection)")
         let image = try ImageCodersManager.shared.decode(Data(first.body))
         XCTAssertEqual("\(image.width)x\(image.height)", "256x192")
         let etag = try XCTUnwrap(first.headers["etag"])
@@ -95,7 +114,8 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(origin.requests(to: "/a.jpg"), 1, "one fetch: the source is cached on disk")
 
         let imgproxyPath = "/pr:small/plain/http://\(host)/a.jpg@png"
-        let signed = try server.request("/" + ImgproxySigner(pairs: [(key: key, salt: salt)]).sign(imgproxyPath) + imgproxyPath)
+        let signed = try server.request(
+            "/" + ImgproxySigner(pairs: [(key: key, salt: salt)]).sign(imgproxyPath) + imgproxyPath)
         XCTAssertEqual(signed.status, 200)
         XCTAssertEqual(signed.headers["content-type"], "image/png")
         XCTAssertEqual(try ImageCodersManager.shared.decode(Data(signed.body)).width, 32)
@@ -105,20 +125,28 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(try server.request("/unsafe/\(host)/a.jpg", method: "POST").status, 405)
 
         let metrics = String(decoding: try server.request("/metrics").body, as: UTF8.self)
-        for name in ["imagekit_requests_total{grammar=\"thumbor\",status=\"200\"}", "imagekit_requests_total{grammar=\"imgproxy\",status=\"200\"}",
-                     "imagekit_request_duration_seconds_bucket", "imagekit_stage_duration_seconds_count{stage=\"decode\"}",
-                     "imagekit_stage_duration_seconds_count{stage=\"fetch\"}", "imagekit_stage_duration_seconds_count{stage=\"queue\"}",
-                     "imagekit_cache_hits_total{tier=\"origin\"}", "imagekit_cache_hits_total{tier=\"result_memory\"}",
-                     "imagekit_cache_hits_total{tier=\"source_disk\"}", "imagekit_origin_bytes_total", "imagekit_requests_in_flight",
-                     "imagekit_queue_length", "imagekit_process_resident_memory_bytes", "imagekit_downloads_total"] {
+        for name in [
+            "imagekit_requests_total{grammar=\"thumbor\",status=\"200\"}",
+            "imagekit_requests_total{grammar=\"imgproxy\",status=\"200\"}",
+            "imagekit_request_duration_seconds_bucket", "imagekit_stage_duration_seconds_count{stage=\"decode\"}",
+            "imagekit_stage_duration_seconds_count{stage=\"fetch\"}",
+            "imagekit_stage_duration_seconds_count{stage=\"queue\"}",
+            "imagekit_cache_hits_total{tier=\"origin\"}", "imagekit_cache_hits_total{tier=\"result_memory\"}",
+            "imagekit_cache_hits_total{tier=\"source_disk\"}", "imagekit_origin_bytes_total",
+            "imagekit_requests_in_flight",
+            "imagekit_queue_length", "imagekit_process_resident_memory_bytes", "imagekit_downloads_total",
+        ] {
             XCTAssertTrue(metrics.contains(name), "\(name) missing from /metrics")
         }
 
-        let lines = server.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let lines = server.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
         let access = lines.filter { $0["label"] as? String == "imagekit.access" }
-        XCTAssertEqual(access.count, 7, server.output) // healthz and metrics are not logged
+        XCTAssertEqual(access.count, 7, server.output)  // healthz and metrics are not logged
         let signedLine = try XCTUnwrap(access.first { ($0["path"] as? String)?.hasSuffix("a.jpg@png") == true })
-        XCTAssertEqual(signedLine["path"] as? String, "/-/pr:small/plain/http://\(host)/a.jpg@png", "the signature is not logged")
+        XCTAssertEqual(
+            signedLine["path"] as? String, "/-/pr:small/plain/http://\(host)/a.jpg@png", "the signature is not logged")
         XCTAssertEqual(signedLine["status"] as? Int, 200)
         XCTAssertEqual(signedLine["method"] as? String, "GET")
         XCTAssertNotNil(signedLine["duration_ms"])
@@ -129,18 +157,28 @@ final class ServeCommandTests: XCTestCase {
     func testBadInputsGetTheirStatusAndTheServiceKeepsServing() throws {
         let jpeg = ImageServiceTests.jpeg
         origin.route("/truncated.jpg", .init(body: Array(jpeg.prefix(jpeg.count / 2))))
-        origin.route("/garbage.jpg", .init(body: (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }))
-        var bomb: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0, 8, 6, 0, 0, 0]
+        origin.route(
+            "/garbage.jpg", .init(body: (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }))
+        var bomb: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 1, 0x86, 0xA0, 0, 1,
+            0x86, 0xA0, 8, 6, 0, 0, 0,
+        ]
         bomb += Array(repeating: 0, count: 68)
         origin.route("/bomb.png", .init(body: bomb))
-        for hop in 0..<20 { origin.route("/loop/\(hop)", .init(status: .found, headers: [("Location", "/loop/\(hop + 1)")])) }
+        for hop in 0..<20 {
+            origin.route("/loop/\(hop)", .init(status: .found, headers: [("Location", "/loop/\(hop + 1)")]))
+        }
         origin.route("/loop/20", .init(body: jpeg))
         let forbidden = try TestHTTPServer(host: "127.0.0.2")
         defer { forbidden.stop() }
         forbidden.route("/a.jpg", .init(body: jpeg))
-        origin.route("/to-forbidden", .init(status: .found, headers: [("Location", "http://127.0.0.2:\(forbidden.port)/a.jpg")]))
+        origin.route(
+            "/to-forbidden", .init(status: .found, headers: [("Location", "http://127.0.0.2:\(forbidden.port)/a.jpg")]))
         let drip = try RawTCPServer { socket in
-            guard RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100000\r\n\r\n") else { return }
+            guard
+                RawTCPServer.write(
+                    socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100000\r\n\r\n")
+            else { return }
             for byte in jpeg.prefix(200) {
                 guard RawTCPServer.write(socket, [byte]) else { return }
                 usleep(100_000)
@@ -148,11 +186,13 @@ final class ServeCommandTests: XCTestCase {
         }
         defer { drip.stop() }
         let huge = try RawTCPServer { socket in
-            _ = RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 2147483648\r\n\r\n")
+            _ = RawTCPServer.write(
+                socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 2147483648\r\n\r\n")
             _ = RawTCPServer.write(socket, Array(jpeg.prefix(1000)))
         }
         defer { huge.stop() }
-        let server = try ServeProcess(allowOrigin + ["--allow-unsafe", "--timeout", "1", "--max-source-bytes", "1000000"])
+        let server = try ServeProcess(
+            allowOrigin + ["--allow-unsafe", "--timeout", "1", "--max-source-bytes", "1000000"])
         defer { server.stop() }
 
         let port = forbidden.port
@@ -193,9 +233,13 @@ final class ServeCommandTests: XCTestCase {
 
     func testSIGTERMLetsThirtyTwoRequestsInFlightFinish() throws {
         // A source that takes about 1.5 s to arrive: 32 different thumbnails of it wait for it together.
-        origin.route("/slow.jpg", .init(body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / 25),
-                                        delay: .milliseconds(60)))
-        let server = try ServeProcess(allowOrigin + ["--allow-unsafe", "--workers", "2", "--queue", "64", "--grace", "20"])
+        origin.route(
+            "/slow.jpg",
+            .init(
+                body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / 25),
+                delay: .milliseconds(60)))
+        let server = try ServeProcess(
+            allowOrigin + ["--allow-unsafe", "--workers", "2", "--queue", "64", "--grace", "20"])
         let port = server.port, host = self.host
         let statuses = Locked([Int]())
         let group = DispatchGroup()
@@ -203,7 +247,8 @@ final class ServeCommandTests: XCTestCase {
             // A thread each: Dispatch's global queue runs only a core's worth of blocking calls at once.
             group.enter()
             Thread.detachNewThread {
-                let status = (try? HTTPAnswer.fetch(port: port, path: "/unsafe/\(40 + index)x0/\(host)/slow.jpg").status) ?? -1
+                let status =
+                    (try? HTTPAnswer.fetch(port: port, path: "/unsafe/\(40 + index)x0/\(host)/slow.jpg").status) ?? -1
                 statuses.withLock { $0.append(status) }
                 group.leave()
             }
@@ -213,7 +258,8 @@ final class ServeCommandTests: XCTestCase {
         var inFlight = 0.0
         while Date() < deadline {
             let metrics = String(decoding: (try? server.request("/metrics").body) ?? [], as: UTF8.self)
-            inFlight = metrics.split(separator: "\n").first { $0.hasPrefix("imagekit_requests_in_flight ") }
+            inFlight =
+                metrics.split(separator: "\n").first { $0.hasPrefix("imagekit_requests_in_flight ") }
                 .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
             if inFlight >= 32 { break }
             usleep(20_000)

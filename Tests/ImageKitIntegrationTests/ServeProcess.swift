@@ -1,6 +1,7 @@
 import Foundation
 import ImageKit
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,8 +30,11 @@ final class ServeProcess: @unchecked Sendable {
         try process.run()
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, process.isRunning {
-            if let line = output.split(separator: "\n").first(where: { $0.hasPrefix("imagekit serve: listening on http://") }),
-               let port = line.split(separator: ":").dropFirst(3).first.flatMap({ Int($0.prefix { $0.isNumber }) }) {
+            if let line = output.split(separator: "\n").first(where: {
+                $0.hasPrefix("imagekit serve: listening on http://")
+            }),
+                let port = line.split(separator: ":").dropFirst(3).first.flatMap({ Int($0.prefix { $0.isNumber }) })
+            {
                 self.port = port
                 return
             }
@@ -81,7 +85,9 @@ struct HTTPAnswer {
         (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: String]) ?? [:]
     }
 
-    static func fetch(port: Int, path: String, method: String = "GET", headers: [String: String] = [:]) throws -> HTTPAnswer {
+    static func fetch(port: Int, path: String, method: String = "GET", headers: [String: String] = [:]) throws
+        -> HTTPAnswer
+    {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw POSIXError(.EMFILE) }
         defer { close(socket) }
@@ -92,7 +98,9 @@ struct HTTPAnswer {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
@@ -109,7 +117,9 @@ struct HTTPAnswer {
             throw POSIXError(.EBADMSG)
         }
         let lines = String(decoding: received[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { throw POSIXError(.EBADMSG) }
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            throw POSIXError(.EBADMSG)
+        }
         var fields: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }

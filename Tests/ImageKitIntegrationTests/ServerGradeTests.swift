@@ -1,7 +1,8 @@
 import Foundation
-@testable import ImageKit
 import NIOHTTP1
 import XCTest
+
+@testable import ImageKit
 
 /// What servers need of the loader, against the in-process server: per-request isolation, the
 /// failed-URL rule, hooks, retries, priorities, transport settings and resumable downloads.
@@ -38,10 +39,13 @@ final class ServerGradeTests: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    func makeManager(_ configuration: ImageDownloaderConfiguration = .init(),
-                     managerConfiguration: ImageManagerConfiguration = .init()) throws -> ImageManager {
+    func makeManager(
+        _ configuration: ImageDownloaderConfiguration = .init(),
+        managerConfiguration: ImageManagerConfiguration = .init()
+    ) throws -> ImageManager {
         let cache = try ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false)))
-        return ImageManager(cache: cache, loader: ImageDownloader(configuration: configuration), configuration: managerConfiguration)
+        return ImageManager(
+            cache: cache, loader: ImageDownloader(configuration: configuration), configuration: managerConfiguration)
     }
 
     func level(_ image: DecodedImage?) -> UInt8? { image?.frames.first?.bitmap.withUnsafeBytes { $0.first } }
@@ -55,14 +59,16 @@ final class ServerGradeTests: XCTestCase {
             for index in 0..<8 {
                 let tenant = index % 2 == 0 ? "a" : "b"
                 group.addTask {
-                    let response = try? await downloader.load(ImageLoadRequest(url: url, headers: ["Authorization": "Bearer \(tenant)"]))
+                    let response = try? await downloader.load(
+                        ImageLoadRequest(url: url, headers: ["Authorization": "Bearer \(tenant)"]))
                     return (tenant, response.map { Array($0.data) })
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
         for (tenant, bytes) in results {
-            XCTAssertEqual(bytes, tenant == "a" ? Self.tenantA : Self.tenantB, "tenant \(tenant) got another tenant's bytes")
+            XCTAssertEqual(
+                bytes, tenant == "a" ? Self.tenantA : Self.tenantB, "tenant \(tenant) got another tenant's bytes")
         }
         XCTAssertEqual(server.requests(to: "/tenant.png"), 2, "one transfer per header set")
     }
@@ -188,9 +194,13 @@ final class ServerGradeTests: XCTestCase {
         let notFound = ImageError(.invalidStatusCode, "", httpStatusCode: 404)
         XCTAssertTrue(ImageManager.blocksURL(after: notFound, at: .load))
         for status in [408, 429, 500, 503] {
-            XCTAssertFalse(ImageManager.blocksURL(after: ImageError(.invalidStatusCode, "", httpStatusCode: status), at: .load), "\(status)")
+            XCTAssertFalse(
+                ImageManager.blocksURL(after: ImageError(.invalidStatusCode, "", httpStatusCode: status), at: .load),
+                "\(status)")
         }
-        for code: ImageError.Code in [.networkError, .secureConnectionFailed, .timedOut, .forbiddenAddress, .responseTooLarge, .cancelled] {
+        for code: ImageError.Code in [
+            .networkError, .secureConnectionFailed, .timedOut, .forbiddenAddress, .responseTooLarge, .cancelled,
+        ] {
             XCTAssertFalse(ImageManager.blocksURL(after: ImageError(code, ""), at: .load), "\(code)")
         }
         XCTAssertTrue(ImageManager.blocksURL(after: ImageError(.badImageData, ""), at: .decode))
@@ -205,8 +215,10 @@ final class ServerGradeTests: XCTestCase {
         server.route("/signed.png", .init(body: Self.tenantA))
         var configuration = ImageDownloaderConfiguration()
         configuration.willLoad = { request in
-            try await Task.sleep(for: .milliseconds(5)) // a token service
-            guard !request.url.path.contains("refused") else { throw ImageError(.invalidArgument, "no token for this URL") }
+            try await Task.sleep(for: .milliseconds(5))  // a token service
+            guard !request.url.path.contains("refused") else {
+                throw ImageError(.invalidArgument, "no token for this URL")
+            }
             var signed = request
             signed.headers["Authorization"] = "Bearer fresh"
             return signed
@@ -224,7 +236,11 @@ final class ServerGradeTests: XCTestCase {
         // A token cancelled while its hook runs completes once, with cancelled, and sends nothing.
         let done = expectation(description: "cancelled")
         let token = downloader.download(ImageLoadRequest(url: server.url("/signed.png?late"))) { result in
-            if case .failure(let error) = result { XCTAssertEqual(error.code, .cancelled) } else { XCTFail("not cancelled") }
+            if case .failure(let error) = result {
+                XCTAssertEqual(error.code, .cancelled)
+            } else {
+                XCTFail("not cancelled")
+            }
             done.fulfill()
         }
         token.cancel()
@@ -233,8 +249,11 @@ final class ServerGradeTests: XCTestCase {
     }
 
     func testPerLoadHooksWinOverTheDownloadersAndRunPerCaller() async throws {
-        server.route("/encrypted", .init(headers: [("Content-Type", "application/octet-stream"), ("X-Kind", "enc")],
-                                         body: Array(Data(Self.tenantA).base64EncodedData())))
+        server.route(
+            "/encrypted",
+            .init(
+                headers: [("Content-Type", "application/octet-stream"), ("X-Kind", "enc")],
+                body: Array(Data(Self.tenantA).base64EncodedData())))
         var configuration = ImageDownloaderConfiguration()
         configuration.requestModifier = { request in
             var modified = request
@@ -262,8 +281,9 @@ final class ServerGradeTests: XCTestCase {
         XCTAssertEqual(level(result.image), 10)
         XCTAssertEqual(server.headers(of: "/encrypted")?["X-From"].first, "load")
         // Without the per-load decryptor the bytes are base64 text: undecodable.
-        let bare = ImageManager(cache: ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache()),
-                                loader: ImageDownloader(configuration: configuration))
+        let bare = ImageManager(
+            cache: ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache()),
+            loader: ImageDownloader(configuration: configuration))
         do { _ = try await bare.loadImage(server.url("/encrypted")); XCTFail("not an image") } catch {
             XCTAssertEqual(error.code, .badImageData)
         }
@@ -272,7 +292,10 @@ final class ServerGradeTests: XCTestCase {
         var refusing = ImageLoadContext()
         refusing.loadHooks.responseModifier = { _ in nil }
         // (.retryFailed: the undecodable base64 above put the URL on the failed list, as it should.)
-        do { _ = try await bare.loadImage(server.url("/encrypted"), options: .retryFailed, context: refusing); XCTFail("refused") } catch {
+        do {
+            _ = try await bare.loadImage(server.url("/encrypted"), options: .retryFailed, context: refusing);
+            XCTFail("refused")
+        } catch {
             XCTAssertEqual(error.code, .invalidResponse)
         }
         server.route("/plain.png", .init(body: Self.tenantA))
@@ -286,7 +309,9 @@ final class ServerGradeTests: XCTestCase {
     func testTransientFailuresAreRetriedWithBackoffAndRetryAfter() async throws {
         let attempts = Locked(0)
         server.route("/flaky.png") { _ in
-            let attempt = attempts.withLock { $0 += 1; return $0 }
+            let attempt = attempts.withLock {
+                $0 += 1; return $0
+            }
             if attempt == 1 { return .init(status: .serviceUnavailable, headers: [("Retry-After", "1")]) }
             if attempt == 2 { return .init(status: .internalServerError) }
             return .init(body: Self.tenantA)
@@ -326,8 +351,10 @@ final class ServerGradeTests: XCTestCase {
     func testATransferWhoseBytesWereLookedAtIsNotRetried() async throws {
         let body = Self.png(3, size: 32)
         server.route("/cut.png") { _ in
-            .init(headers: [("Content-Length", "100000")], body: body + [UInt8](repeating: 1, count: 4000), chunkSize: 500,
-                  delay: .milliseconds(20), closeAfter: 3000)
+            .init(
+                headers: [("Content-Length", "100000")], body: body + [UInt8](repeating: 1, count: 4000),
+                chunkSize: 500,
+                delay: .milliseconds(20), closeAfter: 3000)
         }
         var configuration = ImageDownloaderConfiguration()
         configuration.retryPolicy = ImageRetryPolicy(maxRetries: 2, baseDelay: 0.01)
@@ -336,13 +363,20 @@ final class ServerGradeTests: XCTestCase {
         let done = expectation(description: "done")
         let looked = Locked(false)
         let tokenBox = Locked<ImageDownloader.Token?>(nil)
-        let token = downloader.download(ImageLoadRequest(url: server.url("/cut.png")), progress: { progress in
-            // A progressive preview reads the bytes so far.
-            if progress.receivedBytes > 0, let data = tokenBox.withLock({ $0 })?.receivedData(), !data.isEmpty {
-                looked.withLock { $0 = true }
+        let token = downloader.download(
+            ImageLoadRequest(url: server.url("/cut.png")),
+            progress: { progress in
+                // A progressive preview reads the bytes so far.
+                if progress.receivedBytes > 0, let data = tokenBox.withLock({ $0 })?.receivedData(), !data.isEmpty {
+                    looked.withLock { $0 = true }
+                }
             }
-        }) { result in
-            if case .failure(let error) = result { XCTAssertEqual(error.code, .connectionLost) } else { XCTFail("the body was cut") }
+        ) { result in
+            if case .failure(let error) = result {
+                XCTAssertEqual(error.code, .connectionLost)
+            } else {
+                XCTFail("the body was cut")
+            }
             done.fulfill()
         }
         tokenBox.withLock { $0 = token }
@@ -360,7 +394,7 @@ final class ServerGradeTests: XCTestCase {
         XCTAssertEqual(policy.delay(beforeRetry: 0, retryAfter: 4, random: 0), 4)
         XCTAssertNil(policy.delay(beforeRetry: 0, retryAfter: 60, random: 0))
         XCTAssertEqual(ImageRetryPolicy.retryAfterSeconds("120"), 120)
-        let now = Date(timeIntervalSince1970: 784_111_717) // Sun, 06 Nov 1994 08:48:37 GMT
+        let now = Date(timeIntervalSince1970: 784_111_717)  // Sun, 06 Nov 1994 08:48:37 GMT
         XCTAssertEqual(ImageRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT", now: now), 60)
         XCTAssertNil(ImageRetryPolicy.retryAfterSeconds("soon"))
     }
@@ -379,7 +413,9 @@ final class ServerGradeTests: XCTestCase {
         downloader.suspend()
         let done = expectation(description: "both")
         done.expectedFulfillmentCount = 3
-        let low = downloader.download(ImageLoadRequest(url: server.url("/low.png"), priority: .low)) { _ in done.fulfill() }
+        let low = downloader.download(ImageLoadRequest(url: server.url("/low.png"), priority: .low)) { _ in
+            done.fulfill()
+        }
         downloader.download(ImageLoadRequest(url: server.url("/normal.png"))) { _ in done.fulfill() }
         // A high-priority caller joins the low one: the shared transfer now outranks "normal".
         downloader.download(ImageLoadRequest(url: server.url("/low.png"), priority: .high)) { _ in done.fulfill() }
@@ -393,7 +429,9 @@ final class ServerGradeTests: XCTestCase {
         downloader.suspend()
         let again = expectation(description: "again")
         again.expectedFulfillmentCount = 2
-        let waiting = downloader.download(ImageLoadRequest(url: server.url("/low.png"), priority: .low)) { _ in again.fulfill() }
+        let waiting = downloader.download(ImageLoadRequest(url: server.url("/low.png"), priority: .low)) { _ in
+            again.fulfill()
+        }
         downloader.download(ImageLoadRequest(url: server.url("/normal.png"))) { _ in again.fulfill() }
         waiting.setPriority(.high)
         downloader.resume()
@@ -410,15 +448,16 @@ final class ServerGradeTests: XCTestCase {
             }
         }
         let downloader = ImageDownloader(configuration: .init(maxConcurrentDownloads: 1))
-        let manager = ImageManager(cache: ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache()), loader: downloader)
+        let manager = ImageManager(
+            cache: ImageCache(memoryCache: MemoryCache(), diskCache: UnavailableDiskCache()), loader: downloader)
         downloader.suspend()
         let done = expectation(description: "loads")
         done.expectedFulfillmentCount = 3
         manager.loadImage(with: server.url("/prefetched.png"), options: .lowPriority) { _ in done.fulfill() }
         manager.loadImage(with: server.url("/other.png")) { _ in done.fulfill() }
-        try await Task.sleep(for: .milliseconds(100)) // both are queued in the downloader
+        try await Task.sleep(for: .milliseconds(100))  // both are queued in the downloader
         let user = manager.loadImage(with: server.url("/prefetched.png"), options: .lowPriority) { _ in done.fulfill() }
-        user.priority = .high // e.g. the cell became visible
+        user.priority = .high  // e.g. the cell became visible
         try await Task.sleep(for: .milliseconds(50))
         downloader.resume()
         await fulfillment(of: [done], timeout: 10)
@@ -443,7 +482,7 @@ final class ServerGradeTests: XCTestCase {
 
     func testAWrongPinnedKeyOrCABundleFailsOnlyTLSAndAMissingProxyFailsToConnect() async throws {
         var configuration = ImageDownloaderConfiguration()
-        configuration.proxy = "http://127.0.0.1:1" // nothing listens on port 1
+        configuration.proxy = "http://127.0.0.1:1"  // nothing listens on port 1
         configuration.noProxy = ""
         let proxied = ImageDownloader(configuration: configuration)
         do { _ = try await proxied.load(URL(string: "http://images.test/a.png")!); XCTFail("no proxy there") } catch {
@@ -467,21 +506,27 @@ final class ServerGradeTests: XCTestCase {
             seed = seed &* 1_664_525 &+ 1_013_904_223
             noise.baseAddress.storeBytes(of: UInt8(truncatingIfNeeded: seed >> 24), toByteOffset: index, as: UInt8.self)
         }
-        let body = Array(try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: noise.freeze(isOpaque: false))], format: .png),
-                                                              as: .png, options: .default))
+        let body = Array(
+            try ImageCodersManager.shared.encode(
+                DecodedImage(frames: [ImageFrame(bitmap: noise.freeze(isOpaque: false))], format: .png),
+                as: .png, options: .default))
         XCTAssertGreaterThan(body.count, 10_000)
         let served = Locked<[String]>([])
         server.route("/resume.png") { head in
             let range = head.headers["Range"].first
             served.withLock { $0.append(range ?? "whole") }
             if let range, head.headers["If-Range"].first == "\"r1\"",
-               let start = Int(range.dropFirst("bytes=".count).dropLast()) {
-                return .init(status: .partialContent, headers: [("ETag", "\"r1\""), ("Content-Range", "bytes \(start)-\(body.count - 1)/\(body.count)")],
-                             body: Array(body[start...]))
+                let start = Int(range.dropFirst("bytes=".count).dropLast())
+            {
+                return .init(
+                    status: .partialContent,
+                    headers: [("ETag", "\"r1\""), ("Content-Range", "bytes \(start)-\(body.count - 1)/\(body.count)")],
+                    body: Array(body[start...]))
             }
             // The first answer breaks off after 600 bytes.
-            return .init(headers: [("ETag", "\"r1\""), ("Accept-Ranges", "bytes"), ("Content-Length", String(body.count))],
-                         body: body, closeAfter: 600)
+            return .init(
+                headers: [("ETag", "\"r1\""), ("Accept-Ranges", "bytes"), ("Content-Length", String(body.count))],
+                body: body, closeAfter: 600)
         }
         let downloader = ImageDownloader()
         do { _ = try await downloader.load(server.url("/resume.png")); XCTFail("the connection broke") } catch {

@@ -1,8 +1,9 @@
 import Foundation
-@testable import ImageKit
 import Logging
 import MetricsTestKit
 import XCTest
+
+@testable import ImageKit
 
 /// Logs and metrics of known loads, through swift-metrics' TestMetrics and a capturing swift-log
 /// handler given to each component (no process-wide bootstrap, so other tests are unaffected).
@@ -22,7 +23,9 @@ final class TelemetryTests: XCTestCase {
         }
 
         func log(event: LogEvent) {
-            store.records.withLock { $0.append((event.level, event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })) }
+            store.records.withLock {
+                $0.append((event.level, event.message.description, metadata.merging(event.metadata ?? [:]) { $1 }))
+            }
         }
     }
 
@@ -33,7 +36,9 @@ final class TelemetryTests: XCTestCase {
         server.route("/a.png", .init(body: png))
         let flaky = Locked(0)
         server.route("/flaky.png") { _ in
-            flaky.withLock { $0 += 1; return $0 } == 1 ? .init(status: .serviceUnavailable) : .init(body: png)
+            flaky.withLock {
+                $0 += 1; return $0
+            } == 1 ? .init(status: .serviceUnavailable) : .init(body: png)
         }
         let metrics = TestMetrics()
         let store = CapturingLogHandler.Store()
@@ -43,13 +48,14 @@ final class TelemetryTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         var cacheConfiguration = ImageCacheConfiguration(disk: .init(sweepsAtOpen: false))
         cacheConfiguration.telemetry = telemetry
-        cacheConfiguration.memory = .init(costLimit: 32 * 32 * 4 * 10, maxEntryCostFraction: 1) // room for 10 images
+        cacheConfiguration.memory = .init(costLimit: 32 * 32 * 4 * 10, maxEntryCostFraction: 1)  // room for 10 images
         let cache = try ImageCache(directory: directory, configuration: cacheConfiguration)
         var downloads = ImageDownloaderConfiguration(retryPolicy: ImageRetryPolicy(maxRetries: 1, baseDelay: 0.01))
         downloads.telemetry = telemetry
         var managerConfiguration = ImageManagerConfiguration()
         managerConfiguration.telemetry = telemetry
-        let manager = ImageManager(cache: cache, loader: ImageDownloader(configuration: downloads), configuration: managerConfiguration)
+        let manager = ImageManager(
+            cache: cache, loader: ImageDownloader(configuration: downloads), configuration: managerConfiguration)
 
         let first = try await manager.loadImage(server.url("/a.png"), options: .waitStoreCache)
         XCTAssertNotNil(first.timings.download)
@@ -57,13 +63,13 @@ final class TelemetryTests: XCTestCase {
         XCTAssertNotNil(first.timings.queueWait)
         XCTAssertNotNil(first.timings.store)
         XCTAssertGreaterThanOrEqual(first.timings.total ?? 0, first.timings.download ?? .infinity)
-        _ = try await manager.loadImage(server.url("/a.png")) // memory
+        _ = try await manager.loadImage(server.url("/a.png"))  // memory
         await cache.clear(.memory)
         let fromDisk = try await manager.loadImage(server.url("/a.png"))
         XCTAssertEqual(fromDisk.cacheType, .disk)
         XCTAssertNotNil(fromDisk.timings.cacheQuery)
         do { _ = try await manager.loadImage(server.url("/missing.png")); XCTFail("404") } catch {}
-        _ = try await manager.loadImage(server.url("/flaky.png")) // one retry
+        _ = try await manager.loadImage(server.url("/flaky.png"))  // one retry
 
         func loads(_ outcome: String, _ tier: String) -> Int64 {
             metrics.counterTotal(label: "imagekit_loads_total", dimensions: [("outcome", outcome), ("tier", tier)])
@@ -72,30 +78,42 @@ final class TelemetryTests: XCTestCase {
         XCTAssertEqual(loads("success", "memory"), 1)
         XCTAssertEqual(loads("success", "disk"), 1)
         XCTAssertEqual(loads("failure", "none"), 1)
-        XCTAssertEqual(metrics.counterTotal(label: "imagekit_errors_total", dimensions: [("code", "invalidStatusCode")]), 1)
+        XCTAssertEqual(
+            metrics.counterTotal(label: "imagekit_errors_total", dimensions: [("code", "invalidStatusCode")]), 1)
         XCTAssertEqual(metrics.counterTotal(label: "imagekit_downloads_total", dimensions: [("outcome", "success")]), 2)
         XCTAssertEqual(metrics.counterTotal(label: "imagekit_downloads_total", dimensions: [("outcome", "failure")]), 1)
         XCTAssertEqual(metrics.counterTotal(label: "imagekit_download_bytes_total"), Int64(png.count * 2))
         XCTAssertEqual(metrics.counterTotal(label: "imagekit_download_retries_total"), 1)
-        XCTAssertEqual(try metrics.expectTimer("imagekit_decode_seconds").values.count, 2, "the two network decodes (a disk hit is decoded by the cache)")
+        XCTAssertEqual(
+            try metrics.expectTimer("imagekit_decode_seconds").values.count, 2,
+            "the two network decodes (a disk hit is decoded by the cache)")
         XCTAssertGreaterThanOrEqual(try metrics.expectTimer("imagekit_disk_write_seconds").values.count, 1)
         XCTAssertGreaterThanOrEqual(try metrics.expectTimer("imagekit_disk_read_seconds").values.count, 1)
         XCTAssertGreaterThan(try metrics.expectGauge("imagekit_memory_cache_cost_bytes").lastValue ?? 0, 0)
         XCTAssertGreaterThan(try metrics.expectGauge("imagekit_disk_cache_size_bytes").lastValue ?? 0, 0)
 
         let records = store.records.withLock { $0 }
-        XCTAssertTrue(records.contains { $0.0 == .warning && $0.1 == "retrying a download" && $0.2["imagekit.url"] != nil })
-        XCTAssertTrue(records.contains { $0.0 == .debug && $0.1 == "cache queried" && $0.2["imagekit.cache_key"] != nil && $0.2["imagekit.job"] != nil })
+        XCTAssertTrue(
+            records.contains { $0.0 == .warning && $0.1 == "retrying a download" && $0.2["imagekit.url"] != nil })
+        XCTAssertTrue(
+            records.contains {
+                $0.0 == .debug && $0.1 == "cache queried" && $0.2["imagekit.cache_key"] != nil
+                    && $0.2["imagekit.job"] != nil
+            })
         XCTAssertTrue(records.contains { $0.1 == "load failed" && "\($0.2["imagekit.error"] ?? "")".contains("404") })
     }
 
     func testEvictionsAreCounted() throws {
         let metrics = TestMetrics()
-        let cache = MemoryCache(configuration: .init(costLimit: 64 * 64 * 4 * 2, maxEntryCostFraction: 1),
-                                telemetry: ImageKitTelemetry(metricsFactory: metrics))
+        let cache = MemoryCache(
+            configuration: .init(costLimit: 64 * 64 * 4 * 2, maxEntryCostFraction: 1),
+            telemetry: ImageKitTelemetry(metricsFactory: metrics))
         for index in 0..<5 {
-            cache.setImage(DecodedImage(frames: [ImageFrame(bitmap: try PixelBuffer(width: 64, height: 64).freeze(isOpaque: true))], format: .png),
-                           forKey: "\(index)")
+            cache.setImage(
+                DecodedImage(
+                    frames: [ImageFrame(bitmap: try PixelBuffer(width: 64, height: 64).freeze(isOpaque: true))],
+                    format: .png),
+                forKey: "\(index)")
         }
         XCTAssertEqual(cache.evictionCount, 3)
         XCTAssertEqual(metrics.counterTotal(label: "imagekit_memory_cache_evictions_total"), 3)

@@ -117,12 +117,18 @@ final class TestHTTPServer: @unchecked Sendable {
             } else if !headers.contains(name: "content-length") {
                 headers.replaceOrAdd(name: "content-length", value: String(response.body.count))
             }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    .head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))),
+                promise: nil)
             let limit = response.closeAfter ?? response.body.count
             let body = Array(response.body.prefix(limit))
-            let pieces: [[UInt8]] = response.chunkSize.map { size in
-                stride(from: 0, to: body.count, by: max(1, size)).map { Array(body[$0..<min($0 + size, body.count)]) }
-            } ?? [body]
+            let pieces: [[UInt8]] =
+                response.chunkSize.map { size in
+                    stride(from: 0, to: body.count, by: max(1, size)).map {
+                        Array(body[$0..<min($0 + size, body.count)])
+                    }
+                } ?? [body]
             sendPieces(pieces[...], context: context, response: response)
         }
 
@@ -139,7 +145,8 @@ final class TestHTTPServer: @unchecked Sendable {
                 return
             }
             if !piece.isEmpty {
-                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: piece)))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: piece)))), promise: nil)
             }
             let rest = pieces.dropFirst()
             if response.delay == .zero {

@@ -1,10 +1,13 @@
 import Foundation
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// Both URL grammars, parse → canonical operations, table-driven, and back.
 final class GrammarTests: XCTestCase {
-    func key(_ path: String, presets: [String: [String]] = [:], file: StaticString = #filePath, line: UInt = #line) -> String? {
+    func key(_ path: String, presets: [String: [String]] = [:], file: StaticString = #filePath, line: UInt = #line)
+        -> String?
+    {
         do {
             return try ImageRequest.parse(path: path, presets: presets).operations.canonicalKey
         } catch {
@@ -23,7 +26,9 @@ final class GrammarTests: XCTestCase {
     }
 
     /// Each path parses, renders with `render`, and parses back to the same operations and source.
-    func assertRoundTrips(_ paths: [String], render: (ImageRequest) -> String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertRoundTrips(
+        _ paths: [String], render: (ImageRequest) -> String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         for path in paths {
             let first = try ImageRequest.parse(path: path)
             let rendered = render(first)
@@ -57,34 +62,63 @@ final class GrammarTests: XCTestCase {
             ("/unsafe/trim/example.com/a.jpg", "trim:top-left,0;rs:fill;el:1"),
             ("/unsafe/trim:bottom-right/example.com/a.jpg", "trim:bottom-right,0;rs:fill;el:1"),
             ("/unsafe/trim:top-left:10/example.com/a.jpg", "trim:top-left,10;rs:fill;el:1"),
-            ("/unsafe/trim:50/example.com/a.jpg", "trim:bottom-right,0;rs:fill;el:1"), // thumbor's reading of it
+            ("/unsafe/trim:50/example.com/a.jpg", "trim:bottom-right,0;rs:fill;el:1"),  // thumbor's reading of it
             ("/unsafe/300x200/left/top/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:nowe"),
             ("/unsafe/300x200/right/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:ea"),
             ("/unsafe/300x200/bottom/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:so"),
             ("/unsafe/300x200/center/middle/example.com/a.jpg", "rs:fill;w:300;h:200;el:1"),
             ("/unsafe/300x200/smart/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:sm"),
             ("/unsafe/meta/300x200/example.com/a.jpg", "meta:1;rs:fill;w:300;h:200;el:1"),
-            ("/unsafe/fit-in/300x200/filters:quality(70):format(webp)/example.com/a.jpg", "rs:fit;w:300;h:200;fmt:webp;q:70"),
+            (
+                "/unsafe/fit-in/300x200/filters:quality(70):format(webp)/example.com/a.jpg",
+                "rs:fit;w:300;h:200;fmt:webp;q:70"
+            ),
             ("/unsafe/fit-in/300x200/filters:upscale()/example.com/a.jpg", "rs:fit;w:300;h:200;el:1"),
             ("/unsafe/300x200/filters:no_upscale()/example.com/a.jpg", "rs:fill;w:300;h:200"),
             ("/unsafe/300x200/filters:stretch()/example.com/a.jpg", "rs:force;w:300;h:200;el:1"),
             ("/unsafe/fit-in/300x200/filters:fill(ff0000)/example.com/a.jpg", "rs:fit;w:300;h:200;ex:1;fill:ff0000"),
-            ("/unsafe/fit-in/300x200/filters:fill(transparent)/example.com/a.png", "rs:fit;w:300;h:200;ex:1;fill:00000000"),
+            (
+                "/unsafe/fit-in/300x200/filters:fill(transparent)/example.com/a.png",
+                "rs:fit;w:300;h:200;ex:1;fill:00000000"
+            ),
             ("/unsafe/fit-in/300x200/filters:fill(blur)/example.com/a.jpg", "rs:fit;w:300;h:200;ex:1;fill:blur"),
-            ("/unsafe/filters:blur(5):grayscale():rotate(90)/example.com/a.jpg", "rs:fill;el:1;rot:270;f:blur(5);f:grayscale()"),
+            (
+                "/unsafe/filters:blur(5):grayscale():rotate(90)/example.com/a.jpg",
+                "rs:fill;el:1;rot:270;f:blur(5);f:grayscale()"
+            ),
             ("/unsafe/filters:blur(5,2)/example.com/a.jpg", "rs:fill;el:1;f:blur(5,2)"),
-            ("/unsafe/filters:round_corner(20|40,255,255,255,true)/example.com/a.png", "rs:fill;el:1;f:round_corner(20,40,ffffff,1)"),
-            ("/unsafe/filters:brightness(10):contrast(-20):saturation(1.5):rgb(10,-10,0)/example.com/a.jpg",
-             "rs:fill;el:1;f:brightness(10);f:contrast(-20);f:saturation(1.5);f:rgb(10,-10,0)"),
-            ("/unsafe/filters:sharpen(2,1.0,true):noise(10)/example.com/a.jpg", "rs:fill;el:1;f:sharpen(2,1,1);f:noise(10)"),
-            ("/unsafe/filters:strip_exif():strip_icc():max_bytes(40000):max_age(60)/example.com/a.jpg",
-             "rs:fill;el:1;mb:40000;scp:1;maxage:60"),
-            ("/unsafe/300x200/filters:focal(10x20:30x40)/example.com/a.jpg", "rs:fill;w:300;h:200;el:1;g:fr,10,20,30,40"),
-            ("/unsafe/filters:proportion(0.5):background_color(white)/example.com/a.jpg", "rs:fill;el:1;bg:ffffff;prop:0.5"),
-            ("/unsafe/filters:watermark(example.com/wm.png,-10,-10,50)/example.com/a.jpg",
-             "rs:fill;el:1;f:watermark(example.com/wm.png,-10,-10,50,-,-)"),
-            ("/unsafe/filters:watermark(https://example.com/wm.png,center,repeat,30,20,none)/example.com/a.jpg",
-             "rs:fill;el:1;f:watermark(https://example.com/wm.png,center,repeat,30,20,-)"),
+            (
+                "/unsafe/filters:round_corner(20|40,255,255,255,true)/example.com/a.png",
+                "rs:fill;el:1;f:round_corner(20,40,ffffff,1)"
+            ),
+            (
+                "/unsafe/filters:brightness(10):contrast(-20):saturation(1.5):rgb(10,-10,0)/example.com/a.jpg",
+                "rs:fill;el:1;f:brightness(10);f:contrast(-20);f:saturation(1.5);f:rgb(10,-10,0)"
+            ),
+            (
+                "/unsafe/filters:sharpen(2,1.0,true):noise(10)/example.com/a.jpg",
+                "rs:fill;el:1;f:sharpen(2,1,1);f:noise(10)"
+            ),
+            (
+                "/unsafe/filters:strip_exif():strip_icc():max_bytes(40000):max_age(60)/example.com/a.jpg",
+                "rs:fill;el:1;mb:40000;scp:1;maxage:60"
+            ),
+            (
+                "/unsafe/300x200/filters:focal(10x20:30x40)/example.com/a.jpg",
+                "rs:fill;w:300;h:200;el:1;g:fr,10,20,30,40"
+            ),
+            (
+                "/unsafe/filters:proportion(0.5):background_color(white)/example.com/a.jpg",
+                "rs:fill;el:1;bg:ffffff;prop:0.5"
+            ),
+            (
+                "/unsafe/filters:watermark(example.com/wm.png,-10,-10,50)/example.com/a.jpg",
+                "rs:fill;el:1;f:watermark(example.com/wm.png,-10,-10,50,-,-)"
+            ),
+            (
+                "/unsafe/filters:watermark(https://example.com/wm.png,center,repeat,30,20,none)/example.com/a.jpg",
+                "rs:fill;el:1;f:watermark(https://example.com/wm.png,center,repeat,30,20,-)"
+            ),
         ]
         for (path, expected) in table {
             XCTAssertEqual(key(path), expected, path)
@@ -132,18 +166,35 @@ final class GrammarTests: XCTestCase {
     /// The forms of imgproxy's processing-URL documentation.
     func testImgproxyForms() {
         let table: [(String, String)] = [
-            ("/insecure/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png", "rs:fill;w:300;h:400;g:sm;fmt:png"),
-            ("/insecure/resize:fit:300:300/plain/http://img.example.com/pretty/image.jpg@webp", "rs:fit;w:300;h:300;fmt:webp"),
+            (
+                "/insecure/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png",
+                "rs:fill;w:300;h:400;g:sm;fmt:png"
+            ),
+            (
+                "/insecure/resize:fit:300:300/plain/http://img.example.com/pretty/image.jpg@webp",
+                "rs:fit;w:300;h:300;fmt:webp"
+            ),
             ("/_/rs:fill-down:100:100:1:1/plain/http://example.com/a.jpg", "rs:fill-down;w:100;h:100;el:1;ex:1"),
             ("/_/s:100:50/plain/http://example.com/a.jpg", "rs:fit;w:100;h:50"),
             ("/_/rt:force/w:100/h:50/plain/http://example.com/a.jpg", "rs:force;w:100;h:50"),
             ("/_/rt:auto/mw:10/mh:20/z:2/dpr:1.5/plain/http://example.com/a.jpg", "rs:auto;mw:10;mh:20;z:2,2;dpr:1.5"),
             ("/_/g:fp:0.25:0.75/c:100:50:no/plain/http://example.com/a.jpg", "crop:100,50,no;g:fp,0.25,0.75"),
-            ("/_/t:10/pd:10:20/ar:0/rot:180/fl:1:0/plain/http://example.com/a.jpg", "trim:top-left,10;pd:10,20,10,20;ar:0;rot:180;flh:1"),
-            ("/_/bg:255:0:0/bl:2/sh:0.5/pix:8/plain/http://example.com/a.jpg", "bg:ff0000;f:blur(0,2);f:sharpen(0.5,0,0);f:pixelate(8)"),
-            ("/_/q:70/fq:webp:60:avif:50/mb:50000/f:avif/plain/http://example.com/a.jpg", "fmt:avif;q:70;fq:avif,50;fq:webp,60;mb:50000"),
-            ("/_/sm:0/scp:1/kcr:1/cb:v2/exp:4102444800/fn:photo/att:1/plain/http://example.com/a.jpg",
-             "sm:0;scp:1;kcr:1;exp:4102444800;fn:photo;att:1;cb:v2"),
+            (
+                "/_/t:10/pd:10:20/ar:0/rot:180/fl:1:0/plain/http://example.com/a.jpg",
+                "trim:top-left,10;pd:10,20,10,20;ar:0;rot:180;flh:1"
+            ),
+            (
+                "/_/bg:255:0:0/bl:2/sh:0.5/pix:8/plain/http://example.com/a.jpg",
+                "bg:ff0000;f:blur(0,2);f:sharpen(0.5,0,0);f:pixelate(8)"
+            ),
+            (
+                "/_/q:70/fq:webp:60:avif:50/mb:50000/f:avif/plain/http://example.com/a.jpg",
+                "fmt:avif;q:70;fq:avif,50;fq:webp,60;mb:50000"
+            ),
+            (
+                "/_/sm:0/scp:1/kcr:1/cb:v2/exp:4102444800/fn:photo/att:1/plain/http://example.com/a.jpg",
+                "sm:0;scp:1;kcr:1;exp:4102444800;fn:photo;att:1;cb:v2"
+            ),
             ("/_/ext:png/plain/http%3A%2F%2Fexample.com%2Fa%20b.jpg", "fmt:png"),
         ]
         for (path, expected) in table {
@@ -162,24 +213,35 @@ final class GrammarTests: XCTestCase {
         let keys = Set(spellings.compactMap { key($0) })
         XCTAssertEqual(keys, ["rs:fill;w:300;h:200"])
         // Across grammars too, where they mean the same thing.
-        XCTAssertEqual(key("/unsafe/fit-in/300x200/filters:quality(70)/example.com/a.jpg"),
-                       key("/_/rs:fit:300:200/q:70/plain/http://example.com/a.jpg"))
+        XCTAssertEqual(
+            key("/unsafe/fit-in/300x200/filters:quality(70)/example.com/a.jpg"),
+            key("/_/rs:fit:300:200/q:70/plain/http://example.com/a.jpg"))
     }
 
     func testPresets() {
-        let presets = ["thumb": ["rs:fit:256:256", "q:80"], "webp": ["f:webp"], "default": ["sm:1", "q:85"], "loop": ["pr:loop"]]
-        XCTAssertEqual(key("/_/pr:thumb:webp/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:256;h:256;fmt:webp;q:80")
-        XCTAssertEqual(key("/_/preset:thumb/q:60/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:256;h:256;q:60")
-        XCTAssertEqual(key("/_/w:10/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:10;q:85", "the default preset applies first")
+        let presets = [
+            "thumb": ["rs:fit:256:256", "q:80"], "webp": ["f:webp"], "default": ["sm:1", "q:85"], "loop": ["pr:loop"],
+        ]
+        XCTAssertEqual(
+            key("/_/pr:thumb:webp/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:256;h:256;fmt:webp;q:80"
+        )
+        XCTAssertEqual(
+            key("/_/preset:thumb/q:60/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:256;h:256;q:60")
+        XCTAssertEqual(
+            key("/_/w:10/plain/http://example.com/a.jpg", presets: presets), "rs:fit;w:10;q:85",
+            "the default preset applies first")
         XCTAssertEqual(status("/_/pr:nope/plain/http://example.com/a.jpg", presets: presets)?.1, "unknownPreset")
         XCTAssertEqual(status("/_/pr:loop/plain/http://example.com/a.jpg", presets: presets)?.1, "invalidOption")
     }
 
     func testImgproxySourcesAndRefusals() throws {
-        XCTAssertEqual(try ImageRequest.parse(path: "/_/w:10/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png").source.absoluteString,
-                       "http://example.com/images/curiosity.jpg")
-        XCTAssertEqual(try ImageRequest.parse(path: "/_/plain/https://example.com/a.jpg?x=1%26y").source.absoluteString,
-                       "https://example.com/a.jpg?x=1&y")
+        XCTAssertEqual(
+            try ImageRequest.parse(path: "/_/w:10/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png").source
+                .absoluteString,
+            "http://example.com/images/curiosity.jpg")
+        XCTAssertEqual(
+            try ImageRequest.parse(path: "/_/plain/https://example.com/a.jpg?x=1%26y").source.absoluteString,
+            "https://example.com/a.jpg?x=1&y")
         XCTAssertEqual(status("/_/sepia:1/plain/http://example.com/a.jpg")?.1, "unknownOption")
         XCTAssertEqual(status("/_/rs:zoom:1:1/plain/http://example.com/a.jpg")?.1, "invalidOption")
         XCTAssertEqual(status("/_/w:-1/plain/http://example.com/a.jpg")?.1, "invalidOption")
@@ -191,7 +253,8 @@ final class GrammarTests: XCTestCase {
         XCTAssertEqual(status("/_/w:10/plain/example.com/a.jpg")?.0, 400, "imgproxy sources are absolute")
         XCTAssertEqual(status("/_/w:10/plain/file:///etc/passwd")?.1, "unsupportedScheme")
         XCTAssertEqual(status("/_/w:10/!!!notbase64")?.0, 400)
-        XCTAssertEqual(status("/_/fn:a%2Fb/plain/http://example.com/a.jpg")?.0, nil, "a percent-encoded slash stays text")
+        XCTAssertEqual(
+            status("/_/fn:a%2Fb/plain/http://example.com/a.jpg")?.0, nil, "a percent-encoded slash stays text")
     }
 
     func testImgproxyRoundTrip() throws {
@@ -207,11 +270,15 @@ final class GrammarTests: XCTestCase {
 
     func testTheFirstSegmentDecidesTheGrammar() throws {
         XCTAssertEqual(try ImageRequest.parse(path: "/unsafe/example.com/a.jpg").grammar, .thumbor)
-        XCTAssertEqual(try ImageRequest.parse(path: "/" + String(repeating: "a", count: 27) + "=/example.com/a.jpg").grammar, .thumbor)
+        XCTAssertEqual(
+            try ImageRequest.parse(path: "/" + String(repeating: "a", count: 27) + "=/example.com/a.jpg").grammar,
+            .thumbor)
         XCTAssertEqual(try ImageRequest.parse(path: "/insecure/plain/http://example.com/a.jpg").grammar, .imgproxy)
         XCTAssertEqual(try ImageRequest.parse(path: "/_/plain/http://example.com/a.jpg").grammar, .imgproxy)
-        XCTAssertEqual(try ImageRequest.parse(path: "/" + String(repeating: "b", count: 43) + "/plain/http://example.com/a.jpg").signature,
-                       String(repeating: "b", count: 43))
+        XCTAssertEqual(
+            try ImageRequest.parse(path: "/" + String(repeating: "b", count: 43) + "/plain/http://example.com/a.jpg")
+                .signature,
+            String(repeating: "b", count: 43))
         let info = try ImageRequest.parse(path: "/info/_/plain/http://example.com/a.jpg")
         XCTAssertTrue(info.operations.metadataOnly)
         XCTAssertEqual(info.grammar, .imgproxy)

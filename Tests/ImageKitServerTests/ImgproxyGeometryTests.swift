@@ -1,13 +1,16 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// imgproxy's resizing types as its documentation states them (no imgproxy binary is at hand
 /// to compare with, unlike thumbor): a 640×480 source unless said otherwise.
 final class ImgproxyGeometryTests: XCTestCase {
     func size(_ options: String, _ width: Int = 640, _ height: Int = 480) throws -> String {
-        let request = try ImageRequest.parse(path: options.isEmpty ? "/_/plain/http://example.com/a.jpg" : "/_/\(options)/plain/http://example.com/a.jpg")
+        let request = try ImageRequest.parse(
+            path: options.isEmpty ? "/_/plain/http://example.com/a.jpg" : "/_/\(options)/plain/http://example.com/a.jpg"
+        )
         let plan = GeometryPlan(sourceWidth: width, sourceHeight: height, request: request)
         return "\(plan.outputWidth)x\(plan.outputHeight)"
     }
@@ -21,7 +24,9 @@ final class ImgproxyGeometryTests: XCTestCase {
         XCTAssertEqual(try size("rs:force:300:100"), "300x100")
         XCTAssertEqual(try size("rs:fit:1000:1000"), "640x480", "no enlarging by default")
         XCTAssertEqual(try size("rs:fit:1000:1000:1"), "1000x750")
-        XCTAssertEqual(try size("rs:fill:1000:1000"), "640x480", "fill without enlarge does not keep the box shape (fill-down does)")
+        XCTAssertEqual(
+            try size("rs:fill:1000:1000"), "640x480",
+            "fill without enlarge does not keep the box shape (fill-down does)")
         XCTAssertEqual(try size("rs:fill-down:1000:500"), "640x320")
         XCTAssertEqual(try size("rs:fit:1000:1000:0:1"), "1000x1000", "extend pads to the box")
         XCTAssertEqual(try size("rs:auto:300:200"), "300x200", "both landscape: fill")
@@ -63,9 +68,11 @@ final class ImgproxyGeometryTests: XCTestCase {
             let result = try ImageProcessor().process(source, request: request)
             return try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
         }
-        for (source, options, colour) in [(portrait, "rs:fill:30:20", "g"), (portrait, "rs:fill:30:20/g:no", "r"),
-                                          (portrait, "rs:fill:30:20/g:so", "b"), (landscape, "rs:fill:20:30", "g"),
-                                          (landscape, "rs:fill:20:30/g:we", "r"), (portrait, "rs:auto:30:60", "g")] {
+        for (source, options, colour) in [
+            (portrait, "rs:fill:30:20", "g"), (portrait, "rs:fill:30:20/g:no", "r"),
+            (portrait, "rs:fill:30:20/g:so", "b"), (landscape, "rs:fill:20:30", "g"),
+            (landscape, "rs:fill:20:30/g:we", "r"), (portrait, "rs:auto:30:60", "g"),
+        ] {
             let bitmap = try answer(source, options)
             let expected = options.hasPrefix("rs:auto") ? (30, 60) : options.contains(":30:20") ? (30, 20) : (20, 30)
             XCTAssertEqual(bitmap.width, expected.0, options)

@@ -1,7 +1,8 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// sharpen (thumbor and imgproxy), pixelate (imgproxy) and noise (thumbor) on real pixels.
 final class PixelFilterTests: XCTestCase {
@@ -10,10 +11,14 @@ final class PixelFilterTests: XCTestCase {
         let buffer = try PixelBuffer(width: 64, height: 64)
         for y in 0..<64 {
             let row = buffer.row(y)
-            for x in 0..<64 { row[x * 4] = x < 32 ? 60 : 190; row[x * 4 + 1] = row[x * 4]; row[x * 4 + 2] = row[x * 4]; row[x * 4 + 3] = 255 }
+            for x in 0..<64 {
+                row[x * 4] = x < 32 ? 60 : 190; row[x * 4 + 1] = row[x * 4]; row[x * 4 + 2] = row[x * 4];
+                row[x * 4 + 3] = 255
+            }
         }
-        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
-                                                   as: .png, options: .init())
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+            as: .png, options: .init())
     }
 
     func run(_ path: String) throws -> Bitmap {
@@ -22,8 +27,11 @@ final class PixelFilterTests: XCTestCase {
     }
 
     func testSharpenOvershootsAtTheEdgeAndLeavesFlatAreas() throws {
-        for path in ["/unsafe/filters:sharpen(2,1.5,false):format(png)/example.com/a.png", "/_/sh:2/f:png/plain/http://example.com/a.png",
-                     "/unsafe/filters:sharpen(2,1.5,true):format(png)/example.com/a.png"] {
+        for path in [
+            "/unsafe/filters:sharpen(2,1.5,false):format(png)/example.com/a.png",
+            "/_/sh:2/f:png/plain/http://example.com/a.png",
+            "/unsafe/filters:sharpen(2,1.5,true):format(png)/example.com/a.png",
+        ] {
             let bitmap = try run(path)
             XCTAssertLessThan(bitmap[31, 32].r, 60, "\(path): darker than dark beside the edge")
             XCTAssertGreaterThan(bitmap[32, 32].r, 190, "\(path): lighter than light beside the edge")
@@ -61,11 +69,18 @@ final class PixelFilterTests: XCTestCase {
         let buffer = try PixelBuffer(width: 40, height: 20)
         for y in 0..<20 {
             let row = buffer.row(y)
-            for x in 0..<40 { row[x * 4] = x < 10 ? 250 : 20; row[x * 4 + 1] = x < 10 ? 10 : 180; row[x * 4 + 2] = 40; row[x * 4 + 3] = 255 }
+            for x in 0..<40 {
+                row[x * 4] = x < 10 ? 250 : 20; row[x * 4 + 1] = x < 10 ? 10 : 180; row[x * 4 + 2] = 40;
+                row[x * 4 + 3] = 255
+            }
         }
-        let png = try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
-                                                      as: .png, options: .init())
-        let result = try ImageProcessor().process(png, request: try ImageRequest.parse(path: "/unsafe/fit-in/40x40/filters:fill(auto):format(png)/example.com/a.png"))
+        let png = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+            as: .png, options: .init())
+        let result = try ImageProcessor().process(
+            png,
+            request: try ImageRequest.parse(
+                path: "/unsafe/fit-in/40x40/filters:fill(auto):format(png)/example.com/a.png"))
         let bitmap = try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
         XCTAssertEqual("\(bitmap.width)x\(bitmap.height)", "40x40")
         let canvas = bitmap[20, 2]

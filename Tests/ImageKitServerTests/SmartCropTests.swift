@@ -1,7 +1,8 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// Smart crop (thumbor `smart/`, imgproxy `g:sm`): the window goes where the detail is.
 final class SmartCropTests: XCTestCase {
@@ -24,7 +25,8 @@ final class SmartCropTests: XCTestCase {
 
     func testTheWindowCoversTheDetail() throws {
         let bitmap = try Self.picture().frames[0].bitmap
-        let window = SmartCrop.window(of: (width: 100, height: 100), within: PixelRect(x: 0, y: 0, width: 400, height: 100), in: bitmap)
+        let window = SmartCrop.window(
+            of: (width: 100, height: 100), within: PixelRect(x: 0, y: 0, width: 400, height: 100), in: bitmap)
         XCTAssertEqual(window.width, 100)
         XCTAssertEqual(window.height, 100)
         XCTAssertGreaterThanOrEqual(window.x, 280, "the patch is at 300…379")
@@ -32,8 +34,9 @@ final class SmartCropTests: XCTestCase {
         // A flat picture: the centre, as a plain crop.
         let flat = try PixelBuffer(width: 400, height: 100)
         for y in 0..<100 { flat.row(y).update(repeating: 200, count: 1600) }
-        let centred = SmartCrop.window(of: (width: 100, height: 100), within: PixelRect(x: 0, y: 0, width: 400, height: 100),
-                                       in: flat.freeze(isOpaque: true))
+        let centred = SmartCrop.window(
+            of: (width: 100, height: 100), within: PixelRect(x: 0, y: 0, width: 400, height: 100),
+            in: flat.freeze(isOpaque: true))
         XCTAssertEqual(centred.x, 150)
     }
 
@@ -45,13 +48,16 @@ final class SmartCropTests: XCTestCase {
         }
         func spread(_ bitmap: Bitmap) -> Int {
             var values = Set<UInt8>()
-            for y in stride(from: 0, to: bitmap.height, by: 5) { for x in stride(from: 0, to: bitmap.width, by: 5) { values.insert(bitmap[x, y].r) } }
+            for y in stride(from: 0, to: bitmap.height, by: 5) {
+                for x in stride(from: 0, to: bitmap.width, by: 5) { values.insert(bitmap[x, y].r) }
+            }
             return values.count
         }
         for path in ["/unsafe/50x50/smart/example.com/a.png", "/_/rs:fill:50:50/g:sm/plain/http://example.com/a.png"] {
             XCTAssertGreaterThan(spread(try crop(path)), 2, "\(path): the crop shows the patch")
         }
         XCTAssertEqual(spread(try crop("/unsafe/50x50/example.com/a.png")), 1, "a centred crop is flat grey")
-        XCTAssertEqual(spread(try crop("/_/rs:fill:50:50/g:fp:0.1:0.5/plain/http://example.com/a.png")), 1, "the focal point wins")
+        XCTAssertEqual(
+            spread(try crop("/_/rs:fill:50:50/g:fp:0.1:0.5/plain/http://example.com/a.png")), 1, "the focal point wins")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// The whole pipeline (probe, plan, decode-time thumbnail, crop, resample, canvas, turns,
 /// encode) on the sources thumbor was asked about in the same `make test` run: every answer has
@@ -10,8 +11,10 @@ import XCTest
 final class ThumborPipelineTests: XCTestCase {
     func testAnswersMatchThumborsInSizeFormatAndPixels() throws {
         let environment = ProcessInfo.processInfo.environment
-        let sizes = try XCTUnwrap(environment["IMAGEKIT_THUMBOR_SIZES"], "run the tests with `make test`, which asks thumbor first")
-        let images = URL(fileURLWithPath: try XCTUnwrap(environment["IMAGEKIT_THUMBOR_IMAGES"], "run the tests with `make test`"))
+        let sizes = try XCTUnwrap(
+            environment["IMAGEKIT_THUMBOR_SIZES"], "run the tests with `make test`, which asks thumbor first")
+        let images = URL(
+            fileURLWithPath: try XCTUnwrap(environment["IMAGEKIT_THUMBOR_IMAGES"], "run the tests with `make test`"))
         let rows = try String(contentsOfFile: sizes, encoding: .utf8).split(separator: "\n")
             .map { try JSONDecoder().decode(ThumborCompatibilityTests.Row.self, from: Data($0.utf8)) }
         var sources: [String: Data] = [:]
@@ -21,7 +24,8 @@ final class ThumborPipelineTests: XCTestCase {
         for row in rows where row.status == 200 {
             let url = "/unsafe/" + row.path + "127.0.0.1:9/" + row.source
             let request = try ImageRequest.parse(path: url)
-            let source = try sources[row.source] ?? Data(contentsOf: images.appendingPathComponent("sources/\(row.source)"))
+            let source =
+                try sources[row.source] ?? Data(contentsOf: images.appendingPathComponent("sources/\(row.source)"))
             sources[row.source] = source
             let result: ProcessedImage
             do {
@@ -36,7 +40,8 @@ final class ThumborPipelineTests: XCTestCase {
             // thumbor without its detectors centres `smart/`; ImageKit's attention crop moves the
             // window to the detail on purpose: same size, other pixels.
             guard let file = row.file, !row.path.contains("smart/") else { continue }
-            let theirs = try ImageCodersManager.shared.decode(Data(contentsOf: images.appendingPathComponent("thumbor/\(file)")))
+            let theirs = try ImageCodersManager.shared.decode(
+                Data(contentsOf: images.appendingPathComponent("thumbor/\(file)")))
             let ours = try ImageCodersManager.shared.decode(result.data)
             guard ours.width == theirs.width, ours.height == theirs.height else { continue }
             let psnr = Self.psnr(ours.frames[0].bitmap, theirs.frames[0].bitmap)
@@ -46,7 +51,9 @@ final class ThumborPipelineTests: XCTestCase {
         }
         XCTAssertGreaterThan(compared, 1000)
         XCTAssertGreaterThan(pixelCompared, 900)
-        print("thumbor pipeline: \(compared) answers compared, \(pixelCompared) by pixels; lowest PSNR \(worst.psnr) dB at \(worst.url)")
+        print(
+            "thumbor pipeline: \(compared) answers compared, \(pixelCompared) by pixels; lowest PSNR \(worst.psnr) dB at \(worst.url)"
+        )
     }
 
     /// PSNR over RGBA of two bitmaps of one size (transparent pixels count as they are).

@@ -1,7 +1,8 @@
 import Foundation
 import ImageKit
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// thumbor's watermark(): positions, ratios, transparency and tiling, on real pixels.
 final class WatermarkTests: XCTestCase {
@@ -9,16 +10,22 @@ final class WatermarkTests: XCTestCase {
         let buffer = try PixelBuffer(width: width, height: height)
         for y in 0..<height {
             let row = buffer.row(y)
-            for x in 0..<width { row[x * 4] = color.0; row[x * 4 + 1] = color.1; row[x * 4 + 2] = color.2; row[x * 4 + 3] = color.3 }
+            for x in 0..<width {
+                row[x * 4] = color.0; row[x * 4 + 1] = color.1; row[x * 4 + 2] = color.2; row[x * 4 + 3] = color.3
+            }
         }
-        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: color.3 == 255))],
-                                                                 format: .png), as: .png, options: .init())
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(
+                frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: color.3 == 255))],
+                format: .png), as: .png, options: .init())
     }
 
     func render(_ filter: String, mark: Data? = nil) throws -> Bitmap {
         let source = try Self.png(width: 200, height: 100, (0, 0, 255, 255))
         let request = try ImageRequest.parse(path: "/unsafe/filters:\(filter):format(png)/example.com/a.png")
-        let result = try ImageProcessor().process(source, request: request, watermarks: ["wm.example/m.png": try mark ?? Self.png(width: 20, height: 10, (255, 0, 0, 255))])
+        let result = try ImageProcessor().process(
+            source, request: request,
+            watermarks: ["wm.example/m.png": try mark ?? Self.png(width: 20, height: 10, (255, 0, 0, 255))])
         return try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
     }
 

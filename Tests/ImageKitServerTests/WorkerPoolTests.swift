@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKitServer
 import XCTest
+
+@testable import ImageKitServer
 
 /// The service's bounded pool: `width` at once, `queueLimit` waiting, the rest refused at once.
 final class WorkerPoolTests: XCTestCase {
@@ -10,7 +11,7 @@ final class WorkerPoolTests: XCTestCase {
         let started = DispatchSemaphore(value: 0)
         async let first: Int? = pool.run {
             started.signal()
-            release.wait() // holds the only worker
+            release.wait()  // holds the only worker
             return 1
         }
         started.wait()

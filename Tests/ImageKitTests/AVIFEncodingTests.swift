@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The AVIF encoder (round trips) and the maximum-file-size bisection of every lossy encoder.
@@ -20,7 +21,8 @@ final class AVIFEncodingTests: XCTestCase {
             let decoded = try coders.decode(data)
             XCTAssertEqual(decoded.bitmap.size, image.bitmap.size)
             XCTAssertTrue(decoded.isOpaque)
-            XCTAssertGreaterThan(clearedPSNR(decoded.bitmap, image.bitmap), quality > 0.8 ? 36 : 30, "quality \(quality)")
+            XCTAssertGreaterThan(
+                clearedPSNR(decoded.bitmap, image.bitmap), quality > 0.8 ? 36 : 30, "quality \(quality)")
         }
         // Higher quality costs more bytes.
         let low = try coders.encode(image, as: .avif, options: ImageEncodingOptions(quality: 0.3))
@@ -30,8 +32,11 @@ final class AVIFEncodingTests: XCTestCase {
 
     func testLosslessAndAlphaRoundTrips() throws {
         let gradient = TestImages.still(TestImages.gradient(width: 64, height: 48, alpha: true))
-        let lossless = try coders.decode(coders.encode(gradient, as: .avif, options: ImageEncodingOptions(lossless: true)))
-        XCTAssertEqual(lossless.bitmap.packedRGBA(clearingTransparent: true), gradient.bitmap.packedRGBA(clearingTransparent: true))
+        let lossless = try coders.decode(
+            coders.encode(gradient, as: .avif, options: ImageEncodingOptions(lossless: true)))
+        XCTAssertEqual(
+            lossless.bitmap.packedRGBA(clearingTransparent: true), gradient.bitmap.packedRGBA(clearingTransparent: true)
+        )
         let lossy = try coders.decode(coders.encode(gradient, as: .avif, options: ImageEncodingOptions(quality: 0.9)))
         XCTAssertFalse(lossy.isOpaque)
         XCTAssertGreaterThan(clearedPSNR(lossy.bitmap, gradient.bitmap), 30)
@@ -52,11 +57,14 @@ final class AVIFEncodingTests: XCTestCase {
         for format in [ImageFormat.jpeg, .webp, .avif] {
             let steps = try XCTUnwrap(ImageCodersManager.qualitySteps(for: format))
             func size(_ step: Int) throws -> Int {
-                try coders.encode(image, as: format, options: ImageEncodingOptions(quality: Double(step) / Double(steps.upperBound))).count
+                try coders.encode(
+                    image, as: format, options: ImageEncodingOptions(quality: Double(step) / Double(steps.upperBound))
+                ).count
             }
             let smallest = try size(steps.lowerBound), largest = try size(steps.upperBound)
             let limit = (smallest + largest) / 3
-            let data = try coders.encode(image, as: format, options: ImageEncodingOptions(quality: 1, maxFileSize: limit))
+            let data = try coders.encode(
+                image, as: format, options: ImageEncodingOptions(quality: 1, maxFileSize: limit))
             XCTAssertLessThanOrEqual(data.count, limit, "\(format)")
             // Which step was it? The one whose output is these bytes.
             var chosen: Int?
@@ -76,7 +84,8 @@ final class AVIFEncodingTests: XCTestCase {
         let tiny = try coders.encode(image, as: .jpeg, options: ImageEncodingOptions(quality: 0.9, maxFileSize: 10))
         XCTAssertEqual(tiny, try coders.encode(image, as: .jpeg, options: ImageEncodingOptions(quality: 0.01)))
         // Within the limit already: the requested quality itself.
-        let roomy = try coders.encode(image, as: .webp, options: ImageEncodingOptions(quality: 0.7, maxFileSize: 10 << 20))
+        let roomy = try coders.encode(
+            image, as: .webp, options: ImageEncodingOptions(quality: 0.7, maxFileSize: 10 << 20))
         XCTAssertEqual(roomy, try coders.encode(image, as: .webp, options: ImageEncodingOptions(quality: 0.7)))
         // PNG has no quality to trade: the limit does not apply.
         let png = try coders.encode(image, as: .png, options: ImageEncodingOptions(maxFileSize: 10))

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The player (ANI-04 on Linux) on a virtual clock: timing, loops, skipping, the buffer bound.
@@ -9,8 +10,9 @@ final class AnimatedImagePlayerTests: XCTestCase {
         let images = (0..<frames).map { index in
             ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 2 + index % 5), duration: duration)
         }
-        let data = try ImageCodersManager.shared.encode(DecodedImage(frames: images, loopCount: 0, format: .gif), as: .gif,
-                                                         options: .default)
+        let data = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: images, loopCount: 0, format: .gif), as: .gif,
+            options: .default)
         return try AnimatedImage(data: data)
     }
 
@@ -34,7 +36,8 @@ final class AnimatedImagePlayerTests: XCTestCase {
         for (ordinal, step) in shown.enumerated() {
             XCTAssertEqual(step.at, Double(ordinal) * 0.1, accuracy: 1e-9, "frame \(ordinal) is shown when it is due")
         }
-        XCTAssertEqual(seconds(clock.now), 1.0, accuracy: 1e-9, "the sequence ends when the last frame has had its time")
+        XCTAssertEqual(
+            seconds(clock.now), 1.0, accuracy: 1e-9, "the sequence ends when the last frame has had its time")
     }
 
     func testPlaybackRateScalesTheTimeline() async throws {
@@ -59,13 +62,14 @@ final class AnimatedImagePlayerTests: XCTestCase {
             XCTAssertEqual(frame.index, min(19, Int((seconds(clock.now) + 1e-9) / 0.1)))
             shown.append(frame.index)
             skipped += frame.skippedFrames
-            clock.advance(by: .milliseconds(250)) // slower than the 100 ms frames
+            clock.advance(by: .milliseconds(250))  // slower than the 100 ms frames
         }
         XCTAssertEqual(shown.first, 0)
         XCTAssertEqual(shown.last, 19, "the last frame is always shown")
         XCTAssertEqual(shown.count + skipped, 20)
         XCTAssertGreaterThan(skipped, 5)
-        XCTAssertEqual(image.decodedFrameCount, 20, "dropped frames are composited (GIF frames build on them), once each")
+        XCTAssertEqual(
+            image.decodedFrameCount, 20, "dropped frames are composited (GIF frames build on them), once each")
     }
 
     func testTheBufferStaysWithinItsLimitAndServesLaterLoops() async throws {
@@ -88,7 +92,8 @@ final class AnimatedImagePlayerTests: XCTestCase {
         XCTAssertEqual(player.bufferedBytes, 0)
 
         // One pass keeps nothing.
-        let once = AnimatedImagePlayer(try Self.animation(frames: 10), loops: 1, maxBufferBytes: 64 * frameBytes, clock: VirtualClock())
+        let once = AnimatedImagePlayer(
+            try Self.animation(frames: 10), loops: 1, maxBufferBytes: 64 * frameBytes, clock: VirtualClock())
         for try await _ in once {}
         XCTAssertLessThanOrEqual(once.peakBufferBytes, frameBytes)
     }

@@ -1,6 +1,7 @@
 import CWebP
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Lazy animation frames (`AnimatedImage`): the same frames as the eager decode, in order and by
@@ -35,9 +36,9 @@ final class AnimatedImageTests: XCTestCase {
             XCTAssertEqual(lazy.canvasSize, PixelSize(width: eager.width, height: eager.height), entry.path)
             guard lazy.frameCount == eager.frames.count else { continue }
             let count = lazy.frameCount
-            var order = Array(0..<count)                      // in order
-            order += Array((0..<count).reversed())           // backwards
-            order += (0..<count).map { _ in Int.random(in: 0..<count, using: &generator) } // anywhere
+            var order = Array(0..<count)  // in order
+            order += Array((0..<count).reversed())  // backwards
+            order += (0..<count).map { _ in Int.random(in: 0..<count, using: &generator) }  // anywhere
             for index in order {
                 do {
                     let frame = try lazy.frame(at: index)
@@ -72,7 +73,8 @@ final class AnimatedImageTests: XCTestCase {
             }
             return ImageFrame(bitmap: buffer.freeze(isOpaque: false), duration: 0.05)
         }
-        return try ImageCodersManager.shared.encode(DecodedImage(frames: images, loopCount: 0, format: .gif), as: .gif, options: .default)
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(frames: images, loopCount: 0, format: .gif), as: .gif, options: .default)
     }
 
     func testSeeksReplayFewerFramesThanTheCheckpointInterval() throws {
@@ -83,7 +85,7 @@ final class AnimatedImageTests: XCTestCase {
         XCTAssertEqual(lazy.loopCount, 0)
         let interval = lazy.checkpointInterval
         XCTAssertEqual(interval, 8)
-        for index in 0..<120 { _ = try lazy.frame(at: index) } // passes every checkpoint
+        for index in 0..<120 { _ = try lazy.frame(at: index) }  // passes every checkpoint
         XCTAssertEqual(lazy.decodedFrameCount, 120, "in order: one decode per frame")
         for target in [3, 117, 64, 9, 100, 0, 119, 57] {
             let before = lazy.decodedFrameCount
@@ -100,10 +102,15 @@ final class AnimatedImageTests: XCTestCase {
     }
 
     func testOtherDataAndDamage() throws {
-        let jpeg = try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 8, height: 8), format: .jpeg),
-                                                        as: .jpeg, options: .default)
-        XCTAssertThrowsError(try AnimatedImage(data: jpeg)) { XCTAssertEqual(($0 as? ImageError)?.code, .unsupportedFormat) }
-        XCTAssertThrowsError(try AnimatedImage(data: Data())) { XCTAssertEqual(($0 as? ImageError)?.code, .unsupportedFormat) }
+        let jpeg = try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 8, height: 8), format: .jpeg),
+            as: .jpeg, options: .default)
+        XCTAssertThrowsError(try AnimatedImage(data: jpeg)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .unsupportedFormat)
+        }
+        XCTAssertThrowsError(try AnimatedImage(data: Data())) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .unsupportedFormat)
+        }
         // Cut in the middle: the headers count fewer frames, and the last one counted cannot be
         // decoded whole — an error, never a crash.
         let data = try Self.longGIF(frames: 20)
@@ -125,7 +132,7 @@ final class AnimatedImageTests: XCTestCase {
             XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
         }
         limits = DecodingLimits()
-        limits.maxTotalBytes = 64 * 64 * 4 * 2 // less than the 20 frames, more than one canvas
+        limits.maxTotalBytes = 64 * 64 * 4 * 2  // less than the 20 frames, more than one canvas
         XCTAssertEqual(try AnimatedImage(data: data, limits: limits).frame(at: 19).bitmap.width, 64)
     }
 
@@ -135,7 +142,8 @@ final class AnimatedImageTests: XCTestCase {
         var compared = 0
         for entry in try animatedEntries() where entry.format == "WEBP" {
             let data = try entry.data
-            let image = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(appliesOrientation: false))
+            let image = try ImageCodersManager.shared.decode(
+                data, options: ImageDecodingOptions(appliesOrientation: false))
             let reference: [(pixels: [UInt8], timestamp: Int32)] = data.withUnsafeBytes { bytes in
                 var options = WebPAnimDecoderOptions()
                 _ = WebPAnimDecoderOptionsInit(&options)
@@ -148,8 +156,15 @@ final class AnimatedImageTests: XCTestCase {
                 var frames: [(pixels: [UInt8], timestamp: Int32)] = []
                 var canvas: UnsafeMutablePointer<UInt8>?
                 var timestamp: Int32 = 0
-                while WebPAnimDecoderHasMoreFrames(decoder) != 0, WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas {
-                    frames.append((Array(UnsafeBufferPointer(start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)), timestamp))
+                while WebPAnimDecoderHasMoreFrames(decoder) != 0,
+                    WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas
+                {
+                    frames.append(
+                        (
+                            Array(
+                                UnsafeBufferPointer(
+                                    start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)), timestamp
+                        ))
                 }
                 return frames
             }
@@ -158,7 +173,8 @@ final class AnimatedImageTests: XCTestCase {
             for (index, (frame, expected)) in zip(image.frames, reference).enumerated() {
                 XCTAssertEqual(frame.bitmap.packedRGBA(), expected.pixels, "\(entry.path) frame \(index)")
                 elapsed += frame.duration
-                XCTAssertEqual(elapsed, Double(expected.timestamp) / 1000, accuracy: 1e-9, "\(entry.path) frame \(index)")
+                XCTAssertEqual(
+                    elapsed, Double(expected.timestamp) / 1000, accuracy: 1e-9, "\(entry.path) frame \(index)")
             }
             compared += 1
         }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 final class BodyBufferPoolTests: XCTestCase {
     func testReleasedBodiesComeBackAndAreReused() {
@@ -27,12 +28,18 @@ final class BodyBufferPoolTests: XCTestCase {
     }
 
     func testSizeClassesFitTightly() {
-        for size in [1, 16_383, 16_384, 16_385, 20_480, 20_481, 65_536, 65_537, 100_000, 200_000, 1 << 20, (1 << 20) + 1, 3_000_000] {
+        for size in [
+            1, 16_383, 16_384, 16_385, 20_480, 20_481, 65_536, 65_537, 100_000, 200_000, 1 << 20, (1 << 20) + 1,
+            3_000_000,
+        ] {
             let sizeClass = BodyBufferPool.sizeClass(for: size)
             let capacity = BodyBufferPool.capacity(ofClass: sizeClass)
             XCTAssertGreaterThanOrEqual(capacity, size, "\(size)")
-            XCTAssertLessThanOrEqual(Double(capacity), max(Double(size) * 1.25, 16_384), "\(size): at most a quarter wasted")
-            if sizeClass > 0 { XCTAssertLessThan(BodyBufferPool.capacity(ofClass: sizeClass - 1), size, "\(size): the smallest class") }
+            XCTAssertLessThanOrEqual(
+                Double(capacity), max(Double(size) * 1.25, 16_384), "\(size): at most a quarter wasted")
+            if sizeClass > 0 {
+                XCTAssertLessThan(BodyBufferPool.capacity(ofClass: sizeClass - 1), size, "\(size): the smallest class")
+            }
         }
     }
 

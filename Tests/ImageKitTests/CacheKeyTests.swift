@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class CacheKeyTests: XCTestCase {
@@ -8,12 +9,15 @@ final class CacheKeyTests: XCTestCase {
         XCTAssertEqual(CacheKey(url: URL(string: "https://x.com/a.png")!).rendered, "https://x.com/a.png")
         let pipeline = CacheKey("image.png").transformed(by: "SDImageFlippingTransformer(1,0)")
             .transformed(by: "SDImageRotationTransformer(0.78539816339,1)")
-        XCTAssertEqual(pipeline.rendered, "image-SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1).png")
+        XCTAssertEqual(
+            pipeline.rendered, "image-SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1).png")
         XCTAssertEqual(CacheKey("noext").transformed(by: "T").rendered, "noext-T")
-        XCTAssertEqual(CacheKey("http://x/a.png?s=1#f").transformed(by: "T").rendered, "http://x/a-T.png?s=1#f",
-                       "only the URL's path changes")
-        XCTAssertEqual(CacheKey("https://x.com/a.jpg").thumbnail(width: 200, height: 100, preservesAspectRatio: true).rendered,
-                       "https://x.com/a-Thumbnail({200.000000,100.000000},1).jpg")
+        XCTAssertEqual(
+            CacheKey("http://x/a.png?s=1#f").transformed(by: "T").rendered, "http://x/a-T.png?s=1#f",
+            "only the URL's path changes")
+        XCTAssertEqual(
+            CacheKey("https://x.com/a.jpg").thumbnail(width: 200, height: 100, preservesAspectRatio: true).rendered,
+            "https://x.com/a-Thumbnail({200.000000,100.000000},1).jpg")
     }
 
     func testThumbnailsAndTransformsNeverShareTheOriginalsIdentity() {
@@ -42,10 +46,13 @@ final class CacheKeyTests: XCTestCase {
     }
 
     func testOddKeysNeverTrap() {
-        let keys = ["http://x/a.png?q={x}", "http://[::1", "", "%%%", "http://host", "http://host?x=1", "file:///tmp/a b.png",
-                    "data:image/png;base64,AAAA", "https://x/\u{1F600}.png", "https://x/a.png#frag{}"]
+        let keys = [
+            "http://x/a.png?q={x}", "http://[::1", "", "%%%", "http://host", "http://host?x=1", "file:///tmp/a b.png",
+            "data:image/png;base64,AAAA", "https://x/\u{1F600}.png", "https://x/a.png#frag{}",
+        ]
         for key in keys {
-            let variant = CacheKey(key).transformed(by: "T({1,2})").thumbnail(width: 1, height: 2, preservesAspectRatio: true)
+            let variant = CacheKey(key).transformed(by: "T({1,2})").thumbnail(
+                width: 1, height: 2, preservesAspectRatio: true)
             XCTAssertFalse(variant.rendered.isEmpty, key)
             XCTAssertNotEqual(variant.identity, CacheKey(key).identity, key)
             _ = DiskCache.fileName(forKey: variant.identity)
@@ -56,7 +63,7 @@ final class CacheKeyTests: XCTestCase {
 /// HTTP dates in the three forms RFC 9110 lets a recipient meet.
 final class HTTPDateTests: XCTestCase {
     func testTheThreeForms() {
-        let expected = Date(timeIntervalSince1970: 784_111_777) // 1994-11-06 08:49:37 UTC
+        let expected = Date(timeIntervalSince1970: 784_111_777)  // 1994-11-06 08:49:37 UTC
         XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), expected)
         XCTAssertEqual(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT"), expected)
         XCTAssertEqual(HTTPDate.parse("Sun Nov  6 08:49:37 1994"), expected)
@@ -65,8 +72,11 @@ final class HTTPDateTests: XCTestCase {
     }
 
     func testMalformedDatesAreNil() {
-        for text in ["", "0", "-1", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
-                     "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", String(repeating: "9", count: 500)] {
+        for text in [
+            "", "0", "-1", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", String(repeating: "9", count: 500),
+        ] {
             XCTAssertNil(HTTPDate.parse(text), text)
         }
     }

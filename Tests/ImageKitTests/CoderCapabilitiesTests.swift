@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// A coder an application registers gets what the built-in ones get from their capabilities:
@@ -35,19 +36,27 @@ final class CoderCapabilitiesTests: XCTestCase {
         }
 
         static func encode(_ frames: [(pixels: [UInt8], centiseconds: UInt8)], width: Int, height: Int) -> Data {
-            var bytes = magic + [UInt8(width & 0xFF), UInt8(width >> 8), UInt8(height & 0xFF), UInt8(height >> 8), UInt8(frames.count)]
+            var bytes =
+                magic + [
+                    UInt8(width & 0xFF), UInt8(width >> 8), UInt8(height & 0xFF), UInt8(height >> 8),
+                    UInt8(frames.count),
+                ]
             for frame in frames { bytes += [frame.centiseconds] + frame.pixels }
             return Data(bytes)
         }
 
         static func frame(_ data: Data, header: Header, index: Int) throws(ImageError) -> Bitmap {
             let start = header.frameOffset(index)
-            guard start + header.frameBytes <= data.count else { throw ImageError(.truncatedData, "toy frame \(index) is cut") }
+            guard start + header.frameBytes <= data.count else {
+                throw ImageError(.truncatedData, "toy frame \(index) is cut")
+            }
             let buffer = try PixelBuffer(width: header.size.width, height: header.size.height)
             data.withUnsafeBytes { bytes in
                 for y in 0..<header.size.height {
-                    buffer.row(y).update(from: (bytes.baseAddress! + start + y * header.size.width * 4).assumingMemoryBound(to: UInt8.self),
-                                         count: header.size.width * 4)
+                    buffer.row(y).update(
+                        from: (bytes.baseAddress! + start + y * header.size.width * 4).assumingMemoryBound(
+                            to: UInt8.self),
+                        count: header.size.width * 4)
                 }
             }
             decodedFrames.withLock { $0 += 1 }
@@ -57,11 +66,15 @@ final class CoderCapabilitiesTests: XCTestCase {
         func canDecode(_ signature: ImageSignature) -> Bool { signature.leadingBytes.starts(with: Self.magic) }
 
         func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-            guard let header = Header(data), !header.durations.isEmpty else { throw ImageError(.badImageData, "not a toy image") }
+            guard let header = Header(data), !header.durations.isEmpty else {
+                throw ImageError(.badImageData, "not a toy image")
+            }
             let count = options.firstFrameOnly ? 1 : header.durations.count
             var frames: [ImageFrame] = []
             for index in 0..<count {
-                frames.append(ImageFrame(bitmap: try Self.frame(data, header: header, index: index), duration: header.durations[index]))
+                frames.append(
+                    ImageFrame(
+                        bitmap: try Self.frame(data, header: header, index: index), duration: header.durations[index]))
             }
             return DecodedImage(frames: frames, loopCount: 0, format: .unknown)
         }
@@ -71,12 +84,16 @@ final class CoderCapabilitiesTests: XCTestCase {
             return AnimationInfo(canvasSize: header.size, durations: header.durations, loopCount: 0)
         }
 
-        func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
+        func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+            -> any AnimationFrameCursor
+        {
             guard let header = Header(data) else { throw ImageError(.badImageData, "not a toy image") }
             return Cursor(data: data, header: header)
         }
 
-        func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+        func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+            any ProgressiveDecodingSession
+        )? {
             Session()
         }
 
@@ -91,7 +108,9 @@ final class CoderCapabilitiesTests: XCTestCase {
                 return try ToyCoder.frame(data, header: header, index: nextIndex)
             }
             func skipNext() throws(ImageError) { nextIndex += 1 }
-            func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> { AnimationCheckpoint(canvas: nil, position: nextIndex) }
+            func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> {
+                AnimationCheckpoint(canvas: nil, position: nextIndex)
+            }
             func restore(_ checkpoint: AnimationCheckpoint<Int>) throws(ImageError) { nextIndex = checkpoint.position }
             func rewind() throws(ImageError) { nextIndex = 0 }
         }
@@ -101,8 +120,12 @@ final class CoderCapabilitiesTests: XCTestCase {
             private var shown = 0
             func preview(_ data: Data) -> DecodedImage? {
                 guard let header = Header(data) else { return nil }
-                let complete = (0..<header.durations.count).filter { header.frameOffset($0) + header.frameBytes <= data.count }.count
-                guard complete > shown, let first = try? ToyCoder.frame(data, header: header, index: 0) else { return nil }
+                let complete = (0..<header.durations.count).filter {
+                    header.frameOffset($0) + header.frameBytes <= data.count
+                }.count
+                guard complete > shown, let first = try? ToyCoder.frame(data, header: header, index: 0) else {
+                    return nil
+                }
                 shown = complete
                 return DecodedImage(frames: [ImageFrame(bitmap: first)], format: .unknown, isPartial: true)
             }
@@ -112,7 +135,9 @@ final class CoderCapabilitiesTests: XCTestCase {
     /// Six 24×16 frames, each one flat colour.
     static func toyAnimation() -> (data: Data, colors: [[UInt8]]) {
         let colors: [[UInt8]] = (0..<6).map { [UInt8($0 * 40), UInt8(255 - $0 * 40), 7, 255] }
-        let frames = colors.map { color in (pixels: Array([[UInt8]](repeating: color, count: 24 * 16).joined()), centiseconds: UInt8(5)) }
+        let frames = colors.map { color in
+            (pixels: Array([[UInt8]](repeating: color, count: 24 * 16).joined()), centiseconds: UInt8(5))
+        }
         return (ToyCoder.encode(frames, width: 24, height: 16), colors)
     }
 
@@ -155,7 +180,8 @@ final class CoderCapabilitiesTests: XCTestCase {
         let manager = ImageManager(cache: cache, loader: loader, coders: coders)
         var previews = 0
         var final: ImageLoadResult?
-        for try await event in manager.imageEvents(for: URL(string: "mock://host/toy.toya"), options: .progressiveLoad) {
+        for try await event in manager.imageEvents(for: URL(string: "mock://host/toy.toya"), options: .progressiveLoad)
+        {
             switch event {
             case .preview(let preview):
                 XCTAssertNil(final, "no preview after the final image")
@@ -176,29 +202,38 @@ final class CoderCapabilitiesTests: XCTestCase {
     func testTheBuiltInCodersOfferTheirCapabilities() {
         let coders = ImageCodersManager.shared
         XCTAssertNotNil(coders.decoder(for: ImageSignature(format: .gif), as: (any AnimatedImageDecoding).self))
-        XCTAssertNotNil(coders.decoder(for: ImageSignature(format: .png, isAnimated: true), as: (any AnimatedImageDecoding).self))
-        XCTAssertNotNil(coders.decoder(for: ImageSignature(format: .webp, isAnimated: true), as: (any AnimatedImageDecoding).self))
+        XCTAssertNotNil(
+            coders.decoder(for: ImageSignature(format: .png, isAnimated: true), as: (any AnimatedImageDecoding).self))
+        XCTAssertNotNil(
+            coders.decoder(for: ImageSignature(format: .webp, isAnimated: true), as: (any AnimatedImageDecoding).self))
         XCTAssertNil(coders.decoder(for: ImageSignature(format: .jpeg), as: (any AnimatedImageDecoding).self))
         XCTAssertNotNil(coders.decoder(for: ImageSignature(format: .jpeg), as: (any EarlyFinishImageDecoding).self))
         for format in [ImageFormat.jpeg, .png, .gif, .webp] {
-            XCTAssertNotNil(coders.decoder(for: ImageSignature(format: format), as: (any ProgressiveImageDecoding).self), "\(format)")
+            XCTAssertNotNil(
+                coders.decoder(for: ImageSignature(format: format), as: (any ProgressiveImageDecoding).self),
+                "\(format)")
         }
-        XCTAssertNil(WebPCoder().makeProgressiveSession(for: ImageSignature(format: .webp, isAnimated: true), options: .default))
+        XCTAssertNil(
+            WebPCoder().makeProgressiveSession(for: ImageSignature(format: .webp, isAnimated: true), options: .default))
         XCTAssertEqual(ImageSignature(Data("TOYA1234".utf8)).leadingBytes, Array("TOYA1234".utf8))
-        XCTAssertEqual(ImageSignature(Data("TOYA1234".utf8)), ImageSignature(format: .unknown), "leading bytes are not part of equality")
+        XCTAssertEqual(
+            ImageSignature(Data("TOYA1234".utf8)), ImageSignature(format: .unknown),
+            "leading bytes are not part of equality")
     }
 
     /// Animated AVIF and JPEG XL play lazily too (libavif and libjxl frame by frame): every
     /// animated file of the formats corpus, in order, backwards and at random, frame for frame the
     /// eager decode's, with the eager durations and loop count.
     func testAnimatedAVIFAndJPEGXLAreLazyAndMatchTheEagerDecode() throws {
-        let entries = FormatsCorpus.entries.filter { $0.isValid && $0.kind == "animated" && ($0.format == "AVIF" || $0.format == "JXL") }
+        let entries = FormatsCorpus.entries.filter {
+            $0.isValid && $0.kind == "animated" && ($0.format == "AVIF" || $0.format == "JXL")
+        }
         #if AVIF && JXL
         XCTAssertGreaterThanOrEqual(entries.count, 8)
         #endif
         for entry in entries {
             let data = try entry.data
-            guard ImageCodersManager.shared.canDecode(ImageSignature(data)) else { continue } // the trait is off
+            guard ImageCodersManager.shared.canDecode(ImageSignature(data)) else { continue }  // the trait is off
             let eager = try ImageCodersManager.shared.decode(data)
             let animation = try AnimatedImage(data: data)
             XCTAssertEqual(animation.frameCount, eager.frames.count, entry.path)
@@ -206,9 +241,12 @@ final class CoderCapabilitiesTests: XCTestCase {
             XCTAssertEqual(animation.loopCount, eager.loopCount, entry.path)
             let count = eager.frames.count
             for index in Array(0..<count) + Array((0..<count).reversed()) + [count / 2, 0, count - 1, 1 % count] {
-                XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, eager.frames[index].bitmap), "\(entry.path) frame \(index)")
+                XCTAssertTrue(
+                    samePixels(try animation.frame(at: index).bitmap, eager.frames[index].bitmap),
+                    "\(entry.path) frame \(index)")
             }
-            let lazy = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true))
+            let lazy = try ImageCodersManager.shared.decode(
+                data, options: ImageDecodingOptions(decodesFramesLazily: true))
             XCTAssertTrue(lazy.isLazy, entry.path)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Every file of `../shared/corpus/MANIFEST.tsv` against ImageKit's decoders.
@@ -8,10 +9,14 @@ final class CorpusConformanceTests: XCTestCase {
     static func expectedFailure(_ entry: Corpus.Entry) -> String? {
         let path = entry.path
         if entry.format == "JPEG" {
-            if path.contains("x12_") || path.contains("x16_") || path.contains("x32x2_") || path.hasSuffix("monkey12.jpg") {
+            if path.contains("x12_") || path.contains("x16_") || path.contains("x32x2_")
+                || path.hasSuffix("monkey12.jpg")
+            {
                 return "libturbojpeg 2.1 decodes 8-bit JPEG only"
             }
-            if path.contains("/lossless_") || path.contains("/ls/") { return "lossless JPEG and JPEG-LS are not in libturbojpeg 2.1" }
+            if path.contains("/lossless_") || path.contains("/ls/") {
+                return "lossless JPEG and JPEG-LS are not in libturbojpeg 2.1"
+            }
             if path.contains("_dnl") { return "libjpeg does not support DNL markers" }
         }
         switch path {
@@ -26,16 +31,20 @@ final class CorpusConformanceTests: XCTestCase {
 
     /// Files whose frame 0 differs from the reference on purpose, with the reason.
     static let knownPixelDifferences: [String: String] = [
-        "gif/pygif/image-inside-bg.gif": "frame 0 covers part of the screen: ImageKit (like browsers) leaves the rest transparent, Pillow paints palette index 0",
+        "gif/pygif/image-inside-bg.gif":
+            "frame 0 covers part of the screen: ImageKit (like browsers) leaves the rest transparent, Pillow paints palette index 0",
         "gif/pygif/missing-pixels.gif": "as image-inside-bg: uncovered screen pixels are transparent in ImageKit",
         "gif/pygif/high-color.gif": "as image-inside-bg: frame 0 is one tile of four",
         "gif/pygif/images-combine.gif": "as image-inside-bg: frame 0 is one tile of four",
         "gif/pygif/dispose-restore-background.gif": "as image-inside-bg: frame 0 covers one pixel",
-        "webp/libwebp-test-data/bad_palette_index.webp": "libwebp 1.2.4 (Debian 12) maps an out-of-range palette index differently from the newer libwebp the reference used",
+        "webp/libwebp-test-data/bad_palette_index.webp":
+            "libwebp 1.2.4 (Debian 12) maps an out-of-range palette index differently from the newer libwebp the reference used",
     ]
 
     func testValidFilesDecodeWithManifestSizeFramesAndPixels() throws {
-        let entries = try Corpus.requireEntries().filter { $0.isValid && ["JPEG", "PNG", "GIF", "WEBP"].contains($0.format) }
+        let entries = try Corpus.requireEntries().filter {
+            $0.isValid && ["JPEG", "PNG", "GIF", "WEBP"].contains($0.format)
+        }
         XCTAssertGreaterThan(entries.count, 700)
         var options = ImageDecodingOptions(appliesOrientation: false)
         // The manifest's reference decoder does not colour-manage: compare the stored pixels of
@@ -63,7 +72,8 @@ final class CorpusConformanceTests: XCTestCase {
             guard let reference = entry.referenceSHA256 else { continue }
             let digest = image.frames[0].bitmap.canonicalSHA256()
             if let why = Self.knownPixelDifferences[entry.path] {
-                XCTAssertNotEqual(digest, reference, "\(entry.path) now matches; remove it from knownPixelDifferences (\(why))")
+                XCTAssertNotEqual(
+                    digest, reference, "\(entry.path) now matches; remove it from knownPixelDifferences (\(why))")
             } else {
                 XCTAssertEqual(digest, reference, "\(entry.path) frame 0 pixels")
                 checkedHashes += 1
@@ -106,7 +116,8 @@ final class CorpusConformanceTests: XCTestCase {
         let noLoop = try ImageCodersManager.shared.decode(Corpus.data("gif/gif-test-suite/animated_noloop.gif"))
         XCTAssertEqual(noLoop.loopCount, 1, "no NETSCAPE2.0 extension: plays once")
 
-        let variable = try ImageCodersManager.shared.decode(Corpus.data("gif/gif-test-suite/animated_loop_variable_delay.gif"))
+        let variable = try ImageCodersManager.shared.decode(
+            Corpus.data("gif/gif-test-suite/animated_loop_variable_delay.gif"))
         XCTAssertTrue(variable.frames.allSatisfy { $0.duration >= 0.1 }, "delays of 10 ms or less become 100 ms")
 
         let apng = try ImageCodersManager.shared.decode(Corpus.data("png/pillow/apng/delay.png"))
@@ -121,7 +132,9 @@ final class CorpusConformanceTests: XCTestCase {
 
     func testFirstFrameOnlyGivesAStillImage() throws {
         let options = ImageDecodingOptions(firstFrameOnly: true)
-        for path in ["gif/gif-test-suite/animated_loop.gif", "webp/pillow/iss634.webp", "png/pillow/apng/dispose_op_none.png"] {
+        for path in [
+            "gif/gif-test-suite/animated_loop.gif", "webp/pillow/iss634.webp", "png/pillow/apng/dispose_op_none.png",
+        ] {
             let full = try ImageCodersManager.shared.decode(Corpus.data(path))
             let first = try ImageCodersManager.shared.decode(Corpus.data(path), options: options)
             XCTAssertEqual(first.frames.count, 1, path)
@@ -137,9 +150,12 @@ final class CorpusConformanceTests: XCTestCase {
         }
         let animation = try ImageCodersManager.shared.decode(entry.data)
         XCTAssertEqual(animation.frames.count, entry.frames)
-        XCTAssertEqual(animation.bitmap.canonicalSHA256(), entry.referenceSHA256, "frame 0 is the first animation frame")
-        let still = try ImageCodersManager.shared.decode(entry.data, options: ImageDecodingOptions(firstFrameOnly: true))
+        XCTAssertEqual(
+            animation.bitmap.canonicalSHA256(), entry.referenceSHA256, "frame 0 is the first animation frame")
+        let still = try ImageCodersManager.shared.decode(
+            entry.data, options: ImageDecodingOptions(firstFrameOnly: true))
         XCTAssertEqual(still.frames.count, 1)
-        XCTAssertNotEqual(still.bitmap.canonicalSHA256(), entry.referenceSHA256, "a still decode shows the default image")
+        XCTAssertNotEqual(
+            still.bitmap.canonicalSHA256(), entry.referenceSHA256, "a still decode shows the default image")
     }
 }

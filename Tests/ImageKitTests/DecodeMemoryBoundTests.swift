@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Every decode path refuses headers that claim more memory than the limits allow, before it
@@ -11,7 +12,10 @@ final class DecodeMemoryBoundTests: XCTestCase {
     static let bombs: [(String, Data, ImageError.Code)] = [
         ("jpeg-progressive-64250", HostileImages.jpeg(marker: 0xC2, width: 64250, height: 64250), .decompressionBomb),
         ("jpeg-progressive-12000", HostileImages.jpeg(marker: 0xC2, width: 12000, height: 12000), .decompressionBomb),
-        ("jpeg-multiscan-12000", HostileImages.jpeg(marker: 0xC0, width: 12000, height: 12000, scanComponents: 1), .decompressionBomb),
+        (
+            "jpeg-multiscan-12000", HostileImages.jpeg(marker: 0xC0, width: 12000, height: 12000, scanComponents: 1),
+            .decompressionBomb
+        ),
         ("jpeg-baseline-60000", HostileImages.jpeg(marker: 0xC0, width: 60000, height: 60000), .decompressionBomb),
         ("png-100000", HostileImages.png(width: 100_000, height: 100_000), .decompressionBomb),
         ("png-interlaced-16000", HostileImages.png(width: 16000, height: 16000, interlaced: true), .decompressionBomb),
@@ -61,7 +65,10 @@ final class DecodeMemoryBoundTests: XCTestCase {
     /// full-size canvases for 256 KB of output.
     func testThumbnailOfAHugeGIFCanvasIsRefused() throws {
         let data = HostileImages.gif(width: 7000, height: 7000)
-        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))) {
+        XCTAssertThrowsError(
+            try ImageCodersManager.shared.decode(
+                data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))
+        ) {
             XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
         }
         XCTAssertEqual(try ImageCodersManager.shared.decode(data).width, 7000)
@@ -69,7 +76,10 @@ final class DecodeMemoryBoundTests: XCTestCase {
 
     func testTooShortSequentialJPEGIsTruncatedBeforeDecoding() {
         let data = HostileImages.jpeg(marker: 0xC0, width: 30000, height: 30000)
-        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))) {
+        XCTAssertThrowsError(
+            try ImageCodersManager.shared.decode(
+                data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))
+        ) {
             XCTAssertEqual(($0 as? ImageError)?.code, .truncatedData)
         }
     }
@@ -77,9 +87,11 @@ final class DecodeMemoryBoundTests: XCTestCase {
     func testLegitimateLargeProgressiveThumbnailStaysAllowed() throws {
         // 6000×4000 progressive 4:2:0: 72 MB of coefficients, under the working budget.
         let bitmap = TestImages.gradient(width: 6000, height: 4000)
-        let data = try ImageCodersManager.shared.encode(TestImages.still(bitmap, format: .jpeg), as: .jpeg,
-                                                        options: .init(quality: 0.8, progressive: true))
-        let thumb = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))
+        let data = try ImageCodersManager.shared.encode(
+            TestImages.still(bitmap, format: .jpeg), as: .jpeg,
+            options: .init(quality: 0.8, progressive: true))
+        let thumb = try ImageCodersManager.shared.decode(
+            data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(256)))
         XCTAssertEqual(thumb.width, 256)
     }
 
@@ -127,7 +139,9 @@ final class DecodeMemoryBoundTests: XCTestCase {
         for (name, data, expected) in Self.bombs {
             let input = directory.url.appendingPathComponent(name)
             try data.write(to: input)
-            for arguments in [["info", input.path], ["thumbnail", input.path, directory.path + "/out.png", "--size", "256"]] {
+            for arguments in [
+                ["info", input.path], ["thumbnail", input.path, directory.path + "/out.png", "--size", "256"],
+            ] {
                 let (status, errors) = try runCapped(arguments)
                 XCTAssertEqual(status, 1, "\(name) \(arguments[0]): \(errors)")
                 XCTAssertTrue(errors.contains(expected.rawValue), "\(name) \(arguments[0]): \(errors)")
@@ -136,9 +150,13 @@ final class DecodeMemoryBoundTests: XCTestCase {
         // A legitimate large image still decodes under the same cap (baseline 8000×6000: the
         // thumbnail streams; the full decode is 192 MB).
         let large = directory.url.appendingPathComponent("large.jpg")
-        try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 8000, height: 6000), format: .jpeg),
-                                             as: .jpeg, options: .init(quality: 0.8)).write(to: large)
-        let (thumbStatus, thumbErrors) = try runCapped(["thumbnail", large.path, directory.path + "/thumb.png", "--size", "256"])
+        try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 8000, height: 6000), format: .jpeg),
+            as: .jpeg, options: .init(quality: 0.8)
+        ).write(to: large)
+        let (thumbStatus, thumbErrors) = try runCapped([
+            "thumbnail", large.path, directory.path + "/thumb.png", "--size", "256",
+        ])
         XCTAssertEqual(thumbStatus, 0, thumbErrors)
         let (infoStatus, infoErrors) = try runCapped(["info", large.path])
         XCTAssertEqual(infoStatus, 0, infoErrors)

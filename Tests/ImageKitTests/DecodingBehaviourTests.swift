@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class DecodingBehaviourTests: XCTestCase {
@@ -7,7 +8,9 @@ final class DecodingBehaviourTests: XCTestCase {
     func pngHeader(width: UInt32, height: UInt32) -> Data {
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]
         bytes += Array("IHDR".utf8)
-        for value in [width, height] { bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+        for value in [width, height] {
+            bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        }
         bytes += [8, 6, 0, 0, 0]
         let crc = crc32(bytes[12...])
         bytes += [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
@@ -27,31 +30,48 @@ final class DecodingBehaviourTests: XCTestCase {
 
     func testLimitsRefuseBeforeAllocation() throws {
         let limits = DecodingLimits()
-        XCTAssertThrowsError(try limits.check(width: 20000, height: 20000)) { XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb) }
-        XCTAssertThrowsError(try limits.check(width: 10000, height: 10000)) { XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb) }
-        XCTAssertThrowsError(try limits.check(width: 1000, height: 1000, frames: 100)) { XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb) }
-        XCTAssertThrowsError(try limits.check(width: 0, height: 10)) { XCTAssertEqual(($0 as? ImageError)?.code, .zeroPixels) }
-        XCTAssertThrowsError(try limits.check(width: .max, height: .max)) { XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb) }
+        XCTAssertThrowsError(try limits.check(width: 20000, height: 20000)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
+        }
+        XCTAssertThrowsError(try limits.check(width: 10000, height: 10000)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
+        }
+        XCTAssertThrowsError(try limits.check(width: 1000, height: 1000, frames: 100)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
+        }
+        XCTAssertThrowsError(try limits.check(width: 0, height: 10)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .zeroPixels)
+        }
+        XCTAssertThrowsError(try limits.check(width: .max, height: .max)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .decompressionBomb)
+        }
         XCTAssertNoThrow(try limits.check(width: 65535, height: 1))
         XCTAssertNoThrow(try limits.check(width: 8000, height: 6000))
 
         // A tight custom limit applies to every decoder.
         let tight = ImageDecodingOptions(limits: DecodingLimits(maxPixelsPerFrame: 20 * 20))
-        for path in ["jpeg/pillow/flower.jpg", "png/pngsuite/basn6a08.png", "gif/giflib/fire.gif", "webp/pillow/flower.webp", "webp/pillow/iss634.webp"] {
-            XCTAssertThrowsError(try ImageCodersManager.shared.decode(Corpus.data(path), options: tight), path) { error in
+        for path in [
+            "jpeg/pillow/flower.jpg", "png/pngsuite/basn6a08.png", "gif/giflib/fire.gif", "webp/pillow/flower.webp",
+            "webp/pillow/iss634.webp",
+        ] {
+            XCTAssertThrowsError(try ImageCodersManager.shared.decode(Corpus.data(path), options: tight), path) {
+                error in
                 XCTAssertEqual((error as? ImageError)?.code, .decompressionBomb, path)
             }
         }
     }
 
     func testHugeDeclaredPNGIsABombNotAnAllocation() {
-        XCTAssertThrowsError(try PNGCoder().decode(pngHeader(width: 100_000, height: 100_000), options: ImageDecodingOptions())) { error in
+        XCTAssertThrowsError(
+            try PNGCoder().decode(pngHeader(width: 100_000, height: 100_000), options: ImageDecodingOptions())
+        ) { error in
             XCTAssertEqual((error as? ImageError)?.code, .decompressionBomb)
         }
     }
 
     func testExifOrientationIsAppliedByDefault() throws {
-        let upright = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Landscape_1.jpg"))
+        let upright = try ImageCodersManager.shared.decode(
+            Corpus.data("jpeg/exif-orientation-examples/Landscape_1.jpg"))
         for value in 2...8 {
             let path = "jpeg/exif-orientation-examples/Landscape_\(value).jpg"
             let image = try ImageCodersManager.shared.decode(Corpus.data(path))
@@ -62,12 +82,14 @@ final class DecodingBehaviourTests: XCTestCase {
             // Each file stores the same picture transformed; once oriented they match closely.
             XCTAssertGreaterThan(psnr(image.bitmap, upright.bitmap), 25, path)
 
-            let stored = try ImageCodersManager.shared.decode(Corpus.data(path), options: ImageDecodingOptions(appliesOrientation: false))
+            let stored = try ImageCodersManager.shared.decode(
+                Corpus.data(path), options: ImageDecodingOptions(appliesOrientation: false))
             XCTAssertFalse(stored.isOrientationApplied)
             XCTAssertEqual(stored.orientation.rawValue, value)
             XCTAssertEqual(stored.width, value >= 5 ? 1200 : 1800, path)
         }
-        let portrait = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"))
+        let portrait = try ImageCodersManager.shared.decode(
+            Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"))
         XCTAssertEqual(portrait.width, 1200)
         XCTAssertEqual(portrait.height, 1800)
     }
@@ -75,7 +97,8 @@ final class DecodingBehaviourTests: XCTestCase {
     func testWebPExifOrientation() throws {
         let plain = try ImageCodersManager.shared.decode(Corpus.data("webp/pillow/hopper.webp"))
         for value in 2...8 {
-            let image = try ImageCodersManager.shared.decode(Corpus.data("webp/pillow/hopper_orientation_\(value).webp"))
+            let image = try ImageCodersManager.shared.decode(
+                Corpus.data("webp/pillow/hopper_orientation_\(value).webp"))
             XCTAssertEqual(image.orientation.rawValue, value)
             XCTAssertGreaterThan(psnr(image.bitmap, plain.bitmap), 25, "orientation \(value)")
         }
@@ -84,7 +107,9 @@ final class DecodingBehaviourTests: XCTestCase {
     func testOrientationTransformsArePermutations() throws {
         // A 3×2 image with distinct pixels; each orientation maps corners as EXIF defines.
         let buffer = try PixelBuffer(width: 3, height: 2)
-        for y in 0..<2 { for x in 0..<3 { let p = buffer.row(y) + x * 4; p[0] = UInt8(y * 3 + x); p[1] = 0; p[2] = 0; p[3] = 255 } }
+        for y in 0..<2 {
+            for x in 0..<3 { let p = buffer.row(y) + x * 4; p[0] = UInt8(y * 3 + x); p[1] = 0; p[2] = 0; p[3] = 255 }
+        }
         let bitmap = buffer.freeze(isOpaque: true)
         func red(_ b: Bitmap) -> [[UInt8]] { (0..<b.height).map { y in (0..<b.width).map { x in b[x, y].r } } }
         XCTAssertEqual(red(try bitmap.applying(.up)), [[0, 1, 2], [3, 4, 5]])
@@ -120,7 +145,9 @@ final class DecodingBehaviourTests: XCTestCase {
             func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
                 TestImages.still(TestImages.gradient(width: 1, height: 1), format: .png)
             }
-            func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+            func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+                -> Data
+            {
                 throw ImageError(.encodingFailed, "no")
             }
         }
@@ -129,12 +156,16 @@ final class DecodingBehaviourTests: XCTestCase {
         XCTAssertEqual(try manager.decode(data).width, 32)
         manager.add(FakePNG())
         XCTAssertEqual(try manager.decode(data).width, 1)
-        XCTAssertEqual(try manager.encode(TestImages.still(TestImages.gradient(width: 2, height: 2)), as: .png, options: .default).isEmpty, false,
-                       "encoding still falls back to the PNG coder that can encode")
+        XCTAssertEqual(
+            try manager.encode(TestImages.still(TestImages.gradient(width: 2, height: 2)), as: .png, options: .default)
+                .isEmpty, false,
+            "encoding still falls back to the PNG coder that can encode")
     }
 
     func testConcurrentDecodesShareCodersSafely() throws {
-        let files = try ["jpeg/pillow/flower.jpg", "png/pngsuite/basi6a16.png", "gif/giflib/fire.gif", "webp/pillow/iss634.webp"].map(Corpus.data)
+        let files = try [
+            "jpeg/pillow/flower.jpg", "png/pngsuite/basi6a16.png", "gif/giflib/fire.gif", "webp/pillow/iss634.webp",
+        ].map(Corpus.data)
         let expected = try files.map { try ImageCodersManager.shared.decode($0).bitmap.canonicalSHA256() }
         DispatchQueue.concurrentPerform(iterations: 32) { index in
             let image = try? ImageCodersManager.shared.decode(files[index % files.count])

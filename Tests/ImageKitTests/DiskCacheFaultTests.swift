@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The disk cache under real faults: a full file system and one made read-only mid-run (small
@@ -57,7 +58,9 @@ final class DiskCacheFaultTests: XCTestCase {
         }
         XCTAssertEqual(failure?.code, .ioError, "a full disk is an ioError")
         XCTAssertGreaterThan(stored.count, 3)
-        for index in stored { XCTAssertEqual(cache.data(forKey: "https://e.example/\(index).jpg"), Self.entry(index), "entry \(index)") }
+        for index in stored {
+            XCTAssertEqual(cache.data(forKey: "https://e.example/\(index).jpg"), Self.entry(index), "entry \(index)")
+        }
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.entriesDirectory)
         XCTAssertFalse(names.contains { $0.hasPrefix(".tmp-") }, "a failed write leaves no temporary file")
         // Room again: the cache goes on working.
@@ -71,9 +74,11 @@ final class DiskCacheFaultTests: XCTestCase {
         let cache = try DiskCache(directory: root, configuration: .init(sweepsAtOpen: false))
         for index in 0..<5 { try cache.store(Self.entry(index), forKey: "k\(index).png") }
         XCTAssertEqual(Self.run("/bin/mount", ["-o", "remount,ro", mountPoint.path]), 0)
-        XCTAssertThrowsError(try cache.store(Self.entry(9), forKey: "k9.png")) { XCTAssertEqual(($0 as? ImageError)?.code, .ioError) }
+        XCTAssertThrowsError(try cache.store(Self.entry(9), forKey: "k9.png")) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .ioError)
+        }
         for index in 0..<5 { XCTAssertEqual(cache.data(forKey: "k\(index).png"), Self.entry(index)) }
-        _ = cache.removeExpired() // a sweep on a read-only disk reports, never traps
+        _ = cache.removeExpired()  // a sweep on a read-only disk reports, never traps
         XCTAssertEqual(Self.run("/bin/mount", ["-o", "remount,rw", mountPoint.path]), 0)
         try cache.store(Self.entry(9), forKey: "k9.png")
         XCTAssertEqual(cache.data(forKey: "k9.png"), Self.entry(9))
@@ -83,8 +88,9 @@ final class DiskCacheFaultTests: XCTestCase {
     func testManagerStillDeliversOnAFullDisk() async throws {
         let root = try mountTmpfs(kilobytes: 64)
         let loader = MockLoader()
-        let big = try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 700, height: 500), format: .jpeg),
-                                                       as: .jpeg, options: .init(quality: 1))
+        let big = try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 700, height: 500), format: .jpeg),
+            as: .jpeg, options: .init(quality: 1))
         XCTAssertGreaterThan(big.count, 64 * 1024)
         loader.answer("/big.jpg", .data(big))
         let cache = try ImageCache(directory: root, configuration: .init(disk: .init(sweepsAtOpen: false)))

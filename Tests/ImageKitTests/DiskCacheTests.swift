@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class DiskCacheTests: XCTestCase {
@@ -16,24 +17,32 @@ final class DiskCacheTests: XCTestCase {
         return cache
     }
 
-    static func bytes(_ count: Int, seed: UInt8 = 1) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }) }
+    static func bytes(_ count: Int, seed: UInt8 = 1) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) })
+    }
     func bytes(_ count: Int, seed: UInt8 = 1) -> Data { Self.bytes(count, seed: seed) }
 
     func testFileNamesAreSHA256WithTheURLExtension() {
         let key = "https://example.com/images/a.png?size=large#top"
         let digest = SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
         XCTAssertEqual(DiskCache.fileName(forKey: key), digest + ".png")
-        XCTAssertEqual(DiskCache.fileName(forKey: "https://example.com/noext"), SHA256.hash(data: Data("https://example.com/noext".utf8)).map { String(format: "%02x", $0) }.joined())
-        XCTAssertFalse(DiskCache.fileName(forKey: "https://e.com/a." + String(repeating: "x", count: 300)).contains("."), "over-long extensions are dropped")
-        XCTAssertFalse(DiskCache.fileName(forKey: "https://e.com/a.p%20g").contains("."), "only plain extensions are kept")
+        XCTAssertEqual(
+            DiskCache.fileName(forKey: "https://example.com/noext"),
+            SHA256.hash(data: Data("https://example.com/noext".utf8)).map { String(format: "%02x", $0) }.joined())
+        XCTAssertFalse(
+            DiskCache.fileName(forKey: "https://e.com/a." + String(repeating: "x", count: 300)).contains("."),
+            "over-long extensions are dropped")
+        XCTAssertFalse(
+            DiskCache.fileName(forKey: "https://e.com/a.p%20g").contains("."), "only plain extensions are kept")
         XCTAssertTrue(DiskCache.fileName(forKey: "plain-key.jpeg").hasSuffix(".jpeg"))
     }
 
     func roundTrip(_ storage: DiskCacheConfiguration.MetadataStorage) throws {
         let cache = try makeCache(.init(metadataStorage: storage, sweepsAtOpen: false))
         let key = "https://example.com/a.jpg"
-        let http = HTTPCacheHeaders(etag: "\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", cacheControl: "max-age=60",
-                                    contentType: "image/jpeg")
+        let http = HTTPCacheHeaders(
+            etag: "\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", cacheControl: "max-age=60",
+            contentType: "image/jpeg")
         try cache.store(bytes(5000), forKey: key, expiryDate: nil, http: http)
         XCTAssertEqual(cache.data(forKey: key), bytes(5000))
         let metadata = try XCTUnwrap(cache.metadata(forKey: key))
@@ -50,7 +59,9 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertEqual(reopened.metadata(forKey: key)?.http?.etag, "\"abc\"")
 
         // A 304 refreshes headers without rewriting bytes.
-        XCTAssertTrue(reopened.refresh(forKey: key, expiryDate: nil, http: HTTPCacheHeaders(etag: "\"abc\"", cacheControl: "max-age=600")))
+        XCTAssertTrue(
+            reopened.refresh(
+                forKey: key, expiryDate: nil, http: HTTPCacheHeaders(etag: "\"abc\"", cacheControl: "max-age=600")))
         XCTAssertEqual(reopened.metadata(forKey: key)?.http?.cacheControl, "max-age=600")
         XCTAssertEqual(reopened.data(forKey: key), bytes(5000))
         XCTAssertFalse(reopened.refresh(forKey: "https://example.com/missing.jpg", expiryDate: nil, http: nil))
@@ -84,7 +95,7 @@ final class DiskCacheTests: XCTestCase {
     func testWritesAreAtomicAndLeaveNoTemporaryFiles() throws {
         let cache = try makeCache()
         for index in 0..<20 { try cache.store(bytes(1000 + index), forKey: "k\(index).png") }
-        try cache.store(bytes(10), forKey: "k0.png") // replace
+        try cache.store(bytes(10), forKey: "k0.png")  // replace
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.entriesDirectory)
         XCTAssertFalse(names.contains { $0.hasPrefix(".tmp-") })
         XCTAssertEqual(cache.data(forKey: "k0.png"), bytes(10))
@@ -139,7 +150,7 @@ final class DiskCacheTests: XCTestCase {
         try cache.store(bytes(100), forKey: "old.png")
         clock.advance(6 * 24 * 3600)
         try cache.store(bytes(100), forKey: "new.png")
-        clock.advance(24 * 3600) // old is exactly 7 days old: equality counts as expired
+        clock.advance(24 * 3600)  // old is exactly 7 days old: equality counts as expired
         let report = cache.removeExpired()
         XCTAssertEqual(report.removedExpired, 1)
         XCTAssertNil(cache.data(forKey: "old.png"))
@@ -159,7 +170,7 @@ final class DiskCacheTests: XCTestCase {
             try cache.store(bytes(100), forKey: "never-read.png")
             clock.advance(6 * 24 * 3600)
             XCTAssertNotNil(cache.data(forKey: "read-later.png"))
-            clock.advance(24 * 3600 + 3600) // stored 7 d 2 h and 7 d 1 h ago; read-later read 1 d 1 h ago
+            clock.advance(24 * 3600 + 3600)  // stored 7 d 2 h and 7 d 1 h ago; read-later read 1 d 1 h ago
             cache.removeExpired()
             XCTAssertNil(cache.data(forKey: "never-read.png"), "\(type)")
             if type == .accessDate {
@@ -178,9 +189,10 @@ final class DiskCacheTests: XCTestCase {
                 try writer.store(bytes(4000), forKey: key)
                 clock.advance(3600)
             }
-            XCTAssertNotNil(writer.data(forKey: "a.png")) // a: oldest written, newest read
+            XCTAssertNotNil(writer.data(forKey: "a.png"))  // a: oldest written, newest read
             // Just over the limit: the pass must remove two of the three equal entries.
-            let sweeper = try makeCache(.init(maxAge: -1, maxSize: writer.totalSize - 1, expiryDate: type, sweepsAtOpen: false))
+            let sweeper = try makeCache(
+                .init(maxAge: -1, maxSize: writer.totalSize - 1, expiryDate: type, sweepsAtOpen: false))
             sweeper.removeExpired()
             let survivors = ["a.png", "b.png", "c.png"].filter { writer.contains($0) }
             XCTAssertEqual(survivors, type == .accessDate ? ["a.png"] : ["c.png"], "\(type)")
@@ -239,7 +251,8 @@ final class DiskCacheTests: XCTestCase {
         let size = cache.totalSize
         XCTAssertEqual(cache.count, 2)
         // A file added behind the cache's back is not seen by stores (no walk) …
-        try bytes(5000).write(to: URL(fileURLWithPath: cache.entriesDirectory + "/" + DiskCache.fileName(forKey: "c.png")))
+        try bytes(5000).write(
+            to: URL(fileURLWithPath: cache.entriesDirectory + "/" + DiskCache.fileName(forKey: "c.png")))
         try cache.store(bytes(5000), forKey: "d.png")
         XCTAssertEqual(cache.count, 3)
         // … only by the next scan.
@@ -264,18 +277,24 @@ final class DiskCacheTests: XCTestCase {
         // One sweeps while the other stores and reads: no errors, no lost or half entries.
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) {
-            for index in 0..<200 { try? first.store(Self.bytes(2000, seed: UInt8(index % 250)), forKey: "p\(index).png") }
+            for index in 0..<200 {
+                try? first.store(Self.bytes(2000, seed: UInt8(index % 250)), forKey: "p\(index).png")
+            }
         }
         DispatchQueue.global().async(group: group) {
             for _ in 0..<20 { second.removeExpired() }
         }
         DispatchQueue.global().async(group: group) {
             for index in 0..<200 {
-                if let data = second.data(forKey: "p\(index).png") { XCTAssertEqual(data, Self.bytes(2000, seed: UInt8(index % 250))) }
+                if let data = second.data(forKey: "p\(index).png") {
+                    XCTAssertEqual(data, Self.bytes(2000, seed: UInt8(index % 250)))
+                }
             }
         }
         group.wait()
-        for index in 0..<200 { XCTAssertEqual(second.data(forKey: "p\(index).png"), bytes(2000, seed: UInt8(index % 250))) }
+        for index in 0..<200 {
+            XCTAssertEqual(second.data(forKey: "p\(index).png"), bytes(2000, seed: UInt8(index % 250)))
+        }
         // While one holds the sweep lock, the other's sweep stands aside.
         let lock = DiskFiles.Lock(first.entriesDirectory + "/.sweep.lock", blocking: true)
         XCTAssertTrue(second.removeExpired().skipped)
@@ -312,7 +331,8 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 0), 64 << 20)
         XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 5 << 30), 512 << 20)
         XCTAssertEqual(DiskCacheConfiguration.automaticMaxSize(freeBytes: 500 << 30), 1 << 30)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("disk-defaults-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "disk-defaults-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = try DiskCache(directory: directory)
         XCTAssertGreaterThanOrEqual(cache.configuration.maxSize, 64 << 20)

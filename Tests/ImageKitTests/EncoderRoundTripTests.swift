@@ -1,19 +1,24 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Lossless formats must round-trip pixel-exactly; lossy ones within the stated PSNR.
 final class EncoderRoundTripTests: XCTestCase {
     let coders = ImageCodersManager.shared
 
-    func roundTrip(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions = .default) throws -> DecodedImage {
+    func roundTrip(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions = .default) throws
+        -> DecodedImage
+    {
         let data = try coders.encode(image, as: format, options: options)
         XCTAssertEqual(ImageSignature(data).format, format)
         return try coders.decode(data)
     }
 
     func testPNGIsPixelExactWithAndWithoutAlpha() throws {
-        for bitmap in [TestImages.gradient(width: 67, height: 41), TestImages.gradient(width: 64, height: 33, alpha: true)] {
+        for bitmap in [
+            TestImages.gradient(width: 67, height: 41), TestImages.gradient(width: 64, height: 33, alpha: true),
+        ] {
             let decoded = try roundTrip(TestImages.still(bitmap), as: .png)
             XCTAssertEqual(decoded.bitmap.packedRGBA(), bitmap.packedRGBA())
             XCTAssertEqual(decoded.bitmap.isOpaque, bitmap.isOpaque, "an opaque image is written as RGB")
@@ -54,7 +59,9 @@ final class EncoderRoundTripTests: XCTestCase {
     }
 
     func testAnimatedGIFAPNGAndWebPStayAnimated() throws {
-        let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 16, colors: 3 + $0), duration: 0.2) }
+        let frames = (0..<3).map {
+            ImageFrame(bitmap: TestImages.blocks(width: 32, height: 16, colors: 3 + $0), duration: 0.2)
+        }
         let animation = DecodedImage(frames: frames, loopCount: 0, format: .gif)
         for format in [ImageFormat.gif, .webp, .png] {
             let options = ImageEncodingOptions(lossless: true)
@@ -63,7 +70,8 @@ final class EncoderRoundTripTests: XCTestCase {
             XCTAssertEqual(decoded.loopCount, 0, "\(format)")
             for (index, frame) in decoded.frames.enumerated() {
                 XCTAssertEqual(frame.duration, 0.2, accuracy: 0.001, "\(format)")
-                XCTAssertEqual(frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(format) frame \(index)")
+                XCTAssertEqual(
+                    frame.bitmap.canonicalSHA256(), frames[index].bitmap.canonicalSHA256(), "\(format) frame \(index)")
             }
         }
         let still = try roundTrip(animation, as: .png, options: .init(firstFrameOnly: true))
@@ -89,7 +97,8 @@ final class EncoderRoundTripTests: XCTestCase {
                 // APNG readers show delays of 10 ms or less for 100 ms (WebP's do not).
                 let shown = expected.duration <= 0.010 ? 0.1 : expected.duration
                 XCTAssertEqual(frame.duration, shown, accuracy: 0.0005, "\(entry.path) frame \(index)")
-                XCTAssertEqual(frame.bitmap.canonicalSHA256(), expected.bitmap.canonicalSHA256(), "\(entry.path) frame \(index)")
+                XCTAssertEqual(
+                    frame.bitmap.canonicalSHA256(), expected.bitmap.canonicalSHA256(), "\(entry.path) frame \(index)")
             }
         }
     }
@@ -108,15 +117,21 @@ final class EncoderRoundTripTests: XCTestCase {
         XCTAssertEqual(APNGEncoding.delayFraction(300).1, 100)
         XCTAssertEqual(APNGEncoding.delayFraction(-1).0, 0)
 
-        let image = DecodedImage(frames: [ImageFrame(bitmap: base, duration: 0.04), ImageFrame(bitmap: second, duration: 120),
-                                          ImageFrame(bitmap: second, duration: 0.5)], loopCount: 3, format: .png)
+        let image = DecodedImage(
+            frames: [
+                ImageFrame(bitmap: base, duration: 0.04), ImageFrame(bitmap: second, duration: 120),
+                ImageFrame(bitmap: second, duration: 0.5),
+            ], loopCount: 3, format: .png)
         let data = try coders.encode(image, as: .png, options: .default)
         let animation = try AnimatedImage(data: data)
         XCTAssertEqual(animation.durations, [0.04, 120, 0.5])
         XCTAssertEqual(animation.loopCount, 3)
-        for index in 0..<3 { XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, image.frames[index].bitmap)) }
+        for index in 0..<3 {
+            XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, image.frames[index].bitmap))
+        }
         // The still fallback a viewer without APNG shows is frame 0.
-        XCTAssertTrue(samePixels(try PNGCoder.decodeStill(data.withUnsafeBytes { $0 }, limits: .default, ignoreCRC: false), base))
+        XCTAssertTrue(
+            samePixels(try PNGCoder.decodeStill(data.withUnsafeBytes { $0 }, limits: .default, ignoreCRC: false), base))
     }
 
     func testPreferredEncodingFormatFollowsCQS03() {
@@ -124,7 +139,8 @@ final class EncoderRoundTripTests: XCTestCase {
         XCTAssertEqual(opaque.preferredEncodingFormat, .jpeg)
         let alpha = TestImages.still(TestImages.gradient(width: 8, height: 8, alpha: true))
         XCTAssertEqual(alpha.preferredEncodingFormat, .png)
-        let animated = DecodedImage(frames: [ImageFrame(bitmap: opaque.bitmap), ImageFrame(bitmap: opaque.bitmap)], format: .webp)
+        let animated = DecodedImage(
+            frames: [ImageFrame(bitmap: opaque.bitmap), ImageFrame(bitmap: opaque.bitmap)], format: .webp)
         XCTAssertEqual(animated.preferredEncodingFormat, .gif)
         // A bitmap flagged non-opaque whose pixels are all opaque still counts as opaque.
         let buffer = try! PixelBuffer(width: 2, height: 2)
@@ -138,7 +154,9 @@ final class EncoderRoundTripTests: XCTestCase {
         for format in [ImageFormat.jpeg, .png, .gif, .webp] {
             XCTAssertThrowsError(try coders.encode(empty, as: format, options: .default))
         }
-        XCTAssertThrowsError(try coders.encode(TestImages.still(TestImages.gradient(width: 2, height: 2)), as: .tiff, options: .default)) { error in
+        XCTAssertThrowsError(
+            try coders.encode(TestImages.still(TestImages.gradient(width: 2, height: 2)), as: .tiff, options: .default)
+        ) { error in
             XCTAssertEqual((error as? ImageError)?.code, .encodingFailed)
         }
     }

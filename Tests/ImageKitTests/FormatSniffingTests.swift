@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class FormatSniffingTests: XCTestCase {
@@ -54,7 +55,9 @@ final class FormatSniffingTests: XCTestCase {
     }
 
     func testRecognisedFormatsWithoutADecoderAreUnsupported() throws {
-        let others = try Corpus.requireEntries().filter { $0.path.hasPrefix("other/") && !$0.path.hasPrefix("other/mislabeled") }
+        let others = try Corpus.requireEntries().filter {
+            $0.path.hasPrefix("other/") && !$0.path.hasPrefix("other/mislabeled")
+        }
         XCTAssertGreaterThan(others.count, 15)
         var unsupported = 0, decoded = 0
         for entry in others {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Every file of `../shared/formats-corpus/MANIFEST.tsv` (HEIF, AVIF, JPEG XL, TIFF, BMP, ICO
@@ -29,15 +30,18 @@ final class FormatsCorpusTests: XCTestCase {
             }
             XCTAssertEqual(image.width, entry.width, entry.path)
             XCTAssertEqual(image.height, entry.height, entry.path)
-            XCTAssertTrue(image.frameCount == entry.frames || entry.also.contains("frames=\(image.frameCount)"),
-                          "\(entry.path): \(image.frameCount) frames, manifest \(entry.frames ?? -1)")
+            XCTAssertTrue(
+                image.frameCount == entry.frames || entry.also.contains("frames=\(image.frameCount)"),
+                "\(entry.path): \(image.frameCount) frames, manifest \(entry.frames ?? -1)")
             if Self.knownDifferences[entry.path] != nil || entry.compare == "none" { continue }
             let reference = try FormatsCorpus.reference(entry.referenceURL)
             switch entry.compare {
             case "exact":
                 let digest = image.bitmap.canonicalSHA256()
-                XCTAssertTrue(digest == entry.referenceSHA256 || digest == entry.alternateSHA256,
-                              "\(entry.path): pixels differ from the lossless reference (\(clearedPSNR(image.bitmap, reference)) dB)")
+                XCTAssertTrue(
+                    digest == entry.referenceSHA256 || digest == entry.alternateSHA256,
+                    "\(entry.path): pixels differ from the lossless reference (\(clearedPSNR(image.bitmap, reference)) dB)"
+                )
                 exact += 1
             case "psnr":
                 let psnr = clearedPSNR(image.bitmap, reference)
@@ -49,8 +53,9 @@ final class FormatsCorpusTests: XCTestCase {
                 XCTAssertNotNil(image.sourceColorProfile, "\(entry.path): the profile was not found")
                 if let effect = entry.iccEffectDB, effect < 45 {
                     let raw = try FormatsCorpus.reference(entry.rawReferenceURL)
-                    XCTAssertGreaterThan(psnr, clearedPSNR(image.bitmap, raw) + 3,
-                                         "\(entry.path): not closer to the sRGB reference than to the unconverted pixels")
+                    XCTAssertGreaterThan(
+                        psnr, clearedPSNR(image.bitmap, raw) + 3,
+                        "\(entry.path): not closer to the sRGB reference than to the unconverted pixels")
                 }
                 colour += 1
             default:
@@ -75,8 +80,10 @@ final class FormatsCorpusTests: XCTestCase {
     }
 
     func testAnimationsMatchTheirSampledFramesAndDurations() throws {
-        for path in ["avif/made/anim-lossless.avif", "jxl/made/anim-lossless.jxl", "avif/pillow/star.avifs",
-                     "jxl/conformance/animation_spline.jxl"] {
+        for path in [
+            "avif/made/anim-lossless.avif", "jxl/made/anim-lossless.jxl", "avif/pillow/star.avifs",
+            "jxl/conformance/animation_spline.jxl",
+        ] {
             let entry = try FormatsCorpus.entry(path)
             let image = try ImageCodersManager.shared.decode(entry.data)
             XCTAssertEqual(image.frameCount, entry.frames, path)
@@ -95,7 +102,9 @@ final class FormatsCorpusTests: XCTestCase {
     func testInvalidFilesAreRefusedWithTypedErrors() throws {
         let entries = try FormatsCorpus.requireEntries().filter { !$0.isValid }
         XCTAssertGreaterThanOrEqual(entries.count, 10)
-        let typed: Set<ImageError.Code> = [.badImageData, .truncatedData, .zeroPixels, .decompressionBomb, .unsupportedFormat]
+        let typed: Set<ImageError.Code> = [
+            .badImageData, .truncatedData, .zeroPixels, .decompressionBomb, .unsupportedFormat,
+        ]
         for entry in entries {
             XCTAssertThrowsError(try ImageCodersManager.shared.decode(entry.data), entry.path) { error in
                 guard let error = error as? ImageError else { return XCTFail("\(entry.path): untyped \(error)") }
@@ -107,8 +116,11 @@ final class FormatsCorpusTests: XCTestCase {
 
     /// Every prefix of a valid file either decodes or fails with a typed error: no trap, no hang.
     func testTruncatedFilesFailWithTypedErrors() throws {
-        for path in ["heif/made/card-420.heic", "avif/made/anim-alpha.avif", "jxl/made/lossy-d1.jxl", "tiff/pillow/hopper_lzw.tif",
-                     "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/pillow/hopper_jpg.tif"] {
+        for path in [
+            "heif/made/card-420.heic", "avif/made/anim-alpha.avif", "jxl/made/lossy-d1.jxl",
+            "tiff/pillow/hopper_lzw.tif",
+            "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/pillow/hopper_jpg.tif",
+        ] {
             let data = try FormatsCorpus.entry(path).data
             for fraction in [0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99] {
                 let prefix = data.prefix(Int(Double(data.count) * fraction))
@@ -122,8 +134,11 @@ final class FormatsCorpusTests: XCTestCase {
     func testThumbnailsOfEveryNewFormatAreScaledAndConverted() throws {
         var options = ImageDecodingOptions()
         options.thumbnailPixelSize = PixelSize(64)
-        for path in ["heif/made/card-420.heic", "avif/pillow/rot1mir0.avif", "jxl/conformance/sunset_logo.jxl", "tiff/pillow/copyleft.tiff",
-                     "bmp/made/bottomup-24.bmp", "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/made/orient-6.tif"] {
+        for path in [
+            "heif/made/card-420.heic", "avif/pillow/rot1mir0.avif", "jxl/conformance/sunset_logo.jxl",
+            "tiff/pillow/copyleft.tiff",
+            "bmp/made/bottomup-24.bmp", "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/made/orient-6.tif",
+        ] {
             let entry = try FormatsCorpus.entry(path)
             let thumbnail = try ImageCodersManager.shared.decode(entry.data, options: options)
             let full = try ImageCodersManager.shared.decode(entry.data)
@@ -142,10 +157,15 @@ final class FormatsCorpusTests: XCTestCase {
 
     func testDecodingLimitsRefuseLargeHeadersBeforeDecoding() throws {
         let small = DecodingLimits(maxPixelsPerFrame: 100 * 100, maxTotalBytes: 1 << 20, maxWorkingBytes: 1 << 20)
-        for path in ["heif/made/card-420.heic", "avif/made/10bit.avif", "jxl/made/lossy-d1.jxl", "tiff/pillow/copyleft.tiff",
-                     "bmp/made/bottomup-24.bmp"] {
-            XCTAssertThrowsError(try ImageCodersManager.shared.decode(FormatsCorpus.entry(path).data,
-                                                                      options: ImageDecodingOptions(limits: small)), path) { error in
+        for path in [
+            "heif/made/card-420.heic", "avif/made/10bit.avif", "jxl/made/lossy-d1.jxl", "tiff/pillow/copyleft.tiff",
+            "bmp/made/bottomup-24.bmp",
+        ] {
+            XCTAssertThrowsError(
+                try ImageCodersManager.shared.decode(
+                    FormatsCorpus.entry(path).data,
+                    options: ImageDecodingOptions(limits: small)), path
+            ) { error in
                 XCTAssertEqual((error as? ImageError)?.code, .decompressionBomb, path)
             }
         }
@@ -177,7 +197,9 @@ final class FormatsCorpusTests: XCTestCase {
         }
         options.pages = .all
         let sameSize = pages.allSatisfy { $0.size == pages[0].size }
-        let all = Result { () throws(ImageError) -> DecodedImage in try ImageCodersManager.shared.decode(data, options: options) }
+        let all = Result { () throws(ImageError) -> DecodedImage in
+            try ImageCodersManager.shared.decode(data, options: options)
+        }
         switch all {
         case .success(let image):
             XCTAssertTrue(sameSize)
@@ -256,9 +278,9 @@ final class FormatsCorpusTests: XCTestCase {
                 count -= 8
             }
         }
-        XCTAssertEqual(packed.count, 18) // 72 bits a row, no padding
+        XCTAssertEqual(packed.count, 18)  // 72 bits a row, no padding
         let data = Self.classicTIFF(pages: [(width: 2, height: 2, bits: 12, pixels: packed)])
-        XCTAssertEqual(data.count, 8 + (2 + 9 * 12 + 4) + 6 + packed.count) // header, IFD, bits, samples
+        XCTAssertEqual(data.count, 8 + (2 + 9 * 12 + 4) + 6 + packed.count)  // header, IFD, bits, samples
         let image = try ImageCodersManager.shared.decode(data)
         var expected: [UInt8] = []
         for pixel in 0..<4 {

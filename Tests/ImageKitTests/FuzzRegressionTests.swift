@@ -1,13 +1,15 @@
 import CImageCodecs
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Inputs `make fuzz` found (named by their fuzz target), run through the same entry points:
 /// each must end in a value or a typed error. Under `make test-asan`, a leak or an overflow in
 /// any of them fails the run as it failed the fuzzer.
 final class FuzzRegressionTests: XCTestCase {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("FuzzRegressions")
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "FuzzRegressions")
 
     func testEveryFinding() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path).sorted()
@@ -36,13 +38,15 @@ final class FuzzRegressionTests: XCTestCase {
                 let parameters = Array(data.prefix(6)) + [UInt8](repeating: 0, count: max(0, 6 - data.count))
                 let width = Int(parameters[0]) + 1, height = Int(parameters[1]) + 1
                 let bytes = [UInt8](data.dropFirst(6))
-                let descriptor = bytes.firstIndex(of: 0x2C).map { start in
-                    bytes.withUnsafeBytes { GIFStructure.imageDataOffset($0, descriptorAt: start + 1) }
-                } ?? 0
+                let descriptor =
+                    bytes.firstIndex(of: 0x2C).map { start in
+                        bytes.withUnsafeBytes { GIFStructure.imageDataOffset($0, descriptorAt: start + 1) }
+                    } ?? 0
                 var indices = [UInt8](repeating: 0, count: width * height + 8)
                 var decoded = 0, end = 0
                 for strict: Int32 in [0, 1] {
-                    _ = ik_gif_lzw_decode(bytes + [0], bytes.count, descriptor, strict, &indices, width * height, &decoded, &end)
+                    _ = ik_gif_lzw_decode(
+                        bytes + [0], bytes.count, descriptor, strict, &indices, width * height, &decoded, &end)
                     XCTAssertLessThanOrEqual(decoded, width * height, name)
                     XCTAssertLessThanOrEqual(end, bytes.count, name)
                 }
@@ -50,8 +54,10 @@ final class FuzzRegressionTests: XCTestCase {
                 _ = DiskCacheMetadata.decode(Array(data), lastAccessDate: nil)
                 XCTAssertNil(HTTPDate.parse(String(decoding: data, as: UTF8.self)), name)
             default:
-                for options in [ImageDecodingOptions(), ImageDecodingOptions(thumbnailPixelSize: PixelSize(64)),
-                                ImageDecodingOptions(firstFrameOnly: true, allowsPartialImages: true)] {
+                for options in [
+                    ImageDecodingOptions(), ImageDecodingOptions(thumbnailPixelSize: PixelSize(64)),
+                    ImageDecodingOptions(firstFrameOnly: true, allowsPartialImages: true),
+                ] {
                     _ = try? ImageCodersManager.shared.decode(data, options: options)
                     _ = try? ImageCodersManager.shared.decode(data.dropFirst(), options: options)
                 }

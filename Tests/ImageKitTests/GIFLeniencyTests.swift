@@ -2,14 +2,18 @@ import CGIF
 import CImageCodecs
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Where browsers show a damaged GIF, ImageKit does too (DESIGN §6, leniency).
 final class GIFLeniencyTests: XCTestCase {
     /// Three frames of 32×32 from ImageKit's encoder; the last byte is the trailer.
     static let animation: Data = {
-        let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 3 + $0), duration: 0.2) }
-        return try! ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
+        let frames = (0..<3).map {
+            ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 3 + $0), duration: 0.2)
+        }
+        return try! ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
     }()
 
     /// Offsets of the image descriptors (0x2C records) of a GIF.
@@ -20,7 +24,9 @@ final class GIFLeniencyTests: XCTestCase {
             if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 0x07) + 1) }
             func skipSubBlocks(_ start: Int) -> Int {
                 var cursor = start
-                while cursor < bytes.count { let length = Int(bytes[cursor]); cursor += 1; if length == 0 { break }; cursor += length }
+                while cursor < bytes.count {
+                    let length = Int(bytes[cursor]); cursor += 1; if length == 0 { break }; cursor += length
+                }
                 return cursor
             }
             while offset < bytes.count {
@@ -50,10 +56,13 @@ final class GIFLeniencyTests: XCTestCase {
 
     func testCutInsideAFrameIsPartialOnlyWhenPartialImagesAreAllowed() throws {
         let third = try XCTUnwrap(Self.descriptorOffsets(Self.animation).last)
-        let cut = Self.animation.prefix(Self.animation.count - 12) // inside the third frame's image data
+        let cut = Self.animation.prefix(Self.animation.count - 12)  // inside the third frame's image data
         XCTAssertGreaterThan(cut.count, third + 10 + 3 * 256)
-        XCTAssertThrowsError(try ImageCodersManager.shared.decode(cut)) { XCTAssertEqual(($0 as? ImageError)?.code, .truncatedData) }
-        let partial = try ImageCodersManager.shared.decode(cut, options: ImageDecodingOptions(allowsPartialImages: true))
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(cut)) {
+            XCTAssertEqual(($0 as? ImageError)?.code, .truncatedData)
+        }
+        let partial = try ImageCodersManager.shared.decode(
+            cut, options: ImageDecodingOptions(allowsPartialImages: true))
         XCTAssertTrue(partial.isPartial)
         XCTAssertEqual(partial.frames.count, 3, "two whole frames and the part of the third")
         // A partial image is never cached.
@@ -100,27 +109,37 @@ final class GIFLeniencyTests: XCTestCase {
                         switch record {
                         case IMAGE_DESC_RECORD_TYPE:
                             let descriptorStart = reader.offset
-                            guard DGifGetImageDesc(gif) == GIF_OK else { break records } // code sizes giflib refuses
+                            guard DGifGetImageDesc(gif) == GIF_OK else { break records }  // code sizes giflib refuses
                             GifFreeSavedImages(gif)
                             gif.pointee.ImageCount = 0
                             let width = Int(gif.pointee.Image.Width), height = Int(gif.pointee.Image.Height)
                             guard width > 0, height > 0, width * height <= 16 << 20 else { break records }
                             var giflib = [UInt8](repeating: 0, count: width * height)
                             var lines = 0
-                            while lines < height, DGifGetLine(gif, &giflib[lines * width], Int32(width)) == GIF_OK { lines += 1 }
+                            while lines < height, DGifGetLine(gif, &giflib[lines * width], Int32(width)) == GIF_OK {
+                                lines += 1
+                            }
                             var ours = [UInt8](repeating: 0, count: width * height + 8)
                             var decoded = 0, end = 0
-                            let status = ik_gif_lzw_decode(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
-                                                           GIFStructure.imageDataOffset(bytes, descriptorAt: descriptorStart), 0,
-                                                           &ours, width * height, &decoded, &end)
+                            let status = ik_gif_lzw_decode(
+                                bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
+                                GIFStructure.imageDataOffset(bytes, descriptorAt: descriptorStart), 0,
+                                &ours, width * height, &decoded, &end)
                             frames += 1
                             // giflib fails the last line when the blocks after the last pixel are cut, and
                             // reads a sub-block whole or not at all: where the data is cut, ImageKit also
                             // decodes the bytes of the cut block (as browsers show a GIF still loading).
-                            let whole = status == IK_GIF_LZW_TRAILING_TRUNCATED ? height - 1 : min(decoded / width, height)
-                            let agreed = lines == height ? status == IK_GIF_LZW_OK
-                                : status == IK_GIF_LZW_TRUNCATED ? whole >= lines : status != IK_GIF_LZW_OK && whole == lines
-                            XCTAssertTrue(agreed, "\(entry.path): giflib gave \(lines) of \(height) lines, ImageKit status \(status.rawValue) with \(decoded) indices")
+                            let whole =
+                                status == IK_GIF_LZW_TRAILING_TRUNCATED ? height - 1 : min(decoded / width, height)
+                            let agreed =
+                                lines == height
+                                ? status == IK_GIF_LZW_OK
+                                : status == IK_GIF_LZW_TRUNCATED
+                                    ? whole >= lines : status != IK_GIF_LZW_OK && whole == lines
+                            XCTAssertTrue(
+                                agreed,
+                                "\(entry.path): giflib gave \(lines) of \(height) lines, ImageKit status \(status.rawValue) with \(decoded) indices"
+                            )
                             XCTAssertEqual(ours[0..<lines * width], giflib[0..<lines * width], entry.path)
                             guard lines == height else { failures += 1; break records }
                             XCTAssertEqual(end, reader.offset, "\(entry.path): where the next record starts")
@@ -128,7 +147,9 @@ final class GIFLeniencyTests: XCTestCase {
                             var code: Int32 = 0
                             var block: UnsafeMutablePointer<GifByteType>?
                             guard DGifGetExtension(gif, &code, &block) == GIF_OK else { break records }
-                            while block != nil { guard DGifGetExtensionNext(gif, &block) == GIF_OK else { break records } }
+                            while block != nil {
+                                guard DGifGetExtensionNext(gif, &block) == GIF_OK else { break records }
+                            }
                         default:
                             break records
                         }

@@ -8,7 +8,9 @@ import XCTest
 final class HEIFThumbnailTests: XCTestCase {
     /// A `width × height` HEIC of one colour with a 320 px thumbnail item of another colour (so
     /// the test can tell which one was decoded), written by libheif with x265.
-    private func heic(width: Int, height: Int, main: (UInt8, UInt8, UInt8), thumbnail: (UInt8, UInt8, UInt8)) throws -> Data {
+    private func heic(width: Int, height: Int, main: (UInt8, UInt8, UInt8), thumbnail: (UInt8, UInt8, UInt8)) throws
+        -> Data
+    {
         let context = try XCTUnwrap(heif_context_alloc())
         defer { heif_context_free(context) }
         var found: OpaquePointer?
@@ -20,8 +22,10 @@ final class HEIFThumbnailTests: XCTestCase {
         heif_encoder_set_lossy_quality(encoder, 90)
         func image(_ color: (UInt8, UInt8, UInt8)) throws -> OpaquePointer {
             var image: OpaquePointer?
-            XCTAssertEqual(heif_image_create(Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image).code,
-                           heif_error_Ok)
+            XCTAssertEqual(
+                heif_image_create(Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image)
+                    .code,
+                heif_error_Ok)
             let created = try XCTUnwrap(image)
             heif_image_add_plane(created, heif_channel_interleaved, Int32(width), Int32(height), 8)
             var stride: Int32 = 0
@@ -41,16 +45,22 @@ final class HEIFThumbnailTests: XCTestCase {
         let mainHandle = try XCTUnwrap(handle)
         defer { heif_image_handle_release(mainHandle) }
         var thumbnailHandle: OpaquePointer?
-        XCTAssertEqual(heif_context_encode_thumbnail(context, thumbnailImage, mainHandle, encoder, nil, 320, &thumbnailHandle).code,
-                       heif_error_Ok)
+        XCTAssertEqual(
+            heif_context_encode_thumbnail(context, thumbnailImage, mainHandle, encoder, nil, 320, &thumbnailHandle)
+                .code,
+            heif_error_Ok)
         if let thumbnailHandle { heif_image_handle_release(thumbnailHandle) }
         final class Sink { var data = Data() }
         let sink = Sink()
-        var writer = heif_writer(writer_api_version: 1, write: { _, bytes, size, user in
-            Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue().data.append(bytes!.assumingMemoryBound(to: UInt8.self), count: size)
-            return heif_error(code: heif_error_Ok, subcode: heif_suberror_Unspecified, message: nil)
-        })
-        XCTAssertEqual(heif_context_write(context, &writer, Unmanaged.passUnretained(sink).toOpaque()).code, heif_error_Ok)
+        var writer = heif_writer(
+            writer_api_version: 1,
+            write: { _, bytes, size, user in
+                Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue().data.append(
+                    bytes!.assumingMemoryBound(to: UInt8.self), count: size)
+                return heif_error(code: heif_error_Ok, subcode: heif_suberror_Unspecified, message: nil)
+            })
+        XCTAssertEqual(
+            heif_context_write(context, &writer, Unmanaged.passUnretained(sink).toOpaque()).code, heif_error_Ok)
         return sink.data
     }
 
@@ -62,17 +72,20 @@ final class HEIFThumbnailTests: XCTestCase {
         XCTAssertGreaterThan(full.bitmap[640, 480].b, 180, "the main image is blue")
 
         // 200 px fits inside the 320 × 240 thumbnail item: decoded from it (red), at the target size.
-        let small = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(200)))
+        let small = try ImageCodersManager.shared.decode(
+            data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(200)))
         XCTAssertEqual(small.bitmap.size, PixelSize(width: 200, height: 150))
         XCTAssertGreaterThan(small.bitmap[100, 75].r, 180, "served by the thumbnail item")
 
         // 400 px is larger than the item: decoded from the main image.
-        let large = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(400)))
+        let large = try ImageCodersManager.shared.decode(
+            data, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(400)))
         XCTAssertEqual(large.bitmap.size, PixelSize(width: 400, height: 300))
         XCTAssertGreaterThan(large.bitmap[200, 150].b, 180, "the thumbnail item is too small for 400 px")
 
         // A byte budget alone (scale-down) never uses the thumbnail item.
-        let scaled = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(scaleDownLimitBytes: 100 * 75 * 4))
+        let scaled = try ImageCodersManager.shared.decode(
+            data, options: ImageDecodingOptions(scaleDownLimitBytes: 100 * 75 * 4))
         XCTAssertGreaterThan(scaled.bitmap[scaled.width / 2, scaled.height / 2].b, 180)
     }
 }

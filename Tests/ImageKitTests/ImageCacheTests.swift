@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class ImageCacheTests: XCTestCase {
@@ -9,10 +10,12 @@ final class ImageCacheTests: XCTestCase {
     override func tearDown() { directory.remove() }
 
     func makeCache(cachesInMemory: Bool = true) throws -> ImageCache {
-        try ImageCache(directory: directory.url,
-                       configuration: ImageCacheConfiguration(cachesImagesInMemory: cachesInMemory,
-                                                              memory: .init(costLimit: 64 << 20),
-                                                              disk: .init(sweepsAtOpen: false)))
+        try ImageCache(
+            directory: directory.url,
+            configuration: ImageCacheConfiguration(
+                cachesImagesInMemory: cachesInMemory,
+                memory: .init(costLimit: 64 << 20),
+                disk: .init(sweepsAtOpen: false)))
     }
 
     func jpegImage() throws -> (DecodedImage, Data) {
@@ -77,11 +80,16 @@ final class ImageCacheTests: XCTestCase {
             try await cache.store(image, data: nil, forKey: CacheKey(key))
             return ImageFormat.detect(try XCTUnwrap(cache.diskCache.data(forKey: CacheKey(key).identity)))
         }
-        let opaque = DecodedImage(frames: [ImageFrame(bitmap: TestImages.gradient(width: 16, height: 16))], format: .unknown)
-        let translucent = DecodedImage(frames: [ImageFrame(bitmap: TestImages.gradient(width: 16, height: 16, alpha: true))], format: .unknown)
-        let animated = DecodedImage(frames: [ImageFrame(bitmap: TestImages.blocks(width: 8, height: 8), duration: 0.1),
-                                             ImageFrame(bitmap: TestImages.blocks(width: 8, height: 8, colors: 3), duration: 0.1)],
-                                    loopCount: 0, format: .unknown)
+        let opaque = DecodedImage(
+            frames: [ImageFrame(bitmap: TestImages.gradient(width: 16, height: 16))], format: .unknown)
+        let translucent = DecodedImage(
+            frames: [ImageFrame(bitmap: TestImages.gradient(width: 16, height: 16, alpha: true))], format: .unknown)
+        let animated = DecodedImage(
+            frames: [
+                ImageFrame(bitmap: TestImages.blocks(width: 8, height: 8), duration: 0.1),
+                ImageFrame(bitmap: TestImages.blocks(width: 8, height: 8, colors: 3), duration: 0.1),
+            ],
+            loopCount: 0, format: .unknown)
         let storedOpaque = try await storedFormat(opaque, "o")
         let storedTranslucent = try await storedFormat(translucent, "t")
         let storedAnimated = try await storedFormat(animated, "a")
@@ -123,7 +131,8 @@ final class ImageCacheTests: XCTestCase {
         cache.memoryCache.removeAll()
         let fromDisk = try await cache.query("anim.gif", options: .decodeFirstFrameOnly)
         XCTAssertEqual(fromDisk.image?.frames.count, 1)
-        XCTAssertNil(cache.imageFromMemory(forKey: "anim.gif"), "a first-frame decode is not promoted as the whole image")
+        XCTAssertNil(
+            cache.imageFromMemory(forKey: "anim.gif"), "a first-frame decode is not promoted as the whole image")
     }
 
     func testOriginalAndTransformedEntriesDoNotCollide() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// A caller's events: in order, nothing after the final one, no lock held while the sink runs.
@@ -28,11 +29,15 @@ final class ImageLoadTaskTests: XCTestCase {
     func testACallerCancellingFromItsOwnSinkGetsTheCancellationNextAndNothingAfter() {
         let recorder = Recorder()
         let holder = Locked<ImageLoadTask?>(nil)
-        let task = ImageLoadTask(id: 1, wantsProgress: true, wantsPreviews: false, sink: { event in
-            recorder.record(event)
-            // Re-entering the task from its sink: with the lock held across the sink this deadlocked.
-            if case .progress(let progress) = event, progress.receivedBytes == 2 { holder.withLock { $0 }?.cancel() }
-        }, onEnd: { _, cancelled in recorder.end(cancelled) })
+        let task = ImageLoadTask(
+            id: 1, wantsProgress: true, wantsPreviews: false,
+            sink: { event in
+                recorder.record(event)
+                // Re-entering the task from its sink: with the lock held across the sink this deadlocked.
+                if case .progress(let progress) = event, progress.receivedBytes == 2 {
+                    holder.withLock { $0 }?.cancel()
+                }
+            }, onEnd: { _, cancelled in recorder.end(cancelled) })
         holder.withLock { $0 = task }
         for bytes in 1...4 { task.send(.progress(ImageLoadProgress(receivedBytes: Int64(bytes), expectedBytes: 4))) }
         task.send(.finished(nil))
@@ -46,11 +51,13 @@ final class ImageLoadTaskTests: XCTestCase {
     func testEventsFromManyThreadsArriveInOrderPerThreadAndNoneAfterTheEnd() {
         for _ in 0..<20 {
             let recorder = Recorder()
-            let task = ImageLoadTask(id: 1, wantsProgress: true, wantsPreviews: false,
-                                     sink: { recorder.record($0) }, onEnd: { _, cancelled in recorder.end(cancelled) })
+            let task = ImageLoadTask(
+                id: 1, wantsProgress: true, wantsPreviews: false,
+                sink: { recorder.record($0) }, onEnd: { _, cancelled in recorder.end(cancelled) })
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
                 for index in 0..<200 {
-                    task.send(.progress(ImageLoadProgress(receivedBytes: Int64(thread * 1000 + index), expectedBytes: nil)))
+                    task.send(
+                        .progress(ImageLoadProgress(receivedBytes: Int64(thread * 1000 + index), expectedBytes: nil)))
                     if thread == 3 && index == 100 { task.send(.finished(nil)) }
                 }
             }
@@ -61,7 +68,9 @@ final class ImageLoadTaskTests: XCTestCase {
             // Each thread's events keep their order.
             for thread in 0..<4 {
                 let mine = seen.events.compactMap { name -> Int? in
-                    guard name.hasPrefix("progress "), let value = Int(name.dropFirst(9)), value / 1000 == thread else { return nil }
+                    guard name.hasPrefix("progress "), let value = Int(name.dropFirst(9)), value / 1000 == thread else {
+                        return nil
+                    }
                     return value
                 }
                 XCTAssertEqual(mine, mine.sorted(), "thread \(thread)")

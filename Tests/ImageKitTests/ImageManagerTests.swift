@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The manager's load flow (spec §4.1, §4.2) with a scripted loader and a real cache in a
@@ -12,8 +13,9 @@ final class ImageManagerTests: XCTestCase {
     override func setUp() {
         directory = TemporaryDirectory("image-manager")
         loader = MockLoader()
-        cache = try! ImageCache(directory: directory.url,
-                                configuration: .init(memory: .init(costLimit: 256 << 20), disk: .init(sweepsAtOpen: false)))
+        cache = try! ImageCache(
+            directory: directory.url,
+            configuration: .init(memory: .init(costLimit: 256 << 20), disk: .init(sweepsAtOpen: false)))
     }
 
     override func tearDown() {
@@ -24,33 +26,43 @@ final class ImageManagerTests: XCTestCase {
         cache = nil
     }
 
-    func makeManager(_ configuration: ImageManagerConfiguration = .init(), transformer: (any ImageTransforming)? = nil,
-                     cacheKeyFilter: CacheKeyFilter? = nil, serializer: ImageCacheSerializer? = nil,
-                     processor: ImageLoadOptionsProcessor? = nil, coders: ImageCodersManager = .shared) -> ImageManager {
-        ImageManager(cache: cache, loader: loader, coders: coders, transformer: transformer, cacheKeyFilter: cacheKeyFilter,
-                     cacheSerializer: serializer, optionsProcessor: processor, configuration: configuration)
+    func makeManager(
+        _ configuration: ImageManagerConfiguration = .init(), transformer: (any ImageTransforming)? = nil,
+        cacheKeyFilter: CacheKeyFilter? = nil, serializer: ImageCacheSerializer? = nil,
+        processor: ImageLoadOptionsProcessor? = nil, coders: ImageCodersManager = .shared
+    ) -> ImageManager {
+        ImageManager(
+            cache: cache, loader: loader, coders: coders, transformer: transformer, cacheKeyFilter: cacheKeyFilter,
+            cacheSerializer: serializer, optionsProcessor: processor, configuration: configuration)
     }
 
     // Made on each use rather than kept in statics: LeakSanitizer reports buffers that only
     // statics and the test objects XCTest keeps reach.
     static var jpeg: Data {
-        try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 320, height: 240), format: .jpeg),
-                                              as: .jpeg, options: .init(quality: 0.9))
+        try! ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 320, height: 240), format: .jpeg),
+            as: .jpeg, options: .init(quality: 0.9))
     }
     static var png: Data {
-        try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 64, height: 48, alpha: true)), as: .png,
-                                              options: .default)
+        try! ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 64, height: 48, alpha: true)), as: .png,
+            options: .default)
     }
     static var gif: Data {
-        let frames = (0..<3).map { ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 3 + $0), duration: 0.1) }
-        return try! ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
+        let frames = (0..<3).map {
+            ImageFrame(bitmap: TestImages.blocks(width: 32, height: 32, colors: 3 + $0), duration: 0.1)
+        }
+        return try! ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
     }
 
     func url(_ path: String) -> URL { URL(string: "mock://host\(path)")! }
 
     /// The completion-handler form, awaited: every call of `completion` in order.
-    func load(_ manager: ImageManager, _ url: URL?, options: ImageLoadOptions = [], context: ImageLoadContext = .init(),
-              expectedCalls: Int = 1) async -> [Result<ImageLoadResult, ImageError>] {
+    func load(
+        _ manager: ImageManager, _ url: URL?, options: ImageLoadOptions = [], context: ImageLoadContext = .init(),
+        expectedCalls: Int = 1
+    ) async -> [Result<ImageLoadResult, ImageError>] {
         let calls = Locked<[Result<ImageLoadResult, ImageError>]>([])
         let done = expectation(description: "completion")
         done.expectedFulfillmentCount = expectedCalls
@@ -72,7 +84,11 @@ final class ImageManagerTests: XCTestCase {
             let calls = await load(manager, bad)
             XCTAssertEqual(calls.count, 1)
             XCTAssertEqual(calls.first.flatMap { try? $0.get() } == nil, true)
-            if case .failure(let error)? = calls.first { XCTAssertEqual(error.code, .invalidURL) } else { XCTFail("no error") }
+            if case .failure(let error)? = calls.first {
+                XCTAssertEqual(error.code, .invalidURL)
+            } else {
+                XCTFail("no error")
+            }
         }
         XCTAssertEqual(loader.totalRequests, 0)
         XCTAssertFalse(manager.isRunning)
@@ -107,13 +123,17 @@ final class ImageManagerTests: XCTestCase {
 
     func testTransientFailuresAreNotBlacklisted() async {
         let manager = makeManager()
-        let transient: [ImageError] = [ImageError(.timedOut, "t"), ImageError(.cannotConnect, "c"), ImageError(.cannotFindHost, "h"),
-                                       ImageError(.connectionLost, "l"), ImageError(.invalidStatusCode, "503", httpStatusCode: 503),
-                                       ImageError(.invalidStatusCode, "429", httpStatusCode: 429)]
+        let transient: [ImageError] = [
+            ImageError(.timedOut, "t"), ImageError(.cannotConnect, "c"), ImageError(.cannotFindHost, "h"),
+            ImageError(.connectionLost, "l"), ImageError(.invalidStatusCode, "503", httpStatusCode: 503),
+            ImageError(.invalidStatusCode, "429", httpStatusCode: 429),
+        ]
         for (index, error) in transient.enumerated() {
             loader.answer("/t\(index)", .failure(error))
             for _ in 0..<2 {
-                do { _ = try await manager.loadImage(url("/t\(index)")) } catch { XCTAssertEqual(error.code, transient[index].code) }
+                do { _ = try await manager.loadImage(url("/t\(index)")) } catch {
+                    XCTAssertEqual(error.code, transient[index].code)
+                }
             }
             XCTAssertEqual(loader.requestCount("/t\(index)"), 2, "\(error.code) must not blacklist")
         }
@@ -202,7 +222,9 @@ final class ImageManagerTests: XCTestCase {
         cache.memoryCache.removeAll()
         let cacheType = queue.sync { () -> ImageCacheType? in
             let found = Locked<ImageCacheType?>(nil)
-            manager.loadImage(with: url("/s.jpg"), options: .queryDiskDataSync) { result in found.withLock { $0 = try? result.get().cacheType } }
+            manager.loadImage(with: url("/s.jpg"), options: .queryDiskDataSync) { result in
+                found.withLock { $0 = try? result.get().cacheType }
+            }
             return found.withLock { $0 }
         }
         XCTAssertEqual(cacheType, .disk)
@@ -269,8 +291,9 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertEqual(loader.lastRequest?.cachedValidators?.etag, "\"v1\"", "a conditional request")
         XCTAssertFalse(manager.isRunning)
 
-        let newer = try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 100, height: 50)), as: .jpeg,
-                                                         options: .default)
+        let newer = try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 100, height: 50)), as: .jpeg,
+            options: .default)
         loader.answer("/r.jpg", .data(newer, headers: ["etag": "\"v2\""]))
         let changed = await load(manager, url("/r.jpg"), options: [.refreshCached, .waitStoreCache], expectedCalls: 2)
         XCTAssertEqual(changed.count, 2)
@@ -317,10 +340,11 @@ final class ImageManagerTests: XCTestCase {
         done.expectedFulfillmentCount = 20
         var tasks: [ImageLoadTask] = []
         for index in 0..<20 {
-            tasks.append(manager.loadImage(with: url("/j.jpg")) { result in
-                completions.withLock { $0[index, default: []].append(result) }
-                done.fulfill()
-            })
+            tasks.append(
+                manager.loadImage(with: url("/j.jpg")) { result in
+                    completions.withLock { $0[index, default: []].append(result) }
+                    done.fulfill()
+                })
         }
         let loader = self.loader!
         try await waitUntil { loader.heldCount == 1 }
@@ -334,7 +358,11 @@ final class ImageManagerTests: XCTestCase {
         for index in 0..<20 {
             XCTAssertEqual(all[index]?.count, 1, "caller \(index) completes exactly once")
             if index == 3 {
-                if case .failure(let error)? = all[index]?.first { XCTAssertEqual(error.code, .cancelled) } else { XCTFail() }
+                if case .failure(let error)? = all[index]?.first {
+                    XCTAssertEqual(error.code, .cancelled)
+                } else {
+                    XCTFail()
+                }
             } else {
                 XCTAssertEqual(try all[index]?.first?.get().image?.width, 320)
             }
@@ -348,7 +376,9 @@ final class ImageManagerTests: XCTestCase {
         loader.setHolds(true)
         let calls = Locked<[Result<ImageLoadResult, ImageError>]>([])
         let done = expectation(description: "cancelled")
-        let task = manager.loadImage(with: url("/c.jpg")) { result in calls.withLock { $0.append(result) }; done.fulfill() }
+        let task = manager.loadImage(with: url("/c.jpg")) { result in
+            calls.withLock { $0.append(result) }; done.fulfill()
+        }
         let loader = self.loader!
         try await waitUntil { loader.heldCount == 1 }
         task.cancel()
@@ -356,7 +386,11 @@ final class ImageManagerTests: XCTestCase {
         loader.releaseAll()
         try await Task.sleep(nanoseconds: 100_000_000)
         XCTAssertEqual(calls.withLock { $0.count }, 1)
-        if case .failure(let error) = calls.withLock({ $0[0] }) { XCTAssertEqual(error.code, .cancelled) } else { XCTFail() }
+        if case .failure(let error) = calls.withLock({ $0[0] }) {
+            XCTAssertEqual(error.code, .cancelled)
+        } else {
+            XCTFail()
+        }
         XCTAssertTrue(task.isCancelled)
         XCTAssertFalse(manager.isFailedURL(url("/c.jpg")))
         let onDisk = await cache.containsImage(CacheKey(url("/c.jpg")))
@@ -370,7 +404,9 @@ final class ImageManagerTests: XCTestCase {
         loader.answer("/g.jpg", .data(Self.jpeg))
         let calls = Locked<[Result<ImageLoadResult, ImageError>]>([])
         let done = expectation(description: "cancelled")
-        let task = manager.loadImage(with: url("/g.jpg")) { result in calls.withLock { $0.append(result) }; done.fulfill() }
+        let task = manager.loadImage(with: url("/g.jpg")) { result in
+            calls.withLock { $0.append(result) }; done.fulfill()
+        }
         try await waitUntil { gate.waiting > 0 }
         task.cancel()
         await fulfillment(of: [done], timeout: 5)
@@ -407,7 +443,9 @@ final class ImageManagerTests: XCTestCase {
         loader.answer("/slow.jpg", .data(Self.jpeg))
         let calls = Locked<[Result<ImageLoadResult, ImageError>]>([])
         let done = expectation(description: "cancelled")
-        let task = manager.loadImage(with: url("/slow.jpg")) { result in calls.withLock { $0.append(result) }; done.fulfill() }
+        let task = manager.loadImage(with: url("/slow.jpg")) { result in
+            calls.withLock { $0.append(result) }; done.fulfill()
+        }
         try await waitUntil { slow.started.withLock { $0 } }
         task.cancel()
         await fulfillment(of: [done], timeout: 5)
@@ -428,7 +466,9 @@ final class ImageManagerTests: XCTestCase {
         let loader = self.loader!
         try await waitUntil { loader.heldCount == 1 && manager.runningCount == 2 }
         first.cancel()
-        do { _ = try await first.value; XCTFail("not cancelled") } catch { XCTAssertEqual((error as? ImageError)?.code, .cancelled) }
+        do { _ = try await first.value; XCTFail("not cancelled") } catch {
+            XCTAssertEqual((error as? ImageError)?.code, .cancelled)
+        }
         loader.releaseAll()
         let value = try await second.value
         XCTAssertEqual(value.image?.width, 320)
@@ -459,7 +499,9 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertNil(vetoed.image)
         XCTAssertEqual(loader.totalRequests, 0)
 
-        let processor = ImageLoadOptionsProcessor { _, options, context in (options.union(.decodeFirstFrameOnly), context) }
+        let processor = ImageLoadOptionsProcessor { _, options, context in
+            (options.union(.decodeFirstFrameOnly), context)
+        }
         let manager = makeManager(processor: processor)
         let still = try await manager.loadImage(url("/v.gif"))
         XCTAssertEqual(still.image?.frames.count, 1, "the processor's decodeFirstFrameOnly took effect")
@@ -479,7 +521,8 @@ final class ImageManagerTests: XCTestCase {
         loader.answer("/p.jpg", .data(Self.jpeg))
         _ = try await manager.loadImage(url("/p.jpg"), options: [.highPriority, .fromLoaderOnly])
         XCTAssertEqual(loader.lastRequest?.priority, .high)
-        _ = try await manager.loadImage(url("/p.jpg"), options: [.lowPriority, .fromLoaderOnly, .allowInvalidSSLCertificates])
+        _ = try await manager.loadImage(
+            url("/p.jpg"), options: [.lowPriority, .fromLoaderOnly, .allowInvalidSSLCertificates])
         XCTAssertEqual(loader.lastRequest?.priority, .low)
         XCTAssertEqual(loader.lastRequest?.allowsInvalidSSLCertificates, true)
     }
@@ -510,7 +553,9 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertEqual(result.cacheKey.rendered, "mock://host/photo-Half.jpg")
         let original = CacheKey(url("/photo.jpg"))
         XCTAssertEqual(cache.diskCache.data(forKey: original.identity), Self.jpeg, "original bytes under the plain key")
-        XCTAssertNil(cache.imageFromMemory(forKey: original), "the original's decode is not in memory (originalStoreCacheType disk)")
+        XCTAssertNil(
+            cache.imageFromMemory(forKey: original),
+            "the original's decode is not in memory (originalStoreCacheType disk)")
         XCTAssertEqual(cache.imageFromMemory(forKey: result.cacheKey)?.width, 160)
 
         // Another transformer and a thumbnail: made from the disk bytes, no request.
@@ -524,7 +569,8 @@ final class ImageManagerTests: XCTestCase {
         let thumb = try await manager.loadImage(url("/photo.jpg"), options: .waitStoreCache, context: thumbnail)
         XCTAssertEqual(thumb.image?.width, 64)
         XCTAssertEqual(loader.requestCount("/photo.jpg"), 1, "variants come from the cached original")
-        XCTAssertNotNil(cache.diskCache.data(forKey: thumb.cacheKey.identity), "the variant is stored under its own key")
+        XCTAssertNotNil(
+            cache.diskCache.data(forKey: thumb.cacheKey.identity), "the variant is stored under its own key")
         XCTAssertEqual(cache.diskCache.data(forKey: original.identity), Self.jpeg, "the original entry is untouched")
 
         // A full-size load after a thumbnail-first load: distinct keys.
@@ -542,7 +588,8 @@ final class ImageManagerTests: XCTestCase {
         XCTAssertEqual(thumb.image?.width, 100)
         XCTAssertTrue(thumb.cacheKey.rendered.contains("Thumbnail({100.000000,100.000000},1)"))
         XCTAssertEqual(cache.diskCache.data(forKey: CacheKey(url("/t.jpg")).identity), Self.jpeg)
-        XCTAssertNil(cache.imageFromMemory(forKey: CacheKey(url("/t.jpg"))), "a thumbnail never lands on the original's entry")
+        XCTAssertNil(
+            cache.imageFromMemory(forKey: CacheKey(url("/t.jpg"))), "a thumbnail never lands on the original's entry")
         let full = try await manager.loadImage(url("/t.jpg"))
         XCTAssertEqual(full.image?.width, 320)
         XCTAssertEqual(full.cacheType, .disk)
@@ -557,7 +604,8 @@ final class ImageManagerTests: XCTestCase {
         let untouched = try await manager.loadImage(url("/anim.gif"), context: context)
         XCTAssertEqual(untouched.image?.width, 32)
         XCTAssertEqual(untouched.image?.frameCount, 3)
-        let transformed = try await manager.loadImage(url("/anim.gif"), options: [.transformAnimatedImage, .fromLoaderOnly], context: context)
+        let transformed = try await manager.loadImage(
+            url("/anim.gif"), options: [.transformAnimatedImage, .fromLoaderOnly], context: context)
         XCTAssertEqual(transformed.image?.width, 16)
     }
 
@@ -573,8 +621,9 @@ final class ImageManagerTests: XCTestCase {
             try? ImageCodersManager.shared.encode(image, as: .png, options: .default)
         }
         let manager = makeManager(serializer: serializer)
-        let webp = try ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 40, height: 30)), as: .webp,
-                                                        options: .init(quality: 0.8))
+        let webp = try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 40, height: 30)), as: .webp,
+            options: .init(quality: 0.8))
         loader.answer("/w.webp", .data(webp))
         _ = try await manager.loadImage(url("/w.webp"), options: .waitStoreCache)
         let stored = try XCTUnwrap(cache.diskCache.data(forKey: CacheKey(url("/w.webp")).identity))
@@ -586,7 +635,8 @@ final class ImageManagerTests: XCTestCase {
         loader.answer("/big.jpg", .data(Self.jpeg))
         var context = ImageLoadContext()
         context.scaleDownLimitBytes = 100 * 100 * 4
-        let small = try await manager.loadImage(url("/big.jpg"), options: [.scaleDownLargeImages, .waitStoreCache], context: context)
+        let small = try await manager.loadImage(
+            url("/big.jpg"), options: [.scaleDownLargeImages, .waitStoreCache], context: context)
         XCTAssertLessThanOrEqual(small.image!.width * small.image!.height, 100 * 100)
         XCTAssertFalse(small.cacheKey.isOriginal)
         let full = try await manager.loadImage(url("/big.jpg"))
@@ -668,13 +718,13 @@ final class ImageManagerTests: XCTestCase {
     }
 }
 
-
 /// Halves width and height with the resampler.
 struct HalfSize: ImageTransforming {
     var transformerKey: String { "Half" }
     func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
-        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: image.width / 2, height: image.height / 2),
-                                           preservesAspectRatio: false)
+        let options = ImageDecodingOptions(
+            thumbnailPixelSize: PixelSize(width: image.width / 2, height: image.height / 2),
+            preservesAspectRatio: false)
         let data = try ImageCodersManager.shared.encode(image, as: .png, options: .default)
         return try ImageCodersManager.shared.decode(data, options: options)
     }
@@ -697,7 +747,8 @@ final class SlowCoder: ImageCoding {
     }
     func release() { gate.signal() }
     func canEncode(_ format: ImageFormat) -> Bool { false }
-    func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data
+    {
         throw ImageError(.encodingFailed, "no")
     }
 }
@@ -716,8 +767,10 @@ final class GatedCache: ImageCaching {
         }
         for waiter in waiters { waiter.resume() }
     }
-    func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-               decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+    func query(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         await withCheckedContinuation { continuation in
             let resumeNow = state.withLock { state -> Bool in
                 if state.open { return true }
@@ -729,7 +782,9 @@ final class GatedCache: ImageCaching {
         if Task.isCancelled { throw ImageError(.cancelled, "cancelled") }
         return try await inner.query(key, cacheType: cacheType, options: options, decoding: decoding)
     }
-    func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?) async throws(ImageError) {
+    func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?
+    ) async throws(ImageError) {
         try await inner.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
     }
     func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
@@ -754,17 +809,23 @@ final class CountingCache: ImageCaching {
         count("memory")
         return inner.imageFromMemory(forKey: key)
     }
-    func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                            decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+    func querySynchronously(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) -> Result<ImageCacheQueryResult, ImageError>? {
         count("sync")
         return inner.querySynchronously(key, cacheType: cacheType, options: options, decoding: decoding)
     }
-    func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-               decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+    func query(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         count("query")
         return try await inner.query(key, cacheType: cacheType, options: options, decoding: decoding)
     }
-    func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?) async throws(ImageError) {
+    func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType, http: HTTPCacheHeaders?
+    ) async throws(ImageError) {
         count("store")
         try await inner.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
     }

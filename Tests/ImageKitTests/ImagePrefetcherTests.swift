@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The prefetcher (spec §4.7, PRE-01…04) over a real manager with a scripted, instrumented
@@ -13,8 +14,9 @@ final class ImagePrefetcherTests: XCTestCase {
     override func setUp() {
         directory = TemporaryDirectory("prefetcher")
         loader = MockLoader()
-        let cache = try! ImageCache(directory: directory.url,
-                                    configuration: .init(memory: .init(costLimit: 64 << 20), disk: .init(sweepsAtOpen: false)))
+        let cache = try! ImageCache(
+            directory: directory.url,
+            configuration: .init(memory: .init(costLimit: 64 << 20), disk: .init(sweepsAtOpen: false)))
         manager = ImageManager(cache: cache, loader: loader, configuration: .init(callbackQueue: queue))
     }
 
@@ -25,7 +27,8 @@ final class ImagePrefetcherTests: XCTestCase {
     }
 
     static var png: Data {
-        try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: 24, height: 16)), as: .png, options: .default)
+        try! ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: 24, height: 16)), as: .png, options: .default)
     }
 
     func url(_ path: String) -> URL { URL(string: "mock://host\(path)")! }
@@ -40,19 +43,24 @@ final class ImagePrefetcherTests: XCTestCase {
     }
 
     /// Runs a prefetch with handlers; returns the progress reports and every completion call.
-    func prefetch(_ prefetcher: ImagePrefetcher, _ urls: [URL], options: ImageLoadOptions? = nil,
-                  timeout: TimeInterval = 20) async -> (progress: [ImagePrefetchProgress], completions: [ImagePrefetchSummary]) {
+    func prefetch(
+        _ prefetcher: ImagePrefetcher, _ urls: [URL], options: ImageLoadOptions? = nil,
+        timeout: TimeInterval = 20
+    ) async -> (progress: [ImagePrefetchProgress], completions: [ImagePrefetchSummary]) {
         let progress = Locked<[ImagePrefetchProgress]>([])
         let completions = Locked<[ImagePrefetchSummary]>([])
         let done = expectation(description: "completion")
-        prefetcher.prefetch(urls, options: options, progress: { report in
-            progress.withLock { $0.append(report) }
-        }, completion: { summary in
-            completions.withLock { $0.append(summary) }
-            done.fulfill()
-        })
+        prefetcher.prefetch(
+            urls, options: options,
+            progress: { report in
+                progress.withLock { $0.append(report) }
+            },
+            completion: { summary in
+                completions.withLock { $0.append(summary) }
+                done.fulfill()
+            })
         await fulfillment(of: [done], timeout: timeout)
-        try? await Task.sleep(nanoseconds: 50_000_000) // a second completion would arrive now
+        try? await Task.sleep(nanoseconds: 50_000_000)  // a second completion would arrive now
         return (progress.withLock { $0 }, completions.withLock { $0 })
     }
 
@@ -119,17 +127,24 @@ final class ImagePrefetcherTests: XCTestCase {
         let firstDone = expectation(description: "first")
         let secondDone = expectation(description: "second")
         let summaries = Locked<[String: ImagePrefetchSummary]>([:])
-        let firstToken = prefetcher.prefetch(first, completion: { summary in
-            summaries.withLock { $0["first"] = summary }
-            firstDone.fulfill()
-        })
-        let secondToken = prefetcher.prefetch(second, completion: { summary in
-            summaries.withLock { $0["second"] = summary }
-            secondDone.fulfill()
-        })
+        let firstToken = prefetcher.prefetch(
+            first,
+            completion: { summary in
+                summaries.withLock { $0["first"] = summary }
+                firstDone.fulfill()
+            })
+        let secondToken = prefetcher.prefetch(
+            second,
+            completion: { summary in
+                summaries.withLock { $0["second"] = summary }
+                secondDone.fulfill()
+            })
         await fulfillment(of: [firstDone, secondDone], timeout: 20)
-        XCTAssertEqual(summaries.withLock { $0["first"] }, ImagePrefetchSummary(totalCount: 10, finishedCount: 10, skippedCount: 1))
-        XCTAssertEqual(summaries.withLock { $0["second"] }, ImagePrefetchSummary(totalCount: 4, finishedCount: 4, skippedCount: 1))
+        XCTAssertEqual(
+            summaries.withLock { $0["first"] }, ImagePrefetchSummary(totalCount: 10, finishedCount: 10, skippedCount: 1)
+        )
+        XCTAssertEqual(
+            summaries.withLock { $0["second"] }, ImagePrefetchSummary(totalCount: 4, finishedCount: 4, skippedCount: 1))
         XCTAssertFalse(firstToken.isCancelled)
         XCTAssertFalse(secondToken.isCancelled)
         XCTAssertLessThanOrEqual(loader.maxConcurrentLoads, 3, "the limit holds over all calls together")
@@ -153,7 +168,9 @@ final class ImagePrefetcherTests: XCTestCase {
         token.cancel()
         token.cancel()
         await fulfillment(of: [cancelled], timeout: 10)
-        XCTAssertEqual(summaries.withLock { $0 }, [ImagePrefetchSummary(totalCount: 10, finishedCount: 0, skippedCount: 0, isCancelled: true)])
+        XCTAssertEqual(
+            summaries.withLock { $0 },
+            [ImagePrefetchSummary(totalCount: 10, finishedCount: 0, skippedCount: 0, isCancelled: true)])
         loader.releaseAll()
         await fulfillment(of: [otherDone], timeout: 10)
         XCTAssertEqual(otherToken.summary, ImagePrefetchSummary(totalCount: 3, finishedCount: 3, skippedCount: 0))
@@ -171,10 +188,12 @@ final class ImagePrefetcherTests: XCTestCase {
         done.expectedFulfillmentCount = 2
         let summaries = Locked<[ImagePrefetchSummary]>([])
         for half in [Array(urls[..<2]), Array(urls[2...])] {
-            prefetcher.prefetch(half, completion: { summary in
-                summaries.withLock { $0.append(summary) }
-                done.fulfill()
-            })
+            prefetcher.prefetch(
+                half,
+                completion: { summary in
+                    summaries.withLock { $0.append(summary) }
+                    done.fulfill()
+                })
         }
         await waitUntil { self.loader.heldCount == 1 }
         prefetcher.cancelPrefetching()

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// A target that records what it is told, in order.
@@ -19,7 +20,9 @@ final class RecordingTarget: ImageTarget, @unchecked Sendable {
     private var progressCalls: [ImageTargetProgress] = []
 
     func setImage(_ image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL?, animated: Bool) {
-        lock.lock(); setCalls.append(SetCall(image: image, data: data, cacheType: cacheType, url: url, animated: animated)); lock.unlock()
+        lock.lock();
+        setCalls.append(SetCall(image: image, data: data, cacheType: cacheType, url: url, animated: animated));
+        lock.unlock()
     }
 
     func imageLoadProgressDidChange(_ progress: ImageTargetProgress) {
@@ -51,8 +54,9 @@ final class ImageTargetTests: XCTestCase {
     override func setUp() {
         directory = TemporaryDirectory("targets")
         loader = MockLoader()
-        cache = try! ImageCache(directory: directory.url,
-                                configuration: .init(memory: .init(costLimit: 64 << 20), disk: .init(sweepsAtOpen: false)))
+        cache = try! ImageCache(
+            directory: directory.url,
+            configuration: .init(memory: .init(costLimit: 64 << 20), disk: .init(sweepsAtOpen: false)))
         manager = ImageManager(cache: cache, loader: loader, configuration: .init(callbackQueue: queue))
     }
 
@@ -68,8 +72,9 @@ final class ImageTargetTests: XCTestCase {
     /// Serves a PNG `width` pixels wide at `path`.
     @discardableResult
     func serve(_ path: String, width: Int, chunks: Int = 1, delay: TimeInterval = 0) -> URL {
-        let data = try! ImageCodersManager.shared.encode(TestImages.still(TestImages.gradient(width: width, height: 8)),
-                                                         as: .png, options: .default)
+        let data = try! ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.gradient(width: width, height: 8)),
+            as: .png, options: .default)
         loader.answer(path, .data(data, chunks: chunks, chunkDelay: delay))
         return url(path)
     }
@@ -88,17 +93,23 @@ final class ImageTargetTests: XCTestCase {
         }
 
         var all: [(Result<ImageLoadResult, ImageError>, Bool)] { lock.lock(); defer { lock.unlock() }; return calls }
-        var errorCodes: [ImageError.Code?] { all.map { if case .failure(let error) = $0.0 { return error.code } else { return nil } } }
+        var errorCodes: [ImageError.Code?] {
+            all.map { if case .failure(let error) = $0.0 { return error.code } else { return nil } }
+        }
     }
 
     @discardableResult
-    func load(into target: some ImageTarget, _ url: URL?, options: ImageLoadOptions = [], key: String? = nil,
-              context: ImageLoadContext = .init()) -> Calls {
+    func load(
+        into target: some ImageTarget, _ url: URL?, options: ImageLoadOptions = [], key: String? = nil,
+        context: ImageLoadContext = .init()
+    ) -> Calls {
         let calls = Calls(expectation(description: "completion of \(url?.path ?? "nil")"))
-        manager.loadImage(into: target, url: url, placeholder: placeholder, options: options, context: context,
-                          operationKey: key, completion: { result, isFinal in
-            calls.record(result, isFinal)
-        })
+        manager.loadImage(
+            into: target, url: url, placeholder: placeholder, options: options, context: context,
+            operationKey: key,
+            completion: { result, isFinal in
+                calls.record(result, isFinal)
+            })
         return calls
     }
 
@@ -146,7 +157,7 @@ final class ImageTargetTests: XCTestCase {
         let gate = DispatchSemaphore(value: 0)
         queue.async { gate.wait() }
         let first = load(into: target, a)
-        await waitUntil { self.manager.runningCount == 0 } // A's completion is queued
+        await waitUntil { self.manager.runningCount == 0 }  // A's completion is queued
         let second = load(into: target, b)
         gate.signal()
         await wait(first, second)
@@ -161,7 +172,7 @@ final class ImageTargetTests: XCTestCase {
         let image = load(into: target, a, key: "image")
         let background = load(into: target, b, key: "background")
         let twin = RecordingTarget()
-        let twinLoad = load(into: twin, b) // same type, default key: a registry of its own
+        let twinLoad = load(into: twin, b)  // same type, default key: a registry of its own
         let other = OtherTarget()
         let otherLoad = load(into: other, a)
         await wait(image, background, twinLoad, otherLoad)
@@ -209,7 +220,8 @@ final class ImageTargetTests: XCTestCase {
         do {
             let target = RecordingTarget()
             gone = target
-            manager.loadImage(into: target, url: a, placeholder: placeholder, completion: { _, _ in called.withLock { $0 = true } })
+            manager.loadImage(
+                into: target, url: a, placeholder: placeholder, completion: { _, _ in called.withLock { $0 = true } })
             await waitUntil { self.loader.heldCount == 1 }
         }
         XCTAssertNil(gone)
@@ -218,7 +230,8 @@ final class ImageTargetTests: XCTestCase {
         queue.sync {}
         XCTAssertFalse(called.withLock { $0 }, "no callback for a deallocated target")
         XCTAssertEqual(ImageTargetRegistry.shared.entryCount, 0)
-        XCTAssertNotNil(cache.imageFromMemory(forKey: CacheKey(a.absoluteString)), "the load ran to its end for the caches")
+        XCTAssertNotNil(
+            cache.imageFromMemory(forKey: CacheKey(a.absoluteString)), "the load ran to its end for the caches")
 
         // Targets come and go by the thousand while their loads run: nothing stays.
         loader.setHolds(true)
@@ -260,7 +273,8 @@ final class ImageTargetTests: XCTestCase {
         // Called on the callback queue, the placeholder is set before loadImage returns.
         let inline = queue.sync { () -> [Int] in
             let target = RecordingTarget()
-            manager.loadImage(into: target, url: serve("/slow.png", width: 40, chunks: 2, delay: 0.05), placeholder: placeholder)
+            manager.loadImage(
+                into: target, url: serve("/slow.png", width: 40, chunks: 2, delay: 0.05), placeholder: placeholder)
             return target.widths
         }
         XCTAssertEqual(inline, [1])
@@ -294,7 +308,8 @@ final class ImageTargetTests: XCTestCase {
         XCTAssertEqual(first.errorCodes, [.cancelled])
         XCTAssertEqual(second.errorCodes, [.invalidURL])
         XCTAssertEqual(Set(target.widths), [1], "only placeholders are set")
-        XCTAssertLessThanOrEqual(loader.totalRequests, 1, "the nil URL asks for nothing (A may have been cancelled before its request)")
+        XCTAssertLessThanOrEqual(
+            loader.totalRequests, 1, "the nil URL asks for nothing (A may have been cancelled before its request)")
         XCTAssertEqual(loader.requestCount("/a.png"), loader.totalRequests)
         loader.releaseAll()
     }
@@ -324,7 +339,8 @@ final class ImageTargetTests: XCTestCase {
         XCTAssertEqual(target.sets.last?.width, 640)
 
         let manual = RecordingTarget()
-        let manualCalls = load(into: manual, url("/prog.jpg"), options: [.progressiveLoad, .avoidAutoSetImage, .fromLoaderOnly])
+        let manualCalls = load(
+            into: manual, url("/prog.jpg"), options: [.progressiveLoad, .avoidAutoSetImage, .fromLoaderOnly])
         await wait(manualCalls)
         let unfinished = manualCalls.all.filter { !$0.1 }
         XCTAssertGreaterThan(unfinished.count, 0, "with avoidAutoSetImage previews reach the completion, not finished")
@@ -339,18 +355,21 @@ final class ImageTargetTests: XCTestCase {
         let target = RecordingTarget()
         let userProgress = Locked<[ImageLoadProgress]>([])
         let done = expectation(description: "done")
-        manager.loadImage(into: target, url: a, progress: { update in userProgress.withLock { $0.append(update) } },
-                          completion: { _, _ in done.fulfill() })
+        manager.loadImage(
+            into: target, url: a, progress: { update in userProgress.withLock { $0.append(update) } },
+            completion: { _, _ in done.fulfill() })
         await fulfillment(of: [done], timeout: 10)
         let progress = target.progress
         XCTAssertEqual(progress.first, ImageTargetProgress(completedUnitCount: 0, totalUnitCount: 0))
         XCTAssertEqual(progress.count, 5)
         XCTAssertEqual(progress.last?.fractionCompleted, 1)
-        XCTAssertEqual(progress.dropFirst().map(\.completedUnitCount), userProgress.withLock { $0 }.map(\.receivedBytes))
+        XCTAssertEqual(
+            progress.dropFirst().map(\.completedUnitCount), userProgress.withLock { $0 }.map(\.receivedBytes))
 
         let hit = RecordingTarget()
         await wait(load(into: hit, a))
-        XCTAssertEqual(hit.progress, [ImageTargetProgress(completedUnitCount: 0, totalUnitCount: 0), .unknownCompleted])
+        XCTAssertEqual(
+            hit.progress, [ImageTargetProgress(completedUnitCount: 0, totalUnitCount: 0), .unknownCompleted])
 
         XCTAssertEqual(ImageTargetProgress(completedUnitCount: 5, totalUnitCount: 0).fractionCompleted, 0)
         XCTAssertEqual(ImageTargetProgress(completedUnitCount: 15, totalUnitCount: 10).fractionCompleted, 1)

@@ -1,7 +1,8 @@
 import CImageCodecs
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// The DC-only 1/8-scale decoder against TurboJPEG's 1/8 decode of the same files.
 final class JPEGDCDecoderTests: XCTestCase {
@@ -26,15 +27,20 @@ final class JPEGDCDecoderTests: XCTestCase {
             guard dc.width == reference.width, dc.height == reference.height else { continue }
             // Luminance is libjpeg's 1x1 IDCT exactly. Subsampled chroma is the block DC where
             // libjpeg uses a 2x2 IDCT: the same after the 2x reduction the decoder requires.
-            if isGray(reference) { XCTAssertEqual(psnr(dc, reference), .infinity, "\(entry.path): grayscale must match exactly") }
+            if isGray(reference) {
+                XCTAssertEqual(psnr(dc, reference), .infinity, "\(entry.path): grayscale must match exactly")
+            }
             guard dc.width >= 2, dc.height >= 2 else { continue }
             let quality = psnr(halved(dc), halved(reference))
             lowest = min(lowest, quality)
             XCTAssertGreaterThan(quality, isProgressive ? 40 : 38, "\(entry.path)")
         }
-        print("DC decoder: took \(taken) corpus JPEGs (\(progressiveTaken) progressive), declined \(declined); lowest PSNR vs TurboJPEG \(lowest) dB")
+        print(
+            "DC decoder: took \(taken) corpus JPEGs (\(progressiveTaken) progressive), declined \(declined); lowest PSNR vs TurboJPEG \(lowest) dB"
+        )
         XCTAssertGreaterThan(progressiveTaken, 0, "progressive JPEGs take the DC-scan path")
-        XCTAssertGreaterThan(taken, 40, "clean baseline JPEGs of 16 px or more take the fast path (49 at the time of writing)")
+        XCTAssertGreaterThan(
+            taken, 40, "clean baseline JPEGs of 16 px or more take the fast path (49 at the time of writing)")
     }
 
     /// Truncated or damaged data never comes back as a clean DC decode: TurboJPEG must see it.
@@ -50,15 +56,21 @@ final class JPEGDCDecoderTests: XCTestCase {
                 XCTAssertNil(JPEGCoder.eighthScale(data.prefix(cut), dcOnly: true), "\(entry.path) cut at \(cut)")
             }
             var damaged = data
-            for index in stride(from: data.count / 2, to: min(data.count - 2, data.count / 2 + 64), by: 1) { damaged[index] = 0xFF }
-            _ = JPEGCoder.eighthScale(damaged, dcOnly: true) // must not crash or read out of bounds (ASan)
+            for index in stride(from: data.count / 2, to: min(data.count - 2, data.count / 2 + 64), by: 1) {
+                damaged[index] = 0xFF
+            }
+            _ = JPEGCoder.eighthScale(damaged, dcOnly: true)  // must not crash or read out of bounds (ASan)
         }
         XCTAssertGreaterThan(checked, 10)
         // Public behaviour is unchanged: a truncated file still reports truncatedData.
-        let sample = try XCTUnwrap(entries.first { JPEGCoder.eighthScale((try? $0.data) ?? Data(), dcOnly: true) != nil })
+        let sample = try XCTUnwrap(
+            entries.first { JPEGCoder.eighthScale((try? $0.data) ?? Data(), dcOnly: true) != nil })
         let data = try sample.data
-        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: max(1, (sample.width ?? 8) / 8), height: max(1, (sample.height ?? 8) / 8)))
-        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data.prefix(data.count * 3 / 4), options: options)) { error in
+        let options = ImageDecodingOptions(
+            thumbnailPixelSize: PixelSize(
+                width: max(1, (sample.width ?? 8) / 8), height: max(1, (sample.height ?? 8) / 8)))
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(data.prefix(data.count * 3 / 4), options: options)) {
+            error in
             XCTAssertEqual((error as? ImageError)?.code, .truncatedData)
         }
     }
@@ -76,25 +88,40 @@ final class JPEGDCDecoderTests: XCTestCase {
         for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Landscape_1.jpg"] {
             guard let data = try? Corpus.data(path) else { continue }
             let image = try ImageCodersManager.shared.decode(data)
-            sources.append((path + " (progressive)", try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: true))))
-            sources.append((path + " (baseline)", try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85))))
+            sources.append(
+                (
+                    path + " (progressive)",
+                    try ImageCodersManager.shared.encode(
+                        image, as: .jpeg, options: .init(quality: 0.85, progressive: true))
+                ))
+            sources.append(
+                (
+                    path + " (baseline)",
+                    try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85))
+                ))
         }
         var compared = 0, lowest = Double.infinity
         for (name, data) in sources {
-            guard let reference = JPEGCoder.eighthScale(data, dcOnly: false), JPEGCoder.eighthScale(data, dcOnly: true) != nil else { continue }
-            let full = try XCTUnwrap(data.withUnsafeBytes { bytes -> PixelSize? in
-                let markers = JPEGMarkers(bytes)
-                return PixelSize(width: markers.frameWidth, height: markers.frameHeight)
-            })
+            guard let reference = JPEGCoder.eighthScale(data, dcOnly: false),
+                JPEGCoder.eighthScale(data, dcOnly: true) != nil
+            else { continue }
+            let full = try XCTUnwrap(
+                data.withUnsafeBytes { bytes -> PixelSize? in
+                    let markers = JPEGMarkers(bytes)
+                    return PixelSize(width: markers.frameWidth, height: markers.frameHeight)
+                })
             for reduction in [1.0, 1.5, 2.0, 3.1] {
-                let box = PixelSize(width: max(1, Int(Double(reference.width) / reduction)), height: max(1, Int(Double(reference.height) / reduction)))
+                let box = PixelSize(
+                    width: max(1, Int(Double(reference.width) / reduction)),
+                    height: max(1, Int(Double(reference.height) / reduction)))
                 var options = ImageDecodingOptions(thumbnailPixelSize: box)
                 options.appliesOrientation = false
-                options.keepsColorProfile = true // decoder against decoder: the stored colours
+                options.keepsColorProfile = true  // decoder against decoder: the stored colours
                 let thumbnail = try ImageCodersManager.shared.decode(data, options: options).frames[0].bitmap
-                guard thumbnail.width * 8 < full.width else { continue } // a larger DCT scale: not this path
-                let expected = try reference.resized(to: PixelSize(width: thumbnail.width, height: thumbnail.height),
-                                                     extent: (Double(full.width) / 8, Double(full.height) / 8), reducingGap: 1)
+                guard thumbnail.width * 8 < full.width else { continue }  // a larger DCT scale: not this path
+                let expected = try reference.resized(
+                    to: PixelSize(width: thumbnail.width, height: thumbnail.height),
+                    extent: (Double(full.width) / 8, Double(full.height) / 8), reducingGap: 1)
                 let quality = psnr(thumbnail, expected)
                 lowest = min(lowest, quality)
                 compared += 1
@@ -113,17 +140,25 @@ final class JPEGDCDecoderTests: XCTestCase {
         for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Portrait_3.jpg"] {
             guard let original = try? Corpus.data(path) else { continue }
             let image = try ImageCodersManager.shared.decode(original)
-            let data = try ImageCodersManager.shared.encode(image, as: .jpeg, options: .init(quality: 0.85, progressive: true))
+            let data = try ImageCodersManager.shared.encode(
+                image, as: .jpeg, options: .init(quality: 0.85, progressive: true))
             let whole = try XCTUnwrap(JPEGCoder.eighthScale(data, dcOnly: true))
-            let end = data.withUnsafeBytes { ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+            let end = data.withUnsafeBytes {
+                ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
+            }
             XCTAssertGreaterThan(end, 0, path)
             XCTAssertLessThan(end, data.count / 3, "\(path): libjpeg's script sends the DC first")
             let prefix = data.prefix(end)
             let partial = try XCTUnwrap(JPEGCoder.eighthScale(prefix, dcOnly: true, partial: true), path)
             XCTAssertGreaterThan(psnr(partial, whole), 45, path)
-            XCTAssertNil(JPEGCoder.eighthScale(prefix, dcOnly: true), "\(path): without the flag the whole file is required")
-            XCTAssertNil(JPEGCoder.eighthScale(data.prefix(end - 3), dcOnly: true, partial: true), "\(path): one scan short")
-            XCTAssertEqual(data.prefix(end - 1).withUnsafeBytes { ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }, 0)
+            XCTAssertNil(
+                JPEGCoder.eighthScale(prefix, dcOnly: true), "\(path): without the flag the whole file is required")
+            XCTAssertNil(
+                JPEGCoder.eighthScale(data.prefix(end - 3), dcOnly: true, partial: true), "\(path): one scan short")
+            XCTAssertEqual(
+                data.prefix(end - 1).withUnsafeBytes {
+                    ik_jpeg_dc_scans_end($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
+                }, 0)
             checked += 1
         }
         XCTAssertEqual(checked, 2)
@@ -136,7 +171,8 @@ final class JPEGDCDecoderTests: XCTestCase {
         for y in 0..<height {
             let row = buffer.row(y)
             for x in 0..<width {
-                let a = bitmap[2 * x, 2 * y], b = bitmap[2 * x + 1, 2 * y], c = bitmap[2 * x, 2 * y + 1], d = bitmap[2 * x + 1, 2 * y + 1]
+                let a = bitmap[2 * x, 2 * y], b = bitmap[2 * x + 1, 2 * y], c = bitmap[2 * x, 2 * y + 1],
+                    d = bitmap[2 * x + 1, 2 * y + 1]
                 row[4 * x] = UInt8((Int(a.r) + Int(b.r) + Int(c.r) + Int(d.r) + 2) / 4)
                 row[4 * x + 1] = UInt8((Int(a.g) + Int(b.g) + Int(c.g) + Int(d.g) + 2) / 4)
                 row[4 * x + 2] = UInt8((Int(a.b) + Int(b.b) + Int(c.b) + Int(d.b) + 2) / 4)

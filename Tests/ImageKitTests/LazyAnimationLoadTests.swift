@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Animations through the manager and the caches (issue 12, item 3): lazy by default, costed by
@@ -13,8 +14,9 @@ final class LazyAnimationLoadTests: XCTestCase {
     override func setUp() {
         directory = TemporaryDirectory("lazy-animation")
         loader = MockLoader()
-        cache = try! ImageCache(directory: directory.url,
-                                configuration: .init(memory: .init(costLimit: 256 << 20), disk: .init(sweepsAtOpen: false)))
+        cache = try! ImageCache(
+            directory: directory.url,
+            configuration: .init(memory: .init(costLimit: 256 << 20), disk: .init(sweepsAtOpen: false)))
     }
 
     override func tearDown() {
@@ -34,15 +36,19 @@ final class LazyAnimationLoadTests: XCTestCase {
         let frames = (0..<24).map { index in
             ImageFrame(bitmap: TestImages.gradient(width: 96, height: 80, seed: index), duration: 0.05)
         }
-        return try! ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
+        return try! ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .default)
     }
 
-    func assertSameFrames(_ image: DecodedImage, _ eager: DecodedImage, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertSameFrames(
+        _ image: DecodedImage, _ eager: DecodedImage, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         XCTAssertEqual(image.frameCount, eager.frames.count, file: file, line: line)
         for index in 0..<eager.frames.count {
             let frame = try image.frame(at: index)
             XCTAssertEqual(frame.duration, eager.frames[index].duration, file: file, line: line)
-            XCTAssertTrue(samePixels(frame.bitmap, eager.frames[index].bitmap), "frame \(index)", file: file, line: line)
+            XCTAssertTrue(
+                samePixels(frame.bitmap, eager.frames[index].bitmap), "frame \(index)", file: file, line: line)
         }
     }
 
@@ -115,7 +121,8 @@ final class LazyAnimationLoadTests: XCTestCase {
         let lazy = try await manager.loadImage(url("/a.gif"), options: .fromLoaderOnly, context: context)
         XCTAssertEqual(lazy.image?.frameCount, 24)
         do {
-            _ = try await manager.loadImage(url("/a.gif"), options: [.preloadAllFrames, .fromLoaderOnly], context: context)
+            _ = try await manager.loadImage(
+                url("/a.gif"), options: [.preloadAllFrames, .fromLoaderOnly], context: context)
             XCTFail("24 canvases are over the limit")
         } catch {
             XCTAssertEqual(error.code, .decompressionBomb)
@@ -152,8 +159,9 @@ final class LazyAnimationLoadTests: XCTestCase {
         XCTAssertEqual(thumbnail.frames.count, 24)
         XCTAssertEqual(thumbnail.width, 48)
         // A still GIF and a still PNG stay ordinary images.
-        let still = try ImageCodersManager.shared.encode(TestImages.still(TestImages.blocks(width: 8, height: 8), format: .gif), as: .gif,
-                                                         options: .default)
+        let still = try ImageCodersManager.shared.encode(
+            TestImages.still(TestImages.blocks(width: 8, height: 8), format: .gif), as: .gif,
+            options: .default)
         XCTAssertFalse(try ImageCodersManager.shared.decode(still, options: .init(decodesFramesLazily: true)).isLazy)
     }
 
@@ -171,7 +179,9 @@ final class LazyAnimationLoadTests: XCTestCase {
         XCTAssertNil(image.animation)
         XCTAssertEqual(image.frames.count, 24)
         let eager = try ImageCodersManager.shared.decode(data)
-        XCTAssertTrue(samePixels(image.frames[23].bitmap, try eager.frames[23].bitmap.flipped(horizontally: true, vertically: false)))
+        XCTAssertTrue(
+            samePixels(
+                image.frames[23].bitmap, try eager.frames[23].bitmap.flipped(horizontally: true, vertically: false)))
         XCTAssertEqual(loader.requestCount("/a.gif"), 1, "made from the cached original")
     }
 
@@ -180,14 +190,14 @@ final class LazyAnimationLoadTests: XCTestCase {
         let animation = try XCTUnwrap(lazy.animation)
         let memory = MemoryCache(configuration: .init(costLimit: 64 << 20))
         memory.setImage(lazy, forKey: "a")
-        _ = try animation.frame(at: 23)                    // takes checkpoints on the way
+        _ = try animation.frame(at: 23)  // takes checkpoints on the way
         let withCheckpoints = animation.retainedBytes
         let clock = VirtualClock()
         let player = AnimatedImagePlayer(animation, loops: 2, maxBufferBytes: 1 << 20, clock: clock)
         var iterator = player.makeAsyncIterator()
         for _ in 0..<10 { _ = try await iterator.next() }
         XCTAssertGreaterThan(player.bufferedBytes, 2 * 96 * 80 * 4)
-        memory.trim(toCost: 64 << 20)                      // nothing evicted, everything trimmed
+        memory.trim(toCost: 64 << 20)  // nothing evicted, everything trimmed
         XCTAssertEqual(memory.count, 1)
         XCTAssertLessThan(animation.retainedBytes, withCheckpoints)
         XCTAssertLessThanOrEqual(player.bufferedBytes, 96 * 80 * 4, "at most the frame decoded ahead stays")

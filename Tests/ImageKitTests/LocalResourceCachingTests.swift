@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// `file:` and `data:` loads: decoded in memory, never copied to the disk cache, and a file's
 /// memory entry is for one version of the file.
@@ -17,12 +18,15 @@ final class LocalResourceCachingTests: XCTestCase {
     func png(_ level: UInt8, size: Int) throws -> Data {
         let buffer = try PixelBuffer(width: size, height: size)
         buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: level, count: buffer.byteCount)
-        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
-                                                    as: .png, options: .default)
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: true))], format: .png),
+            as: .png, options: .default)
     }
 
     func testLocalLoadsAreNotWrittenToDiskAndAnEditedFileIsNotStale() async throws {
-        let cache = try ImageCache(directory: directory.appendingPathComponent("cache"), configuration: .init(disk: .init(sweepsAtOpen: false)))
+        let cache = try ImageCache(
+            directory: directory.appendingPathComponent("cache"), configuration: .init(disk: .init(sweepsAtOpen: false))
+        )
         let manager = ImageManager(cache: cache)
         let file = directory.appendingPathComponent("a.png")
         try png(10, size: 8).write(to: file)

@@ -1,27 +1,30 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class MemoryCacheTests: XCTestCase {
     /// An image costing `bytesPerRow × height`: with width 16 (64-byte rows) the cost is 64 × height.
     func image(height: Int = 4, frames: Int = 1) -> DecodedImage {
-        DecodedImage(frames: (0..<frames).map { _ in ImageFrame(bitmap: TestImages.gradient(width: 16, height: height)) }, format: .png)
+        DecodedImage(
+            frames: (0..<frames).map { _ in ImageFrame(bitmap: TestImages.gradient(width: 16, height: height)) },
+            format: .png)
     }
 
     func testLRUOrderAndCountLimit() {
         let cache = MemoryCache(configuration: .init(costLimit: 0, countLimit: 3))
         for key in ["a", "b", "c"] { cache.setImage(image(), forKey: key) }
         XCTAssertEqual(cache.keysByRecency, ["c", "b", "a"])
-        XCTAssertNotNil(cache.image(forKey: "a")) // a becomes most recent
+        XCTAssertNotNil(cache.image(forKey: "a"))  // a becomes most recent
         XCTAssertEqual(cache.keysByRecency, ["a", "c", "b"])
-        cache.setImage(image(), forKey: "d")       // evicts b, the least recently used
+        cache.setImage(image(), forKey: "d")  // evicts b, the least recently used
         XCTAssertEqual(cache.keysByRecency, ["d", "a", "c"])
         XCTAssertNil(cache.image(forKey: "b"))
         XCTAssertEqual(cache.count, 3)
     }
 
     func testCostLimitIsStrict() {
-        let entry = image(height: 10) // 640 bytes
+        let entry = image(height: 10)  // 640 bytes
         XCTAssertEqual(entry.cost, 640)
         let cache = MemoryCache(configuration: .init(costLimit: 6400 * 2, maxEntryCostFraction: 1))
         for index in 0..<50 {
@@ -43,7 +46,7 @@ final class MemoryCacheTests: XCTestCase {
     }
 
     func testEntriesOverTheCapAreNotStored() {
-        let cache = MemoryCache(configuration: .init(costLimit: 6400)) // cap: 10 % = 640
+        let cache = MemoryCache(configuration: .init(costLimit: 6400))  // cap: 10 % = 640
         cache.setImage(image(height: 10), forKey: "fits")
         cache.setImage(image(height: 11), forKey: "too-big")
         XCTAssertNotNil(cache.image(forKey: "fits"))
@@ -80,7 +83,7 @@ final class MemoryCacheTests: XCTestCase {
         var held: DecodedImage? = image(frames: 2)
         held!.frames[1].duration = 0.25
         cache.setImage(held!, forKey: "held")
-        cache.setImage(image(), forKey: "other") // evicts "held" from the LRU
+        cache.setImage(image(), forKey: "other")  // evicts "held" from the LRU
         XCTAssertEqual(cache.keysByRecency, ["other"])
         let revived = cache.image(forKey: "held")
         XCTAssertNotNil(revived, "still referenced by the test, so the weak cache hands it back")
@@ -111,7 +114,8 @@ final class MemoryCacheTests: XCTestCase {
     }
 
     func testConcurrentUseKeepsLimits() {
-        let cache = MemoryCache(configuration: .init(costLimit: 64 * 4 * 50, countLimit: 0, maxEntryCostFraction: 1, usesWeakCache: true))
+        let cache = MemoryCache(
+            configuration: .init(costLimit: 64 * 4 * 50, countLimit: 0, maxEntryCostFraction: 1, usesWeakCache: true))
         let images = (0..<8).map { _ in image() }
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for step in 0..<2000 {
@@ -136,14 +140,18 @@ final class MemoryCacheTests: XCTestCase {
         let leaf = root.url.appendingPathComponent("kubepods/pod1/app")
         try FileManager.default.createDirectory(at: leaf, withIntermediateDirectories: true)
         try "max\n".write(to: leaf.appendingPathComponent("memory.max"), atomically: true, encoding: .utf8)
-        try "536870912\n".write(to: root.url.appendingPathComponent("kubepods/pod1/memory.max"), atomically: true, encoding: .utf8)
+        try "536870912\n".write(
+            to: root.url.appendingPathComponent("kubepods/pod1/memory.max"), atomically: true, encoding: .utf8)
         let membership = root.url.appendingPathComponent("cgroup")
         try "0::/kubepods/pod1/app\n".write(to: membership, atomically: true, encoding: .utf8)
-        let limit = MemoryLimits.availableMemory(procSelfCgroup: membership.path, cgroupRoot: root.path, physicalMemory: 64 << 30)
+        let limit = MemoryLimits.availableMemory(
+            procSelfCgroup: membership.path, cgroupRoot: root.path, physicalMemory: 64 << 30)
         XCTAssertEqual(limit, 536_870_912)
         // No cgroup v2 line: physical memory.
         try "5:memory:/x\n".write(to: membership, atomically: true, encoding: .utf8)
-        XCTAssertEqual(MemoryLimits.availableMemory(procSelfCgroup: membership.path, cgroupRoot: root.path, physicalMemory: 1 << 30), 1 << 30)
+        XCTAssertEqual(
+            MemoryLimits.availableMemory(
+                procSelfCgroup: membership.path, cgroupRoot: root.path, physicalMemory: 1 << 30), 1 << 30)
         // The default cost limit is 15 % of what is available here.
         XCTAssertEqual(MemoryLimits.defaultCacheCostLimit, Int(Double(MemoryLimits.availableMemory()) * 0.15))
     }

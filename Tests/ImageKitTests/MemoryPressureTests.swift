@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImageKit
 import XCTest
+
+@testable import ImageKit
 
 /// The memory-pressure monitor against synthetic kernel files: no real pressure is made.
 final class MemoryPressureTests: XCTestCase {
@@ -8,24 +9,29 @@ final class MemoryPressureTests: XCTestCase {
     final class FakeFiles: Sendable {
         let files = Locked<[String: String]>([
             "/proc/self/cgroup": "0::/app.slice/imagekit.service\n",
-            "/cg/app.slice/imagekit.service/memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+            "/cg/app.slice/imagekit.service/memory.pressure":
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
             "/cg/app.slice/imagekit.service/memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
             "/cg/app.slice/imagekit.service/memory.current": "100000000\n",
             "/cg/app.slice/imagekit.service/memory.max": "1000000000\n",
         ])
-        func set(_ name: String, _ contents: String) { files.withLock { $0["/cg/app.slice/imagekit.service/" + name] = contents } }
+        func set(_ name: String, _ contents: String) {
+            files.withLock { $0["/cg/app.slice/imagekit.service/" + name] = contents }
+        }
         func read(_ path: String) -> String? { files.withLock { $0[path] } }
     }
 
     func bitmapImage(_ side: Int) throws -> DecodedImage {
-        DecodedImage(frames: [ImageFrame(bitmap: try PixelBuffer(width: side, height: side).freeze(isOpaque: true))], format: .png)
+        DecodedImage(
+            frames: [ImageFrame(bitmap: try PixelBuffer(width: side, height: side).freeze(isOpaque: true))],
+            format: .png)
     }
 
     func testPressureSignalsTrimTheWatchedCaches() throws {
         let files = FakeFiles()
         let monitor = MemoryPressureMonitor(interval: 0, cgroupRoot: "/cg", readFile: { files.read($0) })
         let cache = MemoryCache(configuration: .init(costLimit: 100 << 20))
-        for index in 0..<8 { cache.setImage(try bitmapImage(256), forKey: "\(index)") } // 8 × 256 KiB
+        for index in 0..<8 { cache.setImage(try bitmapImage(256), forKey: "\(index)") }  // 8 × 256 KiB
         let full = cache.totalCost
         monitor.watch(cache)
         let heard = Locked<[MemoryPressureMonitor.Level]>([])
@@ -35,7 +41,9 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertEqual(cache.totalCost, full)
 
         // Stalls: some avg10 = 12 % is a warning → half.
-        files.set("memory.pressure", "some avg10=12.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=1\n")
+        files.set(
+            "memory.pressure",
+            "some avg10=12.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=1\n")
         XCTAssertEqual(monitor.poll(now: 1), .warning)
         XCTAssertLessThanOrEqual(cache.totalCost, full / 2)
         XCTAssertGreaterThan(cache.totalCost, 0)
@@ -52,7 +60,9 @@ final class MemoryPressureTests: XCTestCase {
         XCTAssertEqual(heard.withLock { $0 }, [.warning, .critical])
 
         // Back to normal: the event counter no longer grows, the stalls are gone.
-        files.set("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
+        files.set(
+            "memory.pressure",
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
         XCTAssertEqual(monitor.poll(now: 4), .normal)
     }
 
@@ -70,9 +80,12 @@ final class MemoryPressureTests: XCTestCase {
     }
 
     func testOutsideACgroupMeminfoIsRead() {
-        let monitor = MemoryPressureMonitor(interval: 0, readFile: { path in
-            path == "/proc/meminfo" ? "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:     600000 kB\n" : nil
-        })
+        let monitor = MemoryPressureMonitor(
+            interval: 0,
+            readFile: { path in
+                path == "/proc/meminfo"
+                    ? "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:     600000 kB\n" : nil
+            })
         let reading = monitor.read()
         XCTAssertEqual(reading.total, 16_000_000 * 1024)
         XCTAssertEqual(reading.available, 600_000 * 1024)

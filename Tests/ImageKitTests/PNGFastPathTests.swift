@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The one-shot PNG path (`ik_png_fast.c`): libpng's pixels, byte for byte, on every file it
@@ -18,7 +19,9 @@ final class PNGFastPathTests: XCTestCase {
     /// libpng alone, without the checks `decodeStill` makes before either path.
     func rawLibpng(_ data: Data) -> Outcome {
         Result { () throws(ImageError) in
-            try data.withImageBytes { bytes throws(ImageError) in try PNGCoder.decodeStillWithLibpng(bytes, limits: .default, ignoreCRC: false) }
+            try data.withImageBytes { bytes throws(ImageError) in
+                try PNGCoder.decodeStillWithLibpng(bytes, limits: .default, ignoreCRC: false)
+            }
         }
     }
 
@@ -71,16 +74,20 @@ final class PNGFastPathTests: XCTestCase {
 
     func testEveryColourTypeAndDepthRoundTripsAndMatchesLibpng() throws {
         // Every IHDR combination, interlaced or not, with tRNS where it applies, built from raw rows.
-        let combinations: [(colour: UInt8, depths: [UInt8])] = [(0, [1, 2, 4, 8, 16]), (2, [8, 16]), (3, [1, 2, 4, 8]), (4, [8, 16]), (6, [8, 16])]
+        let combinations: [(colour: UInt8, depths: [UInt8])] = [
+            (0, [1, 2, 4, 8, 16]), (2, [8, 16]), (3, [1, 2, 4, 8]), (4, [8, 16]), (6, [8, 16]),
+        ]
         var generator = SplitMix(seed: 42)
         for (colour, depths) in combinations {
             for depth in depths {
                 for interlaced in [false, true] {
                     for withTRNS in colour == 4 || colour == 6 ? [false] : [false, true] {
                         for filter: UInt8 in [0, 1, 2, 3, 4, 5] where !(interlaced && filter == 5) {
-                            let png = PNGBuilder.random(width: 13, height: 11, colour: colour, depth: depth, interlaced: interlaced,
-                                                        trns: withTRNS, filter: filter, generator: &generator)
-                            let what = "colour \(colour) depth \(depth) interlaced \(interlaced) tRNS \(withTRNS) filter \(filter)"
+                            let png = PNGBuilder.random(
+                                width: 13, height: 11, colour: colour, depth: depth, interlaced: interlaced,
+                                trns: withTRNS, filter: filter, generator: &generator)
+                            let what =
+                                "colour \(colour) depth \(depth) interlaced \(interlaced) tRNS \(withTRNS) filter \(filter)"
                             let reference = libpng(png)
                             if let fast = fast(png) { assertSame(fast, rawLibpng(png), what) }
                             assertSame(coder(png), reference, what)
@@ -102,32 +109,64 @@ final class PNGFastPathTests: XCTestCase {
         var badCRC = HostileImages.chunk("IDAT", stream)
         badCRC[badCRC.count - 1] ^= 0xFF
         cases.append(("bad IDAT CRC", PNGBuilder.file([ihdr, badCRC])))
-        cases.append(("IDAT too short", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(Array(rows.dropLast(30))))])))
-        cases.append(("IDAT too long", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(rows + [0, 1, 2, 3, 4, 5]))])))
-        cases.append(("zlib stream cut", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", Array(stream.dropLast(40)))])))
-        cases.append(("zero-length IDAT first", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", []), HostileImages.chunk("IDAT", stream)])))
-        let pieces = stride(from: 0, to: stream.count, by: 7).map { HostileImages.chunk("IDAT", Array(stream[$0..<min($0 + 7, stream.count)])) }
+        cases.append(
+            (
+                "IDAT too short",
+                PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(Array(rows.dropLast(30))))])
+            ))
+        cases.append(
+            (
+                "IDAT too long",
+                PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(rows + [0, 1, 2, 3, 4, 5]))])
+            ))
+        cases.append(
+            ("zlib stream cut", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", Array(stream.dropLast(40)))])))
+        cases.append(
+            (
+                "zero-length IDAT first",
+                PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", []), HostileImages.chunk("IDAT", stream)])
+            ))
+        let pieces = stride(from: 0, to: stream.count, by: 7).map {
+            HostileImages.chunk("IDAT", Array(stream[$0..<min($0 + 7, stream.count)]))
+        }
         cases.append(("IDAT in many chunks", PNGBuilder.file([ihdr] + pieces)))
-        cases.append(("unknown chunk between IDATs", PNGBuilder.file([ihdr, pieces[0], HostileImages.chunk("zzZz", [1, 2])] + pieces.dropFirst())))
-        cases.append(("unknown critical chunk", PNGBuilder.file([ihdr, HostileImages.chunk("ZZZZ", [1]), HostileImages.chunk("IDAT", stream)])))
+        cases.append(
+            (
+                "unknown chunk between IDATs",
+                PNGBuilder.file([ihdr, pieces[0], HostileImages.chunk("zzZz", [1, 2])] + pieces.dropFirst())
+            ))
+        cases.append(
+            (
+                "unknown critical chunk",
+                PNGBuilder.file([ihdr, HostileImages.chunk("ZZZZ", [1]), HostileImages.chunk("IDAT", stream)])
+            ))
         var badFilter = rows
         badFilter[61 * 3] = 9
-        cases.append(("filter type 9", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(badFilter))])))
+        cases.append(
+            ("filter type 9", PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", PNGBuilder.zlibStored(badFilter))])))
         var noIEND = [UInt8](PNGBuilder.file([ihdr, HostileImages.chunk("IDAT", stream)]))
         noIEND.removeLast(12)
         cases.append(("no IEND", Data(noIEND)))
         // Palette of 3 entries, indices up to 255.
         let paletteRows = PNGBuilder.rawRows(width: 16, height: 4, bytesPerRow: 16, filter: 0, generator: &generator)
-        cases.append(("palette index out of range", PNGBuilder.file([
-            PNGBuilder.ihdr(width: 16, height: 4, depth: 8, colour: 3, interlaced: false),
-            HostileImages.chunk("PLTE", [255, 0, 0, 0, 255, 0, 0, 0, 255]), HostileImages.chunk("tRNS", [128]),
-            HostileImages.chunk("IDAT", PNGBuilder.zlibStored(paletteRows)),
-        ])))
-        cases.append(("tRNS longer than the palette", PNGBuilder.file([
-            PNGBuilder.ihdr(width: 16, height: 4, depth: 8, colour: 3, interlaced: false),
-            HostileImages.chunk("PLTE", [255, 0, 0, 0, 255, 0]), HostileImages.chunk("tRNS", [1, 2, 3, 4]),
-            HostileImages.chunk("IDAT", PNGBuilder.zlibStored(paletteRows)),
-        ])))
+        cases.append(
+            (
+                "palette index out of range",
+                PNGBuilder.file([
+                    PNGBuilder.ihdr(width: 16, height: 4, depth: 8, colour: 3, interlaced: false),
+                    HostileImages.chunk("PLTE", [255, 0, 0, 0, 255, 0, 0, 0, 255]), HostileImages.chunk("tRNS", [128]),
+                    HostileImages.chunk("IDAT", PNGBuilder.zlibStored(paletteRows)),
+                ])
+            ))
+        cases.append(
+            (
+                "tRNS longer than the palette",
+                PNGBuilder.file([
+                    PNGBuilder.ihdr(width: 16, height: 4, depth: 8, colour: 3, interlaced: false),
+                    HostileImages.chunk("PLTE", [255, 0, 0, 0, 255, 0]), HostileImages.chunk("tRNS", [1, 2, 3, 4]),
+                    HostileImages.chunk("IDAT", PNGBuilder.zlibStored(paletteRows)),
+                ])
+            ))
         for (name, data) in cases {
             let reference = libpng(data)
             if let fast = fast(data) { assertSame(fast, rawLibpng(data), name) }
@@ -145,7 +184,9 @@ final class PNGFastPathTests: XCTestCase {
                 for level in [0, 1, 6, 12] {
                     let png = try PNGCoder.encode(bitmap, keepAlpha: alpha, level: level)
                     let what = "\(width)×\(height) alpha \(alpha) level \(level)"
-                    guard case .success(let decoded) = rawLibpng(png) else { return XCTFail("\(what): libpng cannot read it") }
+                    guard case .success(let decoded) = rawLibpng(png) else {
+                        return XCTFail("\(what): libpng cannot read it")
+                    }
                     XCTAssertTrue(samePixels(decoded, bitmap), what)
                     XCTAssertNotNil(fast(png), "\(what): the fast path reads it too")
                 }
@@ -156,19 +197,26 @@ final class PNGFastPathTests: XCTestCase {
     func testTheInflatedStreamCountsAgainstTheWorkingLimit() throws {
         var generator = SplitMix(seed: 3)
         let rows = PNGBuilder.rawRows(width: 300, height: 200, bytesPerRow: 1200, filter: 0, generator: &generator)
-        let png = PNGBuilder.file([PNGBuilder.ihdr(width: 300, height: 200, depth: 8, colour: 6, interlaced: false),
-                                   HostileImages.chunk("IDAT", PNGBuilder.zlibStored(rows))])
+        let png = PNGBuilder.file([
+            PNGBuilder.ihdr(width: 300, height: 200, depth: 8, colour: 6, interlaced: false),
+            HostileImages.chunk("IDAT", PNGBuilder.zlibStored(rows)),
+        ])
         var limits = DecodingLimits()
         limits.maxWorkingBytes = 1000
         // Output 240 000 bytes: up to 480 000 bytes of working memory are allowed whatever the limit.
-        XCTAssertNoThrow(try png.withImageBytes { bytes throws(ImageError) in try PNGCoder.decodeStillFast(bytes, limits: limits, checksCRC: true) })
+        XCTAssertNoThrow(
+            try png.withImageBytes { bytes throws(ImageError) in
+                try PNGCoder.decodeStillFast(bytes, limits: limits, checksCRC: true)
+            })
     }
 }
 
 /// PNG files built from raw scanlines (stored zlib blocks), for shapes no encoder writes.
 enum PNGBuilder {
     static func ihdr(width: Int, height: Int, depth: UInt8, colour: UInt8, interlaced: Bool) -> [UInt8] {
-        HostileImages.chunk("IHDR", HostileImages.u32be(width) + HostileImages.u32be(height) + [depth, colour, 0, 0, interlaced ? 1 : 0])
+        HostileImages.chunk(
+            "IHDR",
+            HostileImages.u32be(width) + HostileImages.u32be(height) + [depth, colour, 0, 0, interlaced ? 1 : 0])
     }
 
     static func file(_ chunks: [[UInt8]]) -> Data {
@@ -192,7 +240,8 @@ enum PNGBuilder {
     }
 
     /// `height` rows of random bytes, each after the filter byte `filter`.
-    static func rawRows(width: Int, height: Int, bytesPerRow: Int, filter: UInt8, generator: inout SplitMix) -> [UInt8] {
+    static func rawRows(width: Int, height: Int, bytesPerRow: Int, filter: UInt8, generator: inout SplitMix) -> [UInt8]
+    {
         var rows: [UInt8] = []
         for _ in 0..<height {
             rows.append(filter)
@@ -203,11 +252,15 @@ enum PNGBuilder {
 
     /// A random image of the given IHDR (filter 5 = a mix of 0…4 per row), with a palette for
     /// colour type 3 and a tRNS chunk when asked.
-    static func random(width: Int, height: Int, colour: UInt8, depth: UInt8, interlaced: Bool, trns: Bool, filter: UInt8,
-                       generator: inout SplitMix) -> Data {
+    static func random(
+        width: Int, height: Int, colour: UInt8, depth: UInt8, interlaced: Bool, trns: Bool, filter: UInt8,
+        generator: inout SplitMix
+    ) -> Data {
         let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][Int(colour)]!
-        let passes: [(Int, Int, Int, Int)] = interlaced
-            ? [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)] : [(0, 0, 1, 1)]
+        let passes: [(Int, Int, Int, Int)] =
+            interlaced
+            ? [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+            : [(0, 0, 1, 1)]
         var raw: [UInt8] = []
         for (x0, y0, dx, dy) in passes {
             let passWidth = width > x0 ? (width - x0 + dx - 1) / dx : 0
@@ -222,8 +275,13 @@ enum PNGBuilder {
         var chunks = [ihdr(width: width, height: height, depth: depth, colour: colour, interlaced: interlaced)]
         if colour == 3 {
             let entries = 1 << min(Int(depth), 8)
-            chunks.append(HostileImages.chunk("PLTE", (0..<entries * 3).map { _ in UInt8(truncatingIfNeeded: generator.next()) }))
-            if trns { chunks.append(HostileImages.chunk("tRNS", (0..<entries / 2 + 1).map { _ in UInt8(truncatingIfNeeded: generator.next()) })) }
+            chunks.append(
+                HostileImages.chunk("PLTE", (0..<entries * 3).map { _ in UInt8(truncatingIfNeeded: generator.next()) }))
+            if trns {
+                chunks.append(
+                    HostileImages.chunk(
+                        "tRNS", (0..<entries / 2 + 1).map { _ in UInt8(truncatingIfNeeded: generator.next()) }))
+            }
         } else if trns {
             let maximum = depth == 16 ? 65535 : (1 << Int(depth)) - 1
             let samples = (0..<(colour == 0 ? 1 : 3)).map { _ in Int(generator.next() % UInt64(maximum + 1)) }

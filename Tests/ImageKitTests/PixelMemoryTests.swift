@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// Large pixel memory is mapped: returned to the system or kept as a bounded spare for the next
@@ -68,13 +69,17 @@ final class PixelMemoryTests: XCTestCase {
 
     func testPlayedFramesAreMappedAndDecodeAsBefore() throws {
         // 600×500 RGBA frames (1.2 MB) go through mapped memory; the pixels are the eager decode's.
-        let frames = (0..<6).map { ImageFrame(bitmap: TestImages.gradient(width: 600, height: 500, seed: $0), duration: 0.1) }
-        let data = try ImageCodersManager.shared.encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif,
-                                                        options: .default)
+        let frames = (0..<6).map {
+            ImageFrame(bitmap: TestImages.gradient(width: 600, height: 500, seed: $0), duration: 0.1)
+        }
+        let data = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif,
+            options: .default)
         let eager = try ImageCodersManager.shared.decode(data)
         let animation = try AnimatedImage(data: data)
         for index in [0, 1, 2, 3, 4, 5, 2, 0, 5] {
-            XCTAssertTrue(samePixels(try animation.frame(at: index).bitmap, eager.frames[index].bitmap), "frame \(index)")
+            XCTAssertTrue(
+                samePixels(try animation.frame(at: index).bitmap, eager.frames[index].bitmap), "frame \(index)")
         }
         animation.trim()
     }

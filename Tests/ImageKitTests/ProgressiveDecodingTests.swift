@@ -1,10 +1,13 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class ProgressiveDecodingTests: XCTestCase {
     /// Feeds `data` in `chunks` pieces; returns the previews and the final image.
-    func feed(_ data: Data, chunks: Int, options: ImageDecodingOptions = .default) -> (previews: [DecodedImage], final: Result<DecodedImage, ImageError>) {
+    func feed(_ data: Data, chunks: Int, options: ImageDecodingOptions = .default) -> (
+        previews: [DecodedImage], final: Result<DecodedImage, ImageError>
+    ) {
         let decoder = ProgressiveDecoder(options: options)
         var previews: [DecodedImage] = []
         let step = max(1, data.count / chunks)
@@ -52,8 +55,9 @@ final class ProgressiveDecodingTests: XCTestCase {
         let (previews, final) = feed(data, chunks: 24, options: options)
         let image = try final.get()
         XCTAssertGreaterThanOrEqual(previews.count, 3, "several scans complete along the way")
-        XCTAssertTrue(previews.allSatisfy { $0.width == image.width && $0.height == image.height },
-                      "previews use the DCT-scaled thumbnail path: same size as the final")
+        XCTAssertTrue(
+            previews.allSatisfy { $0.width == image.width && $0.height == image.height },
+            "previews use the DCT-scaled thumbnail path: same size as the final")
         XCTAssertLessThanOrEqual(image.width, 300)
     }
 
@@ -61,8 +65,12 @@ final class ProgressiveDecodingTests: XCTestCase {
     /// alone; a thumbnail of at most 1/8 gets no further previews (the first is final).
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
         let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/sdwebimage/TestJFIF.jpg"))
-        let data = try ImageCodersManager.shared.encode(original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
-        guard case .ready(byteCount: let dcEnd) = JPEGCoder.firstScans(data, options: .init(thumbnailPixelSize: PixelSize(64))) else {
+        let data = try ImageCodersManager.shared.encode(
+            original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
+        guard
+            case .ready(byteCount: let dcEnd) = JPEGCoder.firstScans(
+                data, options: .init(thumbnailPixelSize: PixelSize(64)))
+        else {
             return XCTFail("the DC scans of a libjpeg progressive file are found")
         }
         let prefix = data.prefix(dcEnd)
@@ -85,8 +93,10 @@ final class ProgressiveDecodingTests: XCTestCase {
         decoder.update(data.prefix(data.count * 3 / 4), isFinal: false)
         XCTAssertNotNil(decoder.preview(), "a 1/4-scale preview improves with the AC scans")
         decoder.update(data, isFinal: true)
-        XCTAssertEqual(try decoder.finalImage().bitmap.canonicalSHA256(),
-                       try ImageCodersManager.shared.decode(data, options: .init(thumbnailPixelSize: quarter)).bitmap.canonicalSHA256())
+        XCTAssertEqual(
+            try decoder.finalImage().bitmap.canonicalSHA256(),
+            try ImageCodersManager.shared.decode(data, options: .init(thumbnailPixelSize: quarter)).bitmap
+                .canonicalSHA256())
     }
 
     func testInterlacedPNGGivesAPreviewPerPass() throws {
@@ -118,13 +128,19 @@ final class ProgressiveDecodingTests: XCTestCase {
     func testJPEGXLPreviewsAppearBeforeTheLastByte() throws {
         // Lossy (VarDCT) files code their DC first and their groups one by one: previews come
         // early. Small modular files code everything in one section (the whole file is needed).
-        for (path, previewsExpected) in [("jxl/conformance/bench_oriented_brg.jxl", true), ("jxl/made/lossy-d1.jxl", true),
-                                          ("jxl/conformance/lz77_flower.jxl", false)] {
+        for (path, previewsExpected) in [
+            ("jxl/conformance/bench_oriented_brg.jxl", true), ("jxl/made/lossy-d1.jxl", true),
+            ("jxl/conformance/lz77_flower.jxl", false),
+        ] {
             let data = try FormatsCorpus.entry(path).data
             let (previews, final) = feed(data, chunks: 12)
             let image = try final.get()
-            XCTAssertEqual(image.bitmap.canonicalSHA256(), try ImageCodersManager.shared.decode(data).bitmap.canonicalSHA256(), path)
-            if previewsExpected { XCTAssertGreaterThanOrEqual(previews.count, 1, "\(path): a preview before the last byte") }
+            XCTAssertEqual(
+                image.bitmap.canonicalSHA256(), try ImageCodersManager.shared.decode(data).bitmap.canonicalSHA256(),
+                path)
+            if previewsExpected {
+                XCTAssertGreaterThanOrEqual(previews.count, 1, "\(path): a preview before the last byte")
+            }
             for preview in previews {
                 XCTAssertTrue(preview.isPreview)
                 XCTAssertEqual(preview.bitmap.size, image.bitmap.size, path)
@@ -148,8 +164,11 @@ final class ProgressiveDecodingTests: XCTestCase {
     #endif
 
     func testTruncationAtEveryOffsetNeverTraps() throws {
-        for path in ["png/pngsuite/basi0g01.png", "gif/gif-test-suite/static_transparent.gif", "jpeg/jpegsuite/baseline/32x32x8_ycbcr.jpg",
-                     "webp/libwebp-test-data/lossless_vec_1_0.webp"] {
+        for path in [
+            "png/pngsuite/basi0g01.png", "gif/gif-test-suite/static_transparent.gif",
+            "jpeg/jpegsuite/baseline/32x32x8_ycbcr.jpg",
+            "webp/libwebp-test-data/lossless_vec_1_0.webp",
+        ] {
             let data = try Corpus.data(path)
             let decoder = ProgressiveDecoder()
             for end in 0...data.count {

@@ -1,24 +1,33 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 final class ScalingTests: XCTestCase {
-    func target(_ width: Int, _ height: Int, box: PixelSize? = nil, preserve: Bool = true, limit: Int? = nil, frames: Int = 1) -> PixelSize {
-        DecodeTarget.size(for: PixelSize(width: width, height: height), frames: frames,
-                          options: ImageDecodingOptions(thumbnailPixelSize: box, preservesAspectRatio: preserve, scaleDownLimitBytes: limit))
+    func target(
+        _ width: Int, _ height: Int, box: PixelSize? = nil, preserve: Bool = true, limit: Int? = nil, frames: Int = 1
+    ) -> PixelSize {
+        DecodeTarget.size(
+            for: PixelSize(width: width, height: height), frames: frames,
+            options: ImageDecodingOptions(
+                thumbnailPixelSize: box, preservesAspectRatio: preserve, scaleDownLimitBytes: limit))
     }
 
     func testThumbnailArithmetic() {
         XCTAssertEqual(target(1000, 500, box: PixelSize(200)), PixelSize(width: 200, height: 100), "fit inside")
         XCTAssertEqual(target(1000, 500, box: PixelSize(200), preserve: false), PixelSize(200), "exact")
         XCTAssertEqual(target(100, 50, box: PixelSize(200)), PixelSize(width: 100, height: 50), "never upscale")
-        XCTAssertEqual(target(100, 50, box: PixelSize(width: 300, height: 20), preserve: false), PixelSize(width: 100, height: 20),
-                       "exact never upscales either side")
+        XCTAssertEqual(
+            target(100, 50, box: PixelSize(width: 300, height: 20), preserve: false), PixelSize(width: 100, height: 20),
+            "exact never upscales either side")
         XCTAssertEqual(target(10_000, 1, box: PixelSize(100)), PixelSize(width: 100, height: 1), "1-pixel edge")
         XCTAssertEqual(target(1, 10_000, box: PixelSize(100)), PixelSize(width: 1, height: 100))
         XCTAssertEqual(target(3, 1000, box: PixelSize(10)), PixelSize(width: 1, height: 10), "never below one pixel")
-        XCTAssertEqual(target(1999, 1000, box: PixelSize(width: 1000, height: 1000)), PixelSize(width: 1000, height: 500))
-        XCTAssertEqual(target(1000, 500, box: PixelSize(width: 0, height: 10)), PixelSize(width: 1000, height: 500), "empty box ignored")
+        XCTAssertEqual(
+            target(1999, 1000, box: PixelSize(width: 1000, height: 1000)), PixelSize(width: 1000, height: 500))
+        XCTAssertEqual(
+            target(1000, 500, box: PixelSize(width: 0, height: 10)), PixelSize(width: 1000, height: 500),
+            "empty box ignored")
     }
 
     func testScaleDownArithmetic() {
@@ -27,7 +36,8 @@ final class ScalingTests: XCTestCase {
         XCTAssertLessThanOrEqual(scaled.pixelCount * 4, limit)
         XCTAssertEqual(scaled.width, scaled.height, "aspect kept")
         XCTAssertEqual(scaled.width, 3965, accuracy: 1, "≈ 3966 per side (DEC-02)")
-        XCTAssertEqual(target(3000, 2000, limit: limit), PixelSize(width: 3000, height: 2000), "under the limit: unchanged")
+        XCTAssertEqual(
+            target(3000, 2000, limit: limit), PixelSize(width: 3000, height: 2000), "under the limit: unchanged")
         let wide = target(11158, 2156, limit: limit)
         XCTAssertLessThanOrEqual(wide.pixelCount * 4, limit)
         XCTAssertEqual(Double(wide.width) / Double(wide.height), 11158.0 / 2156.0, accuracy: 0.01)
@@ -39,11 +49,13 @@ final class ScalingTests: XCTestCase {
 
     func testExifPortraitThumbnailsAsPortrait() throws {
         let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(256))
-        let portrait = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"), options: options)
+        let portrait = try ImageCodersManager.shared.decode(
+            Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"), options: options)
         XCTAssertEqual(portrait.width, 171)
         XCTAssertEqual(portrait.height, 256)
-        let stored = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"),
-                                                          options: ImageDecodingOptions(appliesOrientation: false, thumbnailPixelSize: PixelSize(256)))
+        let stored = try ImageCodersManager.shared.decode(
+            Corpus.data("jpeg/exif-orientation-examples/Portrait_6.jpg"),
+            options: ImageDecodingOptions(appliesOrientation: false, thumbnailPixelSize: PixelSize(256)))
         XCTAssertEqual(stored.width, 256, "not oriented: the stored landscape fits the box")
         XCTAssertEqual(stored.height, 171)
     }
@@ -52,9 +64,13 @@ final class ScalingTests: XCTestCase {
         let box = PixelSize(48)
         let options = ImageDecodingOptions(appliesOrientation: false, thumbnailPixelSize: box)
         var checked = 0
-        for entry in try Corpus.requireEntries() where entry.isValid && ["JPEG", "PNG", "GIF", "WEBP"].contains(entry.format) {
+        for entry in try Corpus.requireEntries()
+        where entry.isValid && ["JPEG", "PNG", "GIF", "WEBP"].contains(entry.format) {
             let data = try entry.data
-            guard let full = try? ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(appliesOrientation: false)) else { continue }
+            guard
+                let full = try? ImageCodersManager.shared.decode(
+                    data, options: ImageDecodingOptions(appliesOrientation: false))
+            else { continue }
             let thumbnail = try ImageCodersManager.shared.decode(data, options: options)
             let expected = DecodeTarget.size(for: PixelSize(width: full.width, height: full.height), options: options)
             XCTAssertEqual(thumbnail.width, expected.width, entry.path)
@@ -62,7 +78,9 @@ final class ScalingTests: XCTestCase {
             XCTAssertEqual(thumbnail.frames.count, full.frames.count, entry.path)
             XCTAssertEqual(thumbnail.frames.map(\.duration), full.frames.map(\.duration), entry.path)
             if full.width <= 48 && full.height <= 48 {
-                XCTAssertEqual(thumbnail.bitmap.canonicalSHA256(), full.bitmap.canonicalSHA256(), "small images pass through: \(entry.path)")
+                XCTAssertEqual(
+                    thumbnail.bitmap.canonicalSHA256(), full.bitmap.canonicalSHA256(),
+                    "small images pass through: \(entry.path)")
             }
             checked += 1
         }
@@ -71,11 +89,14 @@ final class ScalingTests: XCTestCase {
 
     func testScaleDownOfTheLargeCorpusFiles() throws {
         let options = ImageDecodingOptions(scaleDownLimitBytes: DecodedImage.defaultScaleDownLimitBytes)
-        for (path, width, height) in [("webp/libwebp-test-data/bryce.webp", 11158, 2156), ("jpeg/sdwebimage/TestImageLarge.jpg", 5250, 3450)] {
+        for (path, width, height) in [
+            ("webp/libwebp-test-data/bryce.webp", 11158, 2156), ("jpeg/sdwebimage/TestImageLarge.jpg", 5250, 3450),
+        ] {
             let image = try ImageCodersManager.shared.decode(Corpus.data(path), options: options)
             XCTAssertLessThanOrEqual(image.cost, DecodedImage.defaultScaleDownLimitBytes + image.height * 64, path)
             XCTAssertLessThanOrEqual(image.width * image.height * 4, DecodedImage.defaultScaleDownLimitBytes, path)
-            XCTAssertEqual(Double(image.width) / Double(image.height), Double(width) / Double(height), accuracy: 0.01, path)
+            XCTAssertEqual(
+                Double(image.width) / Double(image.height), Double(width) / Double(height), accuracy: 0.01, path)
             XCTAssertLessThan(image.width, width, path)
         }
         // 12 MP is under the limit: unchanged.
@@ -89,7 +110,8 @@ final class ScalingTests: XCTestCase {
         let fast = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(thumbnailPixelSize: box))
         let full = try ImageCodersManager.shared.decode(data)
         let slow = try full.bitmap.resized(to: PixelSize(width: fast.width, height: fast.height))
-        XCTAssertGreaterThan(psnr(fast.bitmap, slow), 35, "DCT scaling plus Lanczos stays close to the full-resolution path")
+        XCTAssertGreaterThan(
+            psnr(fast.bitmap, slow), 35, "DCT scaling plus Lanczos stays close to the full-resolution path")
     }
 
     /// Lossy WebP with alpha is scaled by libwebp (to four times the target) before the Lanczos
@@ -98,8 +120,10 @@ final class ScalingTests: XCTestCase {
     /// photo with soft and hard alpha edges). libwebp averages colour without alpha weights.
     func testLossyAlphaWebPThumbnailsMatchTheWholeDecode() throws {
         var sources: [(String, Data)] = []
-        for entry in try Corpus.requireEntries() where entry.format == "WEBP" && entry.isValid && entry.features.contains("webp=lossy,alpha")
-            && (entry.width ?? 0) >= 128 && entry.frames == 1 {
+        for entry in try Corpus.requireEntries()
+        where entry.format == "WEBP" && entry.isValid && entry.features.contains("webp=lossy,alpha")
+            && (entry.width ?? 0) >= 128 && entry.frames == 1
+        {
             sources.append((entry.path, try entry.data))
         }
         var buffer = try PixelBuffer(width: 1200, height: 900)
@@ -114,7 +138,11 @@ final class ScalingTests: XCTestCase {
             }
         }
         let synthetic = DecodedImage(frames: [ImageFrame(bitmap: buffer.freeze(isOpaque: false))], format: .webp)
-        sources.append(("synthetic 1200x900", try ImageCodersManager.shared.encode(synthetic, as: .webp, options: .init(quality: 0.8))))
+        sources.append(
+            (
+                "synthetic 1200x900",
+                try ImageCodersManager.shared.encode(synthetic, as: .webp, options: .init(quality: 0.8))
+            ))
         var lowest = Double.infinity, compared = 0, below40 = 0
         for (name, data) in sources {
             let full = try ImageCodersManager.shared.decode(data)
@@ -129,7 +157,9 @@ final class ScalingTests: XCTestCase {
                 XCTAssertGreaterThan(quality, 38, "\(name) at 1/\(divisor)")
             }
         }
-        print("lossy alpha WebP thumbnails: \(compared) compared, \(below40) below 40 dB, lowest \(lowest) dB (premultiplied)")
+        print(
+            "lossy alpha WebP thumbnails: \(compared) compared, \(below40) below 40 dB, lowest \(lowest) dB (premultiplied)"
+        )
         XCTAssertGreaterThan(compared, 20)
         XCTAssertLessThanOrEqual(below40 * 10, compared)
     }
@@ -152,14 +182,23 @@ final class ScalingTests: XCTestCase {
 
     func testResamplerKeepsFlatColoursAndHasNoDarkFringes() throws {
         var flat = try PixelBuffer(width: 97, height: 61)
-        for y in 0..<61 { for x in 0..<97 { let p = flat.row(y) + x * 4; p[0] = 200; p[1] = 100; p[2] = 50; p[3] = 255 } }
+        for y in 0..<61 {
+            for x in 0..<97 { let p = flat.row(y) + x * 4; p[0] = 200; p[1] = 100; p[2] = 50; p[3] = 255 }
+        }
         let small = try flat.freeze(isOpaque: true).resized(to: PixelSize(width: 13, height: 7))
-        for y in 0..<7 { for x in 0..<13 { XCTAssertTrue(small[x, y] == (200, 100, 50, 255), "\(x),\(y): \(small[x, y])") } }
+        for y in 0..<7 {
+            for x in 0..<13 { XCTAssertTrue(small[x, y] == (200, 100, 50, 255), "\(x),\(y): \(small[x, y])") }
+        }
 
         // White on the left, fully transparent black on the right: the edge stays white, only
         // its alpha falls off (straight-alpha filtering would darken it towards black).
         let edge = try PixelBuffer(width: 64, height: 8)
-        for y in 0..<8 { for x in 0..<64 { let p = edge.row(y) + x * 4; let white: UInt8 = x < 32 ? 255 : 0; p[0] = white; p[1] = white; p[2] = white; p[3] = white } }
+        for y in 0..<8 {
+            for x in 0..<64 {
+                let p = edge.row(y) + x * 4; let white: UInt8 = x < 32 ? 255 : 0; p[0] = white; p[1] = white;
+                p[2] = white; p[3] = white
+            }
+        }
         let shrunk = try edge.freeze(isOpaque: false).resized(to: PixelSize(width: 8, height: 1))
         for x in 0..<8 where shrunk[x, 0].a > 8 {
             XCTAssertGreaterThanOrEqual(shrunk[x, 0].r, 250, "pixel \(x): \(shrunk[x, 0])")
@@ -174,7 +213,8 @@ final class ScalingTests: XCTestCase {
         let png = try ImageCodersManager.shared.encode(TestImages.still(source), as: .png, options: .default)
         PixelMemory.resetPeak()
         let baseline = PixelMemory.currentBytes
-        let thumbnail = try ImageCodersManager.shared.decode(png, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(100)))
+        let thumbnail = try ImageCodersManager.shared.decode(
+            png, options: ImageDecodingOptions(thumbnailPixelSize: PixelSize(100)))
         let peak = PixelMemory.peakBytes - baseline
         XCTAssertEqual(thumbnail.width, 100)
         XCTAssertEqual(thumbnail.height, 75)

@@ -1,7 +1,8 @@
+import CImageCodecs
 import Foundation
 import XCTest
+
 @testable import ImageKit
-import CImageCodecs
 
 /// The transformers as pure functions on bitmaps: exact geometry pixel for pixel, filters
 /// against straightforward reference implementations, keys as SDWebImage renders them.
@@ -20,8 +21,10 @@ final class TransformerTests: XCTestCase {
         return buffer.freeze(isOpaque: true)
     }
 
-    func assertPixels(_ bitmap: Bitmap, equal expected: (Int, Int) -> (Int, Int), source: Bitmap,
-                      file: StaticString = #filePath, line: UInt = #line) {
+    func assertPixels(
+        _ bitmap: Bitmap, equal expected: (Int, Int) -> (Int, Int), source: Bitmap,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         for y in 0..<bitmap.height {
             for x in 0..<bitmap.width {
                 let (sx, sy) = expected(x, y)
@@ -93,7 +96,8 @@ final class TransformerTests: XCTestCase {
         XCTAssertThrowsError(try source.cropped(to: PixelRect(x: 10, y: 0, width: 5, height: 5))) { error in
             XCTAssertEqual((error as? ImageError)?.code, .invalidArgument)
         }
-        XCTAssertThrowsError(try source.cropped(to: PixelRect(x: Int.max - 1, y: Int.max - 1, width: Int.max, height: Int.max)))
+        XCTAssertThrowsError(
+            try source.cropped(to: PixelRect(x: Int.max - 1, y: Int.max - 1, width: Int.max, height: Int.max)))
     }
 
     // MARK: Resampling filters against references
@@ -112,9 +116,11 @@ final class TransformerTests: XCTestCase {
     }
 
     func testResizeMatchesAnExactLanczosReference() throws {
-        for (source, target) in [(TestImages.gradient(width: 640, height: 480, seed: 3), PixelSize(width: 160, height: 120)),
-                                 (TestImages.gradient(width: 300, height: 200), PixelSize(width: 200, height: 133)),
-                                 (TestImages.gradient(width: 64, height: 48), PixelSize(width: 150, height: 113))] {
+        for (source, target) in [
+            (TestImages.gradient(width: 640, height: 480, seed: 3), PixelSize(width: 160, height: 120)),
+            (TestImages.gradient(width: 300, height: 200), PixelSize(width: 200, height: 133)),
+            (TestImages.gradient(width: 64, height: 48), PixelSize(width: 150, height: 113)),
+        ] {
             let ours = try source.resized(to: target, mode: .exact)
             let reference = ReferenceFilters.lanczos(source, to: target)
             XCTAssertGreaterThanOrEqual(psnr(ours, reference), 35, "\(source.width)x\(source.height) → \(target)")
@@ -122,7 +128,8 @@ final class TransformerTests: XCTestCase {
         // Fill is the centred crop with the target's aspect ratio, resized.
         let source = TestImages.gradient(width: 400, height: 200, seed: 9)
         let fill = try source.resized(to: PixelSize(100), mode: .fill)
-        let reference = ReferenceFilters.lanczos(try source.cropped(to: PixelRect(x: 100, y: 0, width: 200, height: 200)), to: PixelSize(100))
+        let reference = ReferenceFilters.lanczos(
+            try source.cropped(to: PixelRect(x: 100, y: 0, width: 200, height: 200)), to: PixelSize(100))
         XCTAssertGreaterThanOrEqual(psnr(fill, reference), 35)
     }
 
@@ -153,13 +160,18 @@ final class TransformerTests: XCTestCase {
         }
         // A flat image stays flat, edges included (edge pixels repeat).
         let flat = try TestImages.blocks(width: 40, height: 30, colors: 1).blurred(sigma: 3)
-        XCTAssertEqual(Set(flat.packedRGBA()).count, Set(TestImages.blocks(width: 40, height: 30, colors: 1).packedRGBA()).count)
+        XCTAssertEqual(
+            Set(flat.packedRGBA()).count, Set(TestImages.blocks(width: 40, height: 30, colors: 1).packedRGBA()).count)
         // Translucent images blur in premultiplied alpha: no colour from clear pixels.
         let translucent = try TestImages.blocks(width: 64, height: 64, transparentCorner: true).blurred(sigma: 2)
         XCTAssertFalse(translucent.isOpaque)
-        let reference = ReferenceFilters.gaussian(TestImages.blocks(width: 64, height: 64, transparentCorner: true), sigma: 2)
+        let reference = ReferenceFilters.gaussian(
+            TestImages.blocks(width: 64, height: 64, transparentCorner: true), sigma: 2)
         // Compared premultiplied: a straight colour under alpha 3 is noise in any 8-bit blur.
-        XCTAssertGreaterThanOrEqual(psnr(ReferenceFilters.premultiplied(translucent), ReferenceFilters.premultiplied(reference), includeAlpha: true), 35)
+        XCTAssertGreaterThanOrEqual(
+            psnr(
+                ReferenceFilters.premultiplied(translucent), ReferenceFilters.premultiplied(reference),
+                includeAlpha: true), 35)
         let unchanged = TestImages.gradient(width: 8, height: 8)
         XCTAssertTrue(try unchanged.blurred(sigma: 0) === unchanged, "sigma 0 is the identity")
         XCTAssertThrowsError(try flat.blurred(sigma: -1))
@@ -177,18 +189,24 @@ final class TransformerTests: XCTestCase {
         for (width, height) in sizes {
             for sigma in [1.5, 4.0, 100.0] {
                 for translucent in [false, true] {
-                    let source = TestImages.gradient(width: width, height: height, alpha: translucent, seed: width + height)
+                    let source = TestImages.gradient(
+                        width: width, height: height, alpha: translucent, seed: width + height)
                     let ours = try source.blurred(sigma: sigma)
                     let radii = BoxBlur.radii(sigma: min(sigma, Bitmap.maximumBlurSigma))
                     let expected = ReferenceFilters.boxCascade(source, radii: radii)
                     let differing = zip(ours.packedRGBA(), expected).filter { $0 != $1 }.count
-                    XCTAssertEqual(differing, 0, "\(width)×\(height), sigma \(sigma), translucent \(translucent), AVX2 \(avx2Label): bytes that differ")
+                    XCTAssertEqual(
+                        differing, 0,
+                        "\(width)×\(height), sigma \(sigma), translucent \(translucent), AVX2 \(avx2Label): bytes that differ"
+                    )
                 }
             }
         }
         for (width, height) in [(1, 1), (1, 5), (6, 1), (3, 2)] {
             let flat = TestImages.blocks(width: width, height: height, colors: 1)
-            XCTAssertTrue(try flat.blurred(sigma: 100).packedRGBA() == flat.packedRGBA(), "a flat \(width)×\(height) image stays as it is")
+            XCTAssertTrue(
+                try flat.blurred(sigma: 100).packedRGBA() == flat.packedRGBA(),
+                "a flat \(width)×\(height) image stays as it is")
         }
     }
 
@@ -221,24 +239,30 @@ final class TransformerTests: XCTestCase {
         ]
         for (source, target) in cases {
             for translucent in [false, true] {
-                let bitmap = TestImages.gradient(width: source.width, height: source.height, alpha: translucent, seed: 7)
+                let bitmap = TestImages.gradient(
+                    width: source.width, height: source.height, alpha: translucent, seed: 7)
                 let fixed = try bitmap.resized(to: target, mode: .exact)
-                let streaming = try Resampler(source: source, target: target, isOpaque: bitmap.isOpaque,
-                                              reducingGap: Bitmap.resizeReducingGap)
+                let streaming = try Resampler(
+                    source: source, target: target, isOpaque: bitmap.isOpaque,
+                    reducingGap: Bitmap.resizeReducingGap)
                 for y in 0..<bitmap.height { bitmap.withRow(y) { streaming.push(row: $0.baseAddress!) } }
                 let reference = streaming.finish()
                 XCTAssertEqual(fixed.width, target.width)
                 XCTAssertEqual(fixed.isOpaque, !translucent)
-                XCTAssertGreaterThanOrEqual(psnr(ReferenceFilters.premultiplied(fixed), ReferenceFilters.premultiplied(reference),
-                                                 includeAlpha: true), 45,
-                                            "\(source) → \(target), translucent \(translucent), AVX2 \(avx2Label)")
+                XCTAssertGreaterThanOrEqual(
+                    psnr(
+                        ReferenceFilters.premultiplied(fixed), ReferenceFilters.premultiplied(reference),
+                        includeAlpha: true), 45,
+                    "\(source) → \(target), translucent \(translucent), AVX2 \(avx2Label)")
             }
         }
         // Flat stays flat through every stage (weights sum to exactly 1).
         let flat = TestImages.blocks(width: 301, height: 203, colors: 1)
         let flatColours = Set(flat.packedRGBA())
-        XCTAssertEqual(Set(try flat.resized(to: PixelSize(width: 77, height: 51), mode: .exact).packedRGBA()), flatColours)
-        XCTAssertEqual(Set(try flat.resized(to: PixelSize(width: 150, height: 101), mode: .exact).packedRGBA()), flatColours)
+        XCTAssertEqual(
+            Set(try flat.resized(to: PixelSize(width: 77, height: 51), mode: .exact).packedRGBA()), flatColours)
+        XCTAssertEqual(
+            Set(try flat.resized(to: PixelSize(width: 150, height: 101), mode: .exact).packedRGBA()), flatColours)
     }
 
     func testFreeRotationSizeCentreAndEdges() throws {
@@ -265,7 +289,8 @@ final class TransformerTests: XCTestCase {
         let source = TestImages.gradient(width: 80, height: 60, seed: 2)
         let angle = 17 * Double.pi / 180
         let ours = try source.rotated(byRadians: angle, fitSize: true)
-        let reference = ReferenceFilters.rotate(source, radians: angle, size: PixelSize(width: ours.width, height: ours.height))
+        let reference = ReferenceFilters.rotate(
+            source, radians: angle, size: PixelSize(width: ours.width, height: ours.height))
         XCTAssertGreaterThanOrEqual(psnr(ours, reference, includeAlpha: true), 35)
     }
 
@@ -350,20 +375,27 @@ final class TransformerTests: XCTestCase {
     // MARK: Images, frames and keys
 
     func testEveryFrameIsTransformedAndTimingKept() throws {
-        let frames = (0..<3).map { ImageFrame(bitmap: TestImages.gradient(width: 40, height: 30, seed: $0 * 20), duration: 0.1 * Double($0 + 1)) }
+        let frames = (0..<3).map {
+            ImageFrame(
+                bitmap: TestImages.gradient(width: 40, height: 30, seed: $0 * 20), duration: 0.1 * Double($0 + 1))
+        }
         let animation = DecodedImage(frames: frames, loopCount: 2, format: .gif)
-        let pipeline = ImagePipelineTransformer([ImageResizingTransformer(size: PixelSize(20), mode: .fill),
-                                                 ImageFlippingTransformer(horizontal: true, vertical: false),
-                                                 ImageRoundCornerTransformer(radius: 4),
-                                                 ImageBlurTransformer(sigma: 1), ImageTintTransformer(color: RGBAColor(hex: "#00ff0020")!),
-                                                 ImageGrayscaleTransformer(), ImageRotationTransformer(degrees: 10),
-                                                 ImageCroppingTransformer(rect: PixelRect(x: 2, y: 2, width: 10, height: 10))])
+        let pipeline = ImagePipelineTransformer([
+            ImageResizingTransformer(size: PixelSize(20), mode: .fill),
+            ImageFlippingTransformer(horizontal: true, vertical: false),
+            ImageRoundCornerTransformer(radius: 4),
+            ImageBlurTransformer(sigma: 1), ImageTintTransformer(color: RGBAColor(hex: "#00ff0020")!),
+            ImageGrayscaleTransformer(), ImageRotationTransformer(degrees: 10),
+            ImageCroppingTransformer(rect: PixelRect(x: 2, y: 2, width: 10, height: 10)),
+        ])
         let result = try XCTUnwrap(pipeline.transform(animation))
         XCTAssertEqual(result.frames.count, 3)
         XCTAssertEqual(result.frames.map(\.duration), [0.1, 0.2, 0.30000000000000004])
         XCTAssertEqual(result.loopCount, 2)
         XCTAssertEqual(result.format, .gif)
-        for frame in result.frames { XCTAssertEqual(PixelSize(width: frame.bitmap.width, height: frame.bitmap.height), PixelSize(10)) }
+        for frame in result.frames {
+            XCTAssertEqual(PixelSize(width: frame.bitmap.width, height: frame.bitmap.height), PixelSize(10))
+        }
         XCTAssertNotEqual(result.frames[0].bitmap.packedRGBA(), result.frames[2].bitmap.packedRGBA())
     }
 
@@ -371,39 +403,54 @@ final class TransformerTests: XCTestCase {
         var image = TestImages.still(numbered(width: 6, height: 4))
         image.orientation = .right
         image.isOrientationApplied = false
-        let cropped = try XCTUnwrap(ImageCroppingTransformer(rect: PixelRect(x: 0, y: 0, width: 4, height: 1)).transform(image))
+        let cropped = try XCTUnwrap(
+            ImageCroppingTransformer(rect: PixelRect(x: 0, y: 0, width: 4, height: 1)).transform(image))
         XCTAssertTrue(cropped.isOrientationApplied)
         XCTAssertEqual(cropped.width, 4)
         XCTAssertEqual(cropped.bitmap[0, 0].r, image.bitmap.applyingForTest(.right)[0, 0].r)
     }
 
     func testKeysAreSDWebImagesStrings() {
-        let pipeline = ImagePipelineTransformer([ImageFlippingTransformer(horizontal: true, vertical: false),
-                                                 ImageRotationTransformer(angle: .pi / 4, fitSize: true)])
-        XCTAssertEqual(pipeline.transformerKey, "SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1)")
-        XCTAssertEqual(CacheKey("image.png").transformed(by: pipeline.transformerKey).rendered,
-                       "image-SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1).png")
-        XCTAssertEqual(ImageResizingTransformer(size: PixelSize(width: 256, height: 128), mode: .fill).transformerKey,
-                       "SDImageResizingTransformer({256.000000,128.000000},2)")
-        XCTAssertEqual(ImageCroppingTransformer(rect: PixelRect(x: 1, y: 2, width: 3, height: 4)).transformerKey,
-                       "SDImageCroppingTransformer({1.000000,2.000000,3.000000,4.000000})")
-        XCTAssertEqual(ImageRoundCornerTransformer(radius: 8, borderWidth: 2, borderColor: RGBAColor(hex: "#ff0000ff")).transformerKey,
-                       "SDImageRoundCornerTransformer(8.000000,18446744073709551615,2.000000,#ff0000ff)")
-        XCTAssertEqual(ImageRoundCornerTransformer(radius: 8, corners: [.topLeft, .bottomRight]).transformerKey,
-                       "SDImageRoundCornerTransformer(8.000000,9,0.000000,(null))")
+        let pipeline = ImagePipelineTransformer([
+            ImageFlippingTransformer(horizontal: true, vertical: false),
+            ImageRotationTransformer(angle: .pi / 4, fitSize: true),
+        ])
+        XCTAssertEqual(
+            pipeline.transformerKey, "SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1)")
+        XCTAssertEqual(
+            CacheKey("image.png").transformed(by: pipeline.transformerKey).rendered,
+            "image-SDImageFlippingTransformer(1,0)-SDImageRotationTransformer(0.78539816339,1).png")
+        XCTAssertEqual(
+            ImageResizingTransformer(size: PixelSize(width: 256, height: 128), mode: .fill).transformerKey,
+            "SDImageResizingTransformer({256.000000,128.000000},2)")
+        XCTAssertEqual(
+            ImageCroppingTransformer(rect: PixelRect(x: 1, y: 2, width: 3, height: 4)).transformerKey,
+            "SDImageCroppingTransformer({1.000000,2.000000,3.000000,4.000000})")
+        XCTAssertEqual(
+            ImageRoundCornerTransformer(radius: 8, borderWidth: 2, borderColor: RGBAColor(hex: "#ff0000ff"))
+                .transformerKey,
+            "SDImageRoundCornerTransformer(8.000000,18446744073709551615,2.000000,#ff0000ff)")
+        XCTAssertEqual(
+            ImageRoundCornerTransformer(radius: 8, corners: [.topLeft, .bottomRight]).transformerKey,
+            "SDImageRoundCornerTransformer(8.000000,9,0.000000,(null))")
         XCTAssertEqual(ImageBlurTransformer(sigma: 4).transformerKey, "SDImageBlurTransformer(4.000000)")
-        XCTAssertEqual(ImageTintTransformer(color: RGBAColor(red: 0, green: 0, blue: 255, alpha: 128)).transformerKey,
-                       "SDImageTintTransformer(#0000ff80)")
-        XCTAssertEqual(ImageRotationTransformer(degrees: 90, fitSize: false).transformerKey, "SDImageRotationTransformer(1.57079632679,0)")
+        XCTAssertEqual(
+            ImageTintTransformer(color: RGBAColor(red: 0, green: 0, blue: 255, alpha: 128)).transformerKey,
+            "SDImageTintTransformer(#0000ff80)")
+        XCTAssertEqual(
+            ImageRotationTransformer(degrees: 90, fitSize: false).transformerKey,
+            "SDImageRotationTransformer(1.57079632679,0)")
     }
 
     func testKeysAreDistinctForDistinctParametersAndStable() {
         let transformers: [any ImageTransforming] = [
-            ImageResizingTransformer(size: PixelSize(256), mode: .fit), ImageResizingTransformer(size: PixelSize(256), mode: .fill),
+            ImageResizingTransformer(size: PixelSize(256), mode: .fit),
+            ImageResizingTransformer(size: PixelSize(256), mode: .fill),
             ImageResizingTransformer(size: PixelSize(width: 256, height: 255), mode: .fit),
             ImageCroppingTransformer(rect: PixelRect(x: 0, y: 0, width: 10, height: 10)),
             ImageCroppingTransformer(rect: PixelRect(x: 1, y: 0, width: 10, height: 10)),
-            ImageFlippingTransformer(horizontal: true, vertical: false), ImageFlippingTransformer(horizontal: false, vertical: true),
+            ImageFlippingTransformer(horizontal: true, vertical: false),
+            ImageFlippingTransformer(horizontal: false, vertical: true),
             ImageRotationTransformer(degrees: 30, fitSize: true), ImageRotationTransformer(degrees: 30, fitSize: false),
             ImageRotationTransformer(degrees: 30.5, fitSize: true),
             ImageRoundCornerTransformer(radius: 8), ImageRoundCornerTransformer(radius: 9),
@@ -416,7 +463,8 @@ final class TransformerTests: XCTestCase {
         let keys = transformers.map(\.transformerKey)
         XCTAssertEqual(Set(keys).count, keys.count, "\(keys)")
         XCTAssertEqual(ImageBlurTransformer(sigma: 2).transformerKey, ImageBlurTransformer(sigma: 2).transformerKey)
-        XCTAssertEqual(ImagePipelineTransformer(Array(transformers[0..<3])).transformerKey, keys[0..<3].joined(separator: "-"))
+        XCTAssertEqual(
+            ImagePipelineTransformer(Array(transformers[0..<3])).transformerKey, keys[0..<3].joined(separator: "-"))
     }
 }
 
@@ -591,7 +639,9 @@ enum ReferenceFilters {
             let x0 = Int(floor(sx)), y0 = Int(floor(sy))
             let fx = sx - Double(x0), fy = sy - Double(y0)
             var sum = [0.0, 0, 0, 0]
-            for (ox, oy, weight) in [(0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy), (1, 1, fx * fy)] {
+            for (ox, oy, weight) in [
+                (0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy), (1, 1, fx * fy),
+            ] {
                 let px = x0 + ox, py = y0 + oy
                 guard px >= 0, px < source.width, py >= 0, py < source.height else { continue }
                 let p = premultipliedPixel(source, px, py)

@@ -5,7 +5,9 @@ public struct FuzzInput {
     public private(set) var bytes: UnsafeRawBufferPointer
 
     public init(_ start: UnsafeRawPointer?, _ count: Int) {
-        bytes = count > 0 && start != nil ? UnsafeRawBufferPointer(start: start, count: count) : UnsafeRawBufferPointer(start: nil, count: 0)
+        bytes =
+            count > 0 && start != nil
+            ? UnsafeRawBufferPointer(start: start, count: count) : UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
     /// The next byte (0 once the input is used up).

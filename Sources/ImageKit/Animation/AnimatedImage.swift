@@ -59,7 +59,9 @@ public final class AnimatedImage: @unchecked Sendable {
     /// - Throws: ``ImageError``: `unsupportedFormat` for data no registered decoder plays frame
     ///   by frame; the header's errors (`badImageData`, `truncatedData`, `decompressionBomb`,
     ///   `zeroPixels`).
-    public convenience init(data: Data, limits: DecodingLimits = .default, coders: ImageCodersManager = .shared) throws(ImageError) {
+    public convenience init(data: Data, limits: DecodingLimits = .default, coders: ImageCodersManager = .shared)
+        throws(ImageError)
+    {
         let signature = ImageSignature(data)
         guard let decoder = coders.decoder(for: signature, as: (any AnimatedImageDecoding).self) else {
             throw ImageError(.unsupportedFormat, "no decoder plays \(signature.format) frame by frame")
@@ -74,7 +76,8 @@ public final class AnimatedImage: @unchecked Sendable {
     public init(data: Data, limits: DecodingLimits = .default, decoder: any AnimatedImageDecoding) throws(ImageError) {
         let signature = ImageSignature(data)
         guard let info = try decoder.animationInfo(data, limits: limits), !info.durations.isEmpty else {
-            throw ImageError(.unsupportedFormat, "not an animation \(type(of: decoder)) plays frame by frame (\(signature.format))")
+            throw ImageError(
+                .unsupportedFormat, "not an animation \(type(of: decoder)) plays frame by frame (\(signature.format))")
         }
         try limits.checkPixels(width: info.canvasSize.width, height: info.canvasSize.height)
         try limits.check(width: info.canvasSize.width, height: info.canvasSize.height)
@@ -86,12 +89,15 @@ public final class AnimatedImage: @unchecked Sendable {
         loopCount = info.loopCount
         // At most about 16 checkpoints, and no fewer than 8 frames between them.
         checkpointInterval = max(8, (info.durations.count + 15) / 16)
-        source = Self.seeker(over: try decoder.makeFrameCursor(data, info: info, limits: limits),
-                             frameCount: info.durations.count, interval: checkpointInterval)
+        source = Self.seeker(
+            over: try decoder.makeFrameCursor(data, info: info, limits: limits),
+            frameCount: info.durations.count, interval: checkpointInterval)
     }
 
     /// The seeker over a cursor of whatever type the decoder made.
-    private static func seeker<Cursor: AnimationFrameCursor>(over cursor: Cursor, frameCount: Int, interval: Int) -> any AnimationFrameSource {
+    private static func seeker<Cursor: AnimationFrameCursor>(over cursor: Cursor, frameCount: Int, interval: Int)
+        -> any AnimationFrameSource
+    {
         AnimationSeeker(cursor, frameCount: frameCount, interval: interval)
     }
 
@@ -174,7 +180,8 @@ public final class AnimatedImage: @unchecked Sendable {
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         for index in 0..<frameCount {
-            frames.append(ImageFrame(bitmap: try frame(at: index, takingCheckpoints: false), duration: durations[index]))
+            frames.append(
+                ImageFrame(bitmap: try frame(at: index, takingCheckpoints: false), duration: durations[index]))
         }
         return DecodedImage(frames: frames, loopCount: loopCount, format: format)
     }

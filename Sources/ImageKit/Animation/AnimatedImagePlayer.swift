@@ -63,7 +63,9 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
     ///   - clock: the clock frame durations are measured on.
     ///   - loops: nil: the image's ``AnimatedImage/loopCount``.
     ///   - maxBufferBytes: nil: ``defaultMaxBufferBytes()``.
-    public init(_ image: AnimatedImage, playbackRate: Double = 1, loops: Int? = nil, maxBufferBytes: Int? = nil, clock: C) {
+    public init(
+        _ image: AnimatedImage, playbackRate: Double = 1, loops: Int? = nil, maxBufferBytes: Int? = nil, clock: C
+    ) {
         precondition(playbackRate > 0 && playbackRate.isFinite, "the playback rate must be positive")
         self.image = image
         self.playbackRate = playbackRate
@@ -92,8 +94,9 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
         let available = Double(MemoryLimits.availableMemory())
         var free = available
         if let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8),
-           let line = text.split(separator: "\n").first(where: { $0.hasPrefix("MemAvailable:") }),
-           let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) {
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("MemAvailable:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        {
             free = Swift.min(free, kilobytes * 1024)
         }
         return Int(Swift.min(available * 0.2, free * 0.6))
@@ -174,7 +177,8 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
             } else {
                 if let last = lastOrdinal, target > last {
                     // The last frame has its time, then the sequence ends.
-                    try await player.clock.sleep(until: due(shown).advanced(by: .seconds(durations[shown % frameCount])), tolerance: nil)
+                    try await player.clock.sleep(
+                        until: due(shown).advanced(by: .seconds(durations[shown % frameCount])), tolerance: nil)
                     finish()
                     return nil
                 }
@@ -205,7 +209,9 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
                 buffer.keep(index, bitmap)
             }
             startPrefetch(after: target)
-            return Frame(index: index, loop: target / frameCount, bitmap: bitmap, duration: durations[index], skippedFrames: skipped)
+            return Frame(
+                index: index, loop: target / frameCount, bitmap: bitmap, duration: durations[index],
+                skippedFrames: skipped)
         }
 
         /// Frame `ordinal` from the buffer, the prefetch, or decoded now.
@@ -238,11 +244,14 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
             guard buffer.kept(index) == nil else { return }
             let image = player.image
             buffer.leadStarted(bytes: image.frameBytes)
-            prefetch = (next, Task.detached(priority: .userInitiated) {
-                // Skipped past before it began: decoding it now would send the decoder back.
-                try Task.checkCancellation()
-                return try image.frame(at: index, takingCheckpoints: false)
-            })
+            prefetch = (
+                next,
+                Task.detached(priority: .userInitiated) {
+                    // Skipped past before it began: decoding it now would send the decoder back.
+                    try Task.checkCancellation()
+                    return try image.frame(at: index, takingCheckpoints: false)
+                }
+            )
         }
 
         private mutating func finish() {
@@ -259,7 +268,8 @@ public struct AnimatedImagePlayer<C: Clock>: AsyncSequence, Sendable where C.Dur
 extension AnimatedImagePlayer where C == ContinuousClock {
     /// A player on the wall clock (`ContinuousClock`).
     public init(_ image: AnimatedImage, playbackRate: Double = 1, loops: Int? = nil, maxBufferBytes: Int? = nil) {
-        self.init(image, playbackRate: playbackRate, loops: loops, maxBufferBytes: maxBufferBytes, clock: ContinuousClock())
+        self.init(
+            image, playbackRate: playbackRate, loops: loops, maxBufferBytes: maxBufferBytes, clock: ContinuousClock())
     }
 }
 
@@ -290,7 +300,8 @@ final class AnimationFrameBuffer: Sendable {
     func keep(_ index: Int, _ bitmap: Bitmap) {
         let size = bitmap.bytesPerRow * bitmap.height
         state.withLock { state in
-            guard state.frames[index] == nil, state.keptBytes + size + Swift.max(state.leadBytes, size) <= maxBytes else { return }
+            guard state.frames[index] == nil, state.keptBytes + size + Swift.max(state.leadBytes, size) <= maxBytes
+            else { return }
             state.frames[index] = bitmap
             state.keptBytes += size
             state.peak = max(state.peak, state.keptBytes + state.leadBytes)

@@ -68,7 +68,9 @@ extension AnimationRunState where Self: ~Copyable {
     }
 
     init(restoring checkpoint: AnimationCheckpoint<Position>) throws(ImageError) {
-        guard let canvas = checkpoint.canvas else { throw ImageError(.internalError, "a compositing decoder's checkpoint has no canvas") }
+        guard let canvas = checkpoint.canvas else {
+            throw ImageError(.internalError, "a compositing decoder's checkpoint has no canvas")
+        }
         self.init(canvas: try AnimationCanvas(copying: canvas), position: checkpoint.position)
     }
 }
@@ -78,8 +80,9 @@ extension AnimationCanvas {
     init(copying bitmap: Bitmap) throws(ImageError) {
         self = try AnimationCanvas(width: bitmap.width, height: bitmap.height)
         for y in 0..<bitmap.height {
-            pixels.row(y).update(from: (bitmap.baseAddress + y * bitmap.bytesPerRow).assumingMemoryBound(to: UInt8.self),
-                                 count: bitmap.width * 4)
+            pixels.row(y).update(
+                from: (bitmap.baseAddress + y * bitmap.bytesPerRow).assumingMemoryBound(to: UInt8.self),
+                count: bitmap.width * 4)
         }
     }
 }

@@ -48,7 +48,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     public var decodeVariant: String?
 
     /// A key for `source` (a URL string or what a key filter made of it) and its variant parts.
-    public init(_ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil, decodeVariant: String? = nil) {
+    public init(
+        _ source: String, transformerKey: String? = nil, thumbnail: Thumbnail? = nil, decodeVariant: String? = nil
+    ) {
         self.source = source
         self.transformerKey = transformerKey
         self.thumbnail = thumbnail
@@ -147,7 +149,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         }
         var suffix = Self.variantMarker
         if let transformerKey { suffix += "t\(transformerKey.utf8.count):\(transformerKey);" }
-        if let thumbnail { suffix += "n\(thumbnail.width)x\(thumbnail.height)p\(thumbnail.preservesAspectRatio ? 1 : 0);" }
+        if let thumbnail {
+            suffix += "n\(thumbnail.width)x\(thumbnail.height)p\(thumbnail.preservesAspectRatio ? 1 : 0);"
+        }
         if let decodeVariant { suffix += "d\(decodeVariant.utf8.count):\(decodeVariant);" }
         return source + suffix
     }
@@ -168,8 +172,10 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     /// split by hand: URLComponents re-encodes its input, so its ranges do not index the key.
     static func inserting(_ insertion: String, into key: String) -> String {
         guard let separator = key.range(of: "://"), !key.lowercased().hasPrefix("file:"),
-              key[..<separator.lowerBound].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) }),
-              !key[..<separator.lowerBound].isEmpty else {
+            key[..<separator.lowerBound].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) }
+            ),
+            !key[..<separator.lowerBound].isEmpty
+        else {
             return insertBeforeExtension(insertion, key)
         }
         let afterAuthority = key[separator.upperBound...]
@@ -184,7 +190,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
         let lastSlash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         let lastComponent = path[lastSlash...]
         guard let dot = lastComponent.lastIndex(of: "."), dot != lastComponent.startIndex,
-              lastComponent.index(after: dot) != lastComponent.endIndex else {
+            lastComponent.index(after: dot) != lastComponent.endIndex
+        else {
             return path + "-" + insertion
         }
         return String(path[..<dot]) + "-" + insertion + String(path[dot...])
@@ -217,7 +224,8 @@ public struct CacheKeyFilter: Sendable {
     public static func removingQueryItems(_ names: Set<String>) -> CacheKeyFilter {
         CacheKeyFilter { url in
             guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-                  let items = components.queryItems else { return url.absoluteString }
+                let items = components.queryItems
+            else { return url.absoluteString }
             let kept = items.filter { !names.contains($0.name) }
             components.queryItems = kept.isEmpty ? nil : kept
             return components.url?.absoluteString ?? url.absoluteString
@@ -226,7 +234,9 @@ public struct CacheKeyFilter: Sendable {
 
     /// Drops the whole query string.
     public static let removingQuery = CacheKeyFilter { url in
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url.absoluteString
+        }
         components.query = nil
         return components.url?.absoluteString ?? url.absoluteString
     }

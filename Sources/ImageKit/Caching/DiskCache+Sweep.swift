@@ -31,7 +31,9 @@ extension DiskCache {
             if name.hasPrefix(".tmp-") {
                 // A temporary file gets its entry's date only when complete, so its age is real
                 // time (not the injected clock): an hour old means its writer died.
-                if let info = DiskFiles.stat(path), info.modification < Date().addingTimeInterval(-3600) { DiskFiles.remove(path) }
+                if let info = DiskFiles.stat(path), info.modification < Date().addingTimeInterval(-3600) {
+                    DiskFiles.remove(path)
+                }
                 continue
             }
             guard !name.hasPrefix("."), let info = DiskFiles.stat(path), info.isRegular else { continue }

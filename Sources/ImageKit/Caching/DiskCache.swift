@@ -80,9 +80,12 @@ public struct DiskCacheConfiguration: Sendable, Hashable {
     }
 
     /// Settings with ImageKit's defaults: 7 days, an automatic size limit, a sweep at open and every 600 s.
-    public init(maxAge: TimeInterval = 7 * 24 * 3600, maxSize: Int = automaticMaxSize, expiryDate: ExpiryDate = .modificationDate,
-                metadataStorage: MetadataStorage = .automatic, sweepsAtOpen: Bool = true,
-                sweepInterval: TimeInterval? = 600, synchronizesWrites: Bool = false) {
+    public init(
+        maxAge: TimeInterval = 7 * 24 * 3600, maxSize: Int = automaticMaxSize,
+        expiryDate: ExpiryDate = .modificationDate,
+        metadataStorage: MetadataStorage = .automatic, sweepsAtOpen: Bool = true,
+        sweepInterval: TimeInterval? = 600, synchronizesWrites: Bool = false
+    ) {
         self.maxAge = maxAge
         self.maxSize = maxSize
         self.expiryDate = expiryDate
@@ -143,7 +146,8 @@ public final class DiskCache: ImageDiskCaching {
     /// `$XDG_CACHE_HOME/ImageKit/<namespace>` (or `~/.cache/ImageKit/<namespace>`).
     public static func defaultDirectory(namespace: String = "default") -> URL {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let base =
+            environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
         return base.appendingPathComponent("ImageKit").appendingPathComponent(namespace)
     }
@@ -154,8 +158,10 @@ public final class DiskCache: ImageDiskCaching {
     ///   - directory: where the entries live; created if missing.
     ///   - configuration: the limits and sweep policy.
     /// - Parameter clock: the current time, injectable for tests.
-    public init(directory: URL, configuration: DiskCacheConfiguration = DiskCacheConfiguration(),
-                clock: @escaping @Sendable () -> Date = { Date() }) throws(ImageError) {
+    public init(
+        directory: URL, configuration: DiskCacheConfiguration = DiskCacheConfiguration(),
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(ImageError) {
         var configuration = configuration
         self.entriesDirectory = directory.appendingPathComponent(Self.layoutVersion).path
         self.metadataDirectory = entriesDirectory + "/meta"
@@ -210,12 +216,15 @@ public final class DiskCache: ImageDiskCaching {
 
     static func pathExtension(ofKey key: String) -> String? {
         let path = URL(string: key)?.path ?? key
-        guard let lastComponent = path.split(separator: "/").last, let dot = lastComponent.lastIndex(of: ".") else { return nil }
+        guard let lastComponent = path.split(separator: "/").last, let dot = lastComponent.lastIndex(of: ".") else {
+            return nil
+        }
         let candidate = lastComponent[lastComponent.index(after: dot)...]
         // NAME_MAX (255) minus the 64 hex digits and the dot, like SDWebImage's length rule; and
         // only characters that are safe in any file name.
         guard !candidate.isEmpty, candidate.count <= 255 - 65,
-              candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { return nil }
+            candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+        else { return nil }
         return String(candidate)
     }
 
@@ -244,13 +253,13 @@ public final class DiskCache: ImageDiskCaching {
     /// The bytes and metadata stored under `key`. An entry whose length disagrees with its
     /// metadata (truncated behind the cache's back) is removed and reported as a miss.
     public func entry(forKey key: String) -> (data: Data, metadata: DiskCacheMetadata?)? {
-        for _ in 0..<2 { // a rename can race with the lookup; one retry settles it
+        for _ in 0..<2 {  // a rename can race with the lookup; one retry settles it
             guard let name = existingName(forKey: key) else { return nil }
             let path = entriesDirectory + "/" + name
             guard let (data, info) = (try? DiskFiles.read(path)) ?? nil else { continue }
             let metadata = readMetadata(name: name, lastAccess: info.access)
             if let metadata, metadata.byteCount != data.count || metadata.key != key {
-                if metadata.key == key { removeFile(name) } // truncated or overwritten: drop it
+                if metadata.key == key { removeFile(name) }  // truncated or overwritten: drop it
                 return nil
             }
             if configuration.expiryDate == .accessDate { DiskFiles.touchAccess(path, date: clock()) }
@@ -261,7 +270,8 @@ public final class DiskCache: ImageDiskCaching {
 
     public func metadata(forKey key: String) -> DiskCacheMetadata? {
         guard let name = existingName(forKey: key),
-              let info = DiskFiles.stat(entriesDirectory + "/" + name) else { return nil }
+            let info = DiskFiles.stat(entriesDirectory + "/" + name)
+        else { return nil }
         return readMetadata(name: name, lastAccess: info.access)
     }
 
@@ -271,11 +281,13 @@ public final class DiskCache: ImageDiskCaching {
 
     private func readMetadata(name: String, lastAccess: Date) -> DiskCacheMetadata? {
         if !usesSidecars.load(ordering: .relaxed),
-           let bytes = DiskFiles.readAttribute(entriesDirectory + "/" + name) {
+            let bytes = DiskFiles.readAttribute(entriesDirectory + "/" + name)
+        {
             return DiskCacheMetadata.decode(bytes, lastAccessDate: lastAccess)
         }
         if configuration.metadataStorage != .extendedAttributes,
-           let (data, _) = (try? DiskFiles.read(metadataDirectory + "/" + name)) ?? nil {
+            let (data, _) = (try? DiskFiles.read(metadataDirectory + "/" + name)) ?? nil
+        {
             return DiskCacheMetadata.decode(Array(data), lastAccessDate: lastAccess)
         }
         return nil
@@ -283,27 +295,33 @@ public final class DiskCache: ImageDiskCaching {
 
     // MARK: Writing
 
-    public func store(_ data: Data, forKey key: String, expiryDate: Date? = nil, http: HTTPCacheHeaders? = nil) throws(ImageError) {
+    public func store(_ data: Data, forKey key: String, expiryDate: Date? = nil, http: HTTPCacheHeaders? = nil)
+        throws(ImageError)
+    {
         let now = clock()
-        let metadata = DiskCacheMetadata(key: key, storedDate: now, expiryDate: expiryDate ?? http?.expiryDate(receivedAt: now),
-                                         byteCount: data.count, http: http)
+        let metadata = DiskCacheMetadata(
+            key: key, storedDate: now, expiryDate: expiryDate ?? http?.expiryDate(receivedAt: now),
+            byteCount: data.count, http: http)
         let encoded = metadata.encoded()
         let name = Self.fileName(forKey: key)
         let sidecar = usesSidecars.load(ordering: .relaxed)
         var result: (DiskFiles.FileInfo, xattrUnsupported: Bool)
         do {
-            result = try DiskFiles.writeAtomically(data, directory: entriesDirectory, name: name, attribute: sidecar ? nil : encoded,
-                                                   date: now, synchronize: configuration.synchronizesWrites)
-        } catch where access(entriesDirectory, F_OK) != 0 {
+            result = try DiskFiles.writeAtomically(
+                data, directory: entriesDirectory, name: name, attribute: sidecar ? nil : encoded,
+                date: now, synchronize: configuration.synchronizesWrites)
+        } catch  where access(entriesDirectory, F_OK) != 0 {
             // The directory was removed behind our back: recreate it once.
             try DiskFiles.createDirectory(entriesDirectory)
-            result = try DiskFiles.writeAtomically(data, directory: entriesDirectory, name: name, attribute: sidecar ? nil : encoded,
-                                                   date: now, synchronize: configuration.synchronizesWrites)
+            result = try DiskFiles.writeAtomically(
+                data, directory: entriesDirectory, name: name, attribute: sidecar ? nil : encoded,
+                date: now, synchronize: configuration.synchronizesWrites)
         }
         if result.xattrUnsupported {
             guard configuration.metadataStorage == .automatic else {
                 removeFile(name)
-                throw ImageError(.ioError, "the file system at \(entriesDirectory) does not support extended attributes")
+                throw ImageError(
+                    .ioError, "the file system at \(entriesDirectory) does not support extended attributes")
             }
             usesSidecars.store(true, ordering: .relaxed)
         }
@@ -321,7 +339,8 @@ public final class DiskCache: ImageDiskCaching {
     @discardableResult
     public func refresh(forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?) -> Bool {
         guard let name = existingName(forKey: key), let info = DiskFiles.stat(entriesDirectory + "/" + name),
-              var metadata = readMetadata(name: name, lastAccess: info.access) else { return false }
+            var metadata = readMetadata(name: name, lastAccess: info.access)
+        else { return false }
         let now = clock()
         metadata.http = http ?? metadata.http
         metadata.expiryDate = expiryDate ?? http?.expiryDate(receivedAt: now)

@@ -1,6 +1,5 @@
 import Foundation
 
-
 /// What the disk cache keeps about each entry besides its bytes. Survives restarts (stored in a
 /// `user.imagekit.meta` extended attribute, or a sidecar file where the file system has none).
 public struct DiskCacheMetadata: Sendable, Hashable {
@@ -18,8 +17,10 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     public var http: HTTPCacheHeaders?
 
     /// Metadata for one entry; normally made by the disk cache when it stores.
-    public init(key: String, storedDate: Date, lastAccessDate: Date? = nil, expiryDate: Date? = nil,
-                byteCount: Int, http: HTTPCacheHeaders? = nil) {
+    public init(
+        key: String, storedDate: Date, lastAccessDate: Date? = nil, expiryDate: Date? = nil,
+        byteCount: Int, http: HTTPCacheHeaders? = nil
+    ) {
         self.key = key
         self.storedDate = storedDate
         self.lastAccessDate = lastAccessDate ?? storedDate
@@ -39,7 +40,8 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     /// A compact line format: `name<TAB>value` per field, tabs, newlines and backslashes escaped.
     func encoded() -> [UInt8] {
         var fields: [(String, String)] = [
-            ("v", "1"), ("key", key), ("stored", String(storedDate.timeIntervalSince1970)), ("bytes", String(byteCount)),
+            ("v", "1"), ("key", key), ("stored", String(storedDate.timeIntervalSince1970)),
+            ("bytes", String(byteCount)),
         ]
         if let expiryDate { fields.append(("expiry", String(expiryDate.timeIntervalSince1970))) }
         if let http {
@@ -63,21 +65,28 @@ public struct DiskCacheMetadata: Sendable, Hashable {
             values[String(parts[0])] = unescape(String(parts[1]))
         }
         guard values["v"] == "1", let key = values["key"], let stored = values["stored"].flatMap(Double.init),
-              let byteCount = values["bytes"].flatMap(Int.init) else { return nil }
-        var metadata = DiskCacheMetadata(key: key, storedDate: Date(timeIntervalSince1970: stored),
-                                         lastAccessDate: lastAccessDate, byteCount: byteCount)
+            let byteCount = values["bytes"].flatMap(Int.init)
+        else { return nil }
+        var metadata = DiskCacheMetadata(
+            key: key, storedDate: Date(timeIntervalSince1970: stored),
+            lastAccessDate: lastAccessDate, byteCount: byteCount)
         metadata.expiryDate = values["expiry"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
         if values["http"] != nil {
-            metadata.http = HTTPCacheHeaders(etag: values["etag"], lastModified: values["last-modified"],
-                                             cacheControl: values["cache-control"], expires: values["expires"],
-                                             date: values["date"], contentType: values["content-type"])
+            metadata.http = HTTPCacheHeaders(
+                etag: values["etag"], lastModified: values["last-modified"],
+                cacheControl: values["cache-control"], expires: values["expires"],
+                date: values["date"], contentType: values["content-type"])
         }
         return metadata
     }
 
     private static func escape(_ value: String) -> String {
         // Most values have nothing to escape; Foundation's replacing costs microseconds each.
-        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") }) else {
+        guard
+            value.utf8.contains(where: {
+                $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n")
+            })
+        else {
             return value
         }
         return value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")

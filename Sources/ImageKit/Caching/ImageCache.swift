@@ -18,9 +18,11 @@ public struct ImageCacheConfiguration: Sendable {
     public var telemetry: ImageKitTelemetry = ImageKitTelemetry()
 
     /// A configuration; every parameter has the default a loader on a desktop or server wants.
-    public init(cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
-                memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init(),
-                trimsOnMemoryPressure: Bool = true) {
+    public init(
+        cachesImagesInMemory: Bool = true, ioConcurrency: Int = 4,
+        memory: MemoryCache.Configuration = .init(), disk: DiskCacheConfiguration = .init(),
+        trimsOnMemoryPressure: Bool = true
+    ) {
         self.trimsOnMemoryPressure = trimsOnMemoryPressure
         self.cachesImagesInMemory = cachesImagesInMemory
         self.ioConcurrency = ioConcurrency
@@ -54,18 +56,25 @@ public final class ImageCache: ImageCaching {
     let metrics: ImageKitMetrics
 
     /// A cache with its disk part in `directory` (default: `DiskCache.defaultDirectory(namespace)`).
-    public convenience init(namespace: String = "default", directory: URL? = nil,
-                            configuration: ImageCacheConfiguration = .init(),
-                            coders: ImageCodersManager = .shared) throws(ImageError) {
-        let disk = try DiskCache(directory: directory ?? DiskCache.defaultDirectory(namespace: namespace),
-                                 configuration: configuration.disk)
-        self.init(memoryCache: MemoryCache(configuration: configuration.memory, telemetry: configuration.telemetry), diskCache: disk,
-                  configuration: configuration, coders: coders)
+    public convenience init(
+        namespace: String = "default", directory: URL? = nil,
+        configuration: ImageCacheConfiguration = .init(),
+        coders: ImageCodersManager = .shared
+    ) throws(ImageError) {
+        let disk = try DiskCache(
+            directory: directory ?? DiskCache.defaultDirectory(namespace: namespace),
+            configuration: configuration.disk)
+        self.init(
+            memoryCache: MemoryCache(configuration: configuration.memory, telemetry: configuration.telemetry),
+            diskCache: disk,
+            configuration: configuration, coders: coders)
     }
 
     /// A cache over the given layers (any implementation of the protocols).
-    public init(memoryCache: any ImageMemoryCaching, diskCache: any ImageDiskCaching,
-                configuration: ImageCacheConfiguration = .init(), coders: ImageCodersManager = .shared) {
+    public init(
+        memoryCache: any ImageMemoryCaching, diskCache: any ImageDiskCaching,
+        configuration: ImageCacheConfiguration = .init(), coders: ImageCodersManager = .shared
+    ) {
         self.memoryCache = memoryCache
         self.diskCache = diskCache
         self.configuration = configuration
@@ -95,8 +104,10 @@ public final class ImageCache: ImageCaching {
         public func cancel() { ticket?.cancel() }
     }
 
-    public func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                      decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+    public func query(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         switch prepareQuery(key, cacheType: cacheType, options: options) {
         case .answered(let result):
             return result
@@ -111,33 +122,43 @@ public final class ImageCache: ImageCaching {
     /// Completion-handler form. Memory answers (and `queryDiskDataSync` / `queryMemoryDataSync`
     /// disk answers) call `completion` before returning; others call it on the IO queue.
     @discardableResult
-    public func query(_ key: CacheKey, cacheType: ImageCacheType = .all, options: ImageCacheQueryOptions = [],
-                      decoding: ImageDecodingOptions = .default,
-                      completion: @escaping @Sendable (Result<ImageCacheQueryResult, ImageError>) -> Void) -> Token {
+    public func query(
+        _ key: CacheKey, cacheType: ImageCacheType = .all, options: ImageCacheQueryOptions = [],
+        decoding: ImageDecodingOptions = .default,
+        completion: @escaping @Sendable (Result<ImageCacheQueryResult, ImageError>) -> Void
+    ) -> Token {
         switch prepareQuery(key, cacheType: cacheType, options: options) {
         case .answered(let result):
             completion(.success(result))
             return Token(ticket: nil)
         case .disk(let memoryImage, let synchronous):
             if synchronous {
-                completion(Result { () throws(ImageError) in try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding) })
+                completion(
+                    Result { () throws(ImageError) in
+                        try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
+                    })
                 return Token(ticket: nil)
             }
-            let ticket = io.submit({ [self] () throws(ImageError) in
-                try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
-            }, completion: completion)
+            let ticket = io.submit(
+                { [self] () throws(ImageError) in
+                    try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
+                }, completion: completion)
             return Token(ticket: ticket)
         }
     }
 
-    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+    public func querySynchronously(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) -> Result<ImageCacheQueryResult, ImageError>? {
         switch prepareQuery(key, cacheType: cacheType, options: options) {
         case .answered(let result):
             return .success(result)
         case .disk(let memoryImage, let synchronous):
             guard synchronous else { return nil }
-            return Result { () throws(ImageError) in try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding) }
+            return Result { () throws(ImageError) in
+                try diskQuery(key, memoryImage: memoryImage, options: options, decoding: decoding)
+            }
         }
     }
 
@@ -148,7 +169,8 @@ public final class ImageCache: ImageCaching {
 
     // Spec: CQS-04.
     /// Steps 1–6 of the query: the memory part, and whether (and how) the disk must be read.
-    private func prepareQuery(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions) -> QueryPlan {
+    private func prepareQuery(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions) -> QueryPlan
+    {
         guard cacheType != .none else { return .answered(.miss) }
         var image: DecodedImage?
         if cacheType != .disk {
@@ -166,10 +188,13 @@ public final class ImageCache: ImageCaching {
 
     // Spec: CQS-04.
     /// Steps 7–8 of the query: read the bytes; decode them only on a memory miss, then promote.
-    private func diskQuery(_ key: CacheKey, memoryImage: DecodedImage?, options: ImageCacheQueryOptions,
-                           decoding: ImageDecodingOptions) throws(ImageError) -> ImageCacheQueryResult {
+    private func diskQuery(
+        _ key: CacheKey, memoryImage: DecodedImage?, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) throws(ImageError) -> ImageCacheQueryResult {
         let started = DispatchTime.now().uptimeNanoseconds
-        let entry = (diskCache as? DiskCache)?.entry(forKey: key.identity)
+        let entry =
+            (diskCache as? DiskCache)?.entry(forKey: key.identity)
             ?? diskCache.data(forKey: key.identity).map { ($0, diskCache.metadata(forKey: key.identity)) }
         metrics.diskRead.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
         if let memoryImage {
@@ -186,7 +211,9 @@ public final class ImageCache: ImageCaching {
             return ImageCacheQueryResult(image: nil, data: data, cacheType: .disk, metadata: metadata)
         }
         // A first-frame-only decode is not the whole image: it is not promoted under the key.
-        if configuration.cachesImagesInMemory && !options.contains(.skipMemoryPromotion) && !decodingOptions.firstFrameOnly {
+        if configuration.cachesImagesInMemory && !options.contains(.skipMemoryPromotion)
+            && !decodingOptions.firstFrameOnly
+        {
             memoryCache.setImage(image, forKey: key.identity)
         }
         return ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata)
@@ -194,17 +221,21 @@ public final class ImageCache: ImageCaching {
 
     // MARK: Store
 
-    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
-                      http: HTTPCacheHeaders?) async throws(ImageError) {
+    public func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+        http: HTTPCacheHeaders?
+    ) async throws(ImageError) {
         guard let work = prepareStore(image, data: data, forKey: key, cacheType: cacheType, http: http) else { return }
         try await io.run(work)
     }
 
     /// Completion-handler form of ``store(_:data:forKey:cacheType:http:)``.
     @discardableResult
-    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all,
-                      http: HTTPCacheHeaders? = nil,
-                      completion: @escaping @Sendable (Result<Void, ImageError>) -> Void) -> Token {
+    public func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all,
+        http: HTTPCacheHeaders? = nil,
+        completion: @escaping @Sendable (Result<Void, ImageError>) -> Void
+    ) -> Token {
         guard let work = prepareStore(image, data: data, forKey: key, cacheType: cacheType, http: http) else {
             completion(.success(()))
             return Token(ticket: nil)
@@ -215,15 +246,19 @@ public final class ImageCache: ImageCaching {
     public func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {
         guard !data.isEmpty else { return }
         try await io.run { [self] () throws(ImageError) in
-            try timedDiskWrite { () throws(ImageError) in try diskCache.store(data, forKey: key.identity, expiryDate: nil, http: http) }
+            try timedDiskWrite { () throws(ImageError) in
+                try diskCache.store(data, forKey: key.identity, expiryDate: nil, http: http)
+            }
         }
     }
 
     // Spec: CQS-02.
     /// The memory write happens now, on the caller's thread; the disk write is returned
     /// as work for the IO queue (nil when there is none).
-    private func prepareStore(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
-                              http: HTTPCacheHeaders?) -> (@Sendable () throws(ImageError) -> Void)? {
+    private func prepareStore(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+        http: HTTPCacheHeaders?
+    ) -> (@Sendable () throws(ImageError) -> Void)? {
         guard let image, !image.frames.isEmpty, !image.isPreview, !image.isPartial else { return nil }
         if cacheType.includesMemory && configuration.cachesImagesInMemory {
             memoryCache.setImage(image, forKey: key.identity)
@@ -232,7 +267,9 @@ public final class ImageCache: ImageCaching {
         return { [self] () throws(ImageError) in
             let bytes: Data
             if let data { bytes = data } else { bytes = try Self.reencode(image, coders: coders) }
-            try timedDiskWrite { () throws(ImageError) in try diskCache.store(bytes, forKey: key.identity, expiryDate: nil, http: http) }
+            try timedDiskWrite { () throws(ImageError) in
+                try diskCache.store(bytes, forKey: key.identity, expiryDate: nil, http: http)
+            }
         }
     }
 
@@ -261,8 +298,11 @@ public final class ImageCache: ImageCaching {
         }
         // Level 1 for PNG: 10.3–10.8× faster than libpng at zlib level 6 for 0.99–1.03× its
         // bytes on a 1024×768 photo (`bench --filter encode-png-level`); a cache is not an archive.
-        return try coders.encode(image, as: format, options: ImageEncodingOptions(quality: 0.9, lossless: format == .webp && !image.isOpaque,
-                                                                                compressionLevel: 1))
+        return try coders.encode(
+            image, as: format,
+            options: ImageEncodingOptions(
+                quality: 0.9, lossless: format == .webp && !image.isOpaque,
+                compressionLevel: 1))
     }
 
     // MARK: Remove, clear, contains
@@ -285,7 +325,8 @@ public final class ImageCache: ImageCaching {
     }
 
     public func refreshMetadata(forKey key: CacheKey, http: HTTPCacheHeaders) async -> Bool {
-        (try? await io.run { [diskCache] in diskCache.refresh(forKey: key.identity, expiryDate: nil, http: http) }) ?? false
+        (try? await io.run { [diskCache] in diskCache.refresh(forKey: key.identity, expiryDate: nil, http: http) })
+            ?? false
     }
 
     /// The expiry and size sweep of the disk part, on the IO queue.

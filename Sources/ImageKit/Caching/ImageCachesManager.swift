@@ -79,8 +79,10 @@ public final class ImageCachesManager: ImageCaching {
         }
     }
 
-    public func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                      decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult {
+    public func query(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         let policy = queryPolicy
         let caches = targets(policy)
         if policy != .concurrent {
@@ -96,7 +98,8 @@ public final class ImageCachesManager: ImageCaching {
             for rank in caches.indices {
                 let cache = caches[rank]
                 group.addTask { [rank, cache] in
-                    let result: Result<ImageCacheQueryResult, ImageError> = await Self.catching { () async throws(ImageError) -> ImageCacheQueryResult in
+                    let result: Result<ImageCacheQueryResult, ImageError> = await Self.catching {
+                        () async throws(ImageError) -> ImageCacheQueryResult in
                         try await cache.query(key, cacheType: cacheType, options: options, decoding: decoding)
                     }
                     return (rank, result)
@@ -118,10 +121,13 @@ public final class ImageCachesManager: ImageCaching {
 
     /// Member caches answer in rank order: the first hit wins; nil as soon as one member needs
     /// to wait (the whole query then runs asynchronously).
-    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+    public func querySynchronously(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) -> Result<ImageCacheQueryResult, ImageError>? {
         for cache in targets(queryPolicy) {
-            guard let answer = cache.querySynchronously(key, cacheType: cacheType, options: options, decoding: decoding) else {
+            guard let answer = cache.querySynchronously(key, cacheType: cacheType, options: options, decoding: decoding)
+            else {
                 return nil
             }
             if case .success(let hit) = answer, !Self.isHit(hit, options) { continue }
@@ -147,7 +153,9 @@ public final class ImageCachesManager: ImageCaching {
     }
 
     /// `Result(catching)` for async bodies with typed throws.
-    private static func catching<Success>(_ body: () async throws(ImageError) -> Success) async -> Result<Success, ImageError> {
+    private static func catching<Success>(_ body: () async throws(ImageError) -> Success) async -> Result<
+        Success, ImageError
+    > {
         do {
             return .success(try await body())
         } catch {
@@ -155,12 +163,16 @@ public final class ImageCachesManager: ImageCaching {
         }
     }
 
-    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
-                      http: HTTPCacheHeaders?) async throws(ImageError) {
+    public func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+        http: HTTPCacheHeaders?
+    ) async throws(ImageError) {
         let policy = storePolicy
         let caches = targets(policy)
         if policy != .concurrent {
-            for cache in caches { try await cache.store(image, data: data, forKey: key, cacheType: cacheType, http: http) }
+            for cache in caches {
+                try await cache.store(image, data: data, forKey: key, cacheType: cacheType, http: http)
+            }
             return
         }
         let failures = await withTaskGroup(of: ImageError?.self) { group in

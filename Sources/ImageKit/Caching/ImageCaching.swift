@@ -49,7 +49,10 @@ public struct ImageCacheQueryResult: Sendable {
     public var metadata: DiskCacheMetadata?
 
     /// A query's answer; the default is a miss.
-    public init(image: DecodedImage? = nil, data: Data? = nil, cacheType: ImageCacheType = .none, metadata: DiskCacheMetadata? = nil) {
+    public init(
+        image: DecodedImage? = nil, data: Data? = nil, cacheType: ImageCacheType = .none,
+        metadata: DiskCacheMetadata? = nil
+    ) {
         self.image = image
         self.data = data
         self.cacheType = cacheType
@@ -64,13 +67,16 @@ public struct ImageCacheQueryResult: Sendable {
 public protocol ImageCaching: Sendable {
     // Spec: CQS-04.
     /// Looks `key` up in the layers `cacheType` names.
-    func query(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-               decoding: ImageDecodingOptions) async throws(ImageError) -> ImageCacheQueryResult
+    func query(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) async throws(ImageError) -> ImageCacheQueryResult
     // Spec: CQS-03.
     /// Stores `image` in memory and its bytes on disk, per `cacheType`. Without `data`, the disk
     /// gets the image re-encoded. Previews and partial images are never stored.
-    func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
-               http: HTTPCacheHeaders?) async throws(ImageError)
+    func store(
+        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
+        http: HTTPCacheHeaders?) async throws(ImageError)
     // Spec: CQS-02.
     /// Writes encoded bytes to the disk layer with no decoded image (the original bytes of a
     /// download delivered as a thumbnail or a transformed variant). ``store(_:data:forKey:cacheType:http:)``
@@ -90,8 +96,10 @@ public protocol ImageCaching: Sendable {
     /// waiting — a memory answer, or a disk answer the options ask for synchronously — and nil
     /// when the query needs the IO queue. The manager's memory-hit path uses it to
     /// answer before `loadImage` returns. The default answers nil: always query asynchronously.
-    func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                            decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>?
+    func querySynchronously(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) -> Result<ImageCacheQueryResult, ImageError>?
     // Spec: CQS-09.
     /// The image in the memory layer under `key`, synchronously, touching nothing else
     /// the manager's memory-hit path. Default: nil (no memory layer).
@@ -102,8 +110,10 @@ public protocol ImageCaching: Sendable {
 }
 
 extension ImageCaching {
-    public func querySynchronously(_ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-                                   decoding: ImageDecodingOptions) -> Result<ImageCacheQueryResult, ImageError>? {
+    public func querySynchronously(
+        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
+        decoding: ImageDecodingOptions
+    ) -> Result<ImageCacheQueryResult, ImageError>? {
         nil
     }
 
@@ -114,35 +124,47 @@ extension ImageCaching {
 
 extension ImageCaching {
     /// Looks `key` up with the default decoding options.
-    public func query(_ key: CacheKey, cacheType: ImageCacheType = .all,
-                      options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
+    public func query(
+        _ key: CacheKey, cacheType: ImageCacheType = .all,
+        options: ImageCacheQueryOptions = []
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         try await query(key, cacheType: cacheType, options: options, decoding: .default)
     }
 
     /// Stores `image` and `data` under `key` with no HTTP metadata.
-    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all) async throws(ImageError) {
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType = .all)
+        async throws(ImageError)
+    {
         try await store(image, data: data, forKey: key, cacheType: cacheType, http: nil)
     }
 
     /// Looks up the original image of `url` (key: its absolute string).
-    public func query(_ url: URL, cacheType: ImageCacheType = .all,
-                      options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
+    public func query(
+        _ url: URL, cacheType: ImageCacheType = .all,
+        options: ImageCacheQueryOptions = []
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         try await query(CacheKey(url), cacheType: cacheType, options: options, decoding: .default)
     }
 
     /// Looks up the original image stored under the key string `key` (usually a URL string).
-    public func query(_ key: String, cacheType: ImageCacheType = .all,
-                      options: ImageCacheQueryOptions = []) async throws(ImageError) -> ImageCacheQueryResult {
+    public func query(
+        _ key: String, cacheType: ImageCacheType = .all,
+        options: ImageCacheQueryOptions = []
+    ) async throws(ImageError) -> ImageCacheQueryResult {
         try await query(CacheKey(key), cacheType: cacheType, options: options, decoding: .default)
     }
 
     /// Stores `image` (and its bytes) as the original image of `url`.
-    public func store(_ image: DecodedImage?, data: Data?, forKey url: URL, cacheType: ImageCacheType = .all) async throws(ImageError) {
+    public func store(_ image: DecodedImage?, data: Data?, forKey url: URL, cacheType: ImageCacheType = .all)
+        async throws(ImageError)
+    {
         try await store(image, data: data, forKey: CacheKey(url), cacheType: cacheType, http: nil)
     }
 
     /// Stores `image` (and its bytes) under the key string `key` (usually a URL string).
-    public func store(_ image: DecodedImage?, data: Data?, forKey key: String, cacheType: ImageCacheType = .all) async throws(ImageError) {
+    public func store(_ image: DecodedImage?, data: Data?, forKey key: String, cacheType: ImageCacheType = .all)
+        async throws(ImageError)
+    {
         try await store(image, data: data, forKey: CacheKey(key), cacheType: cacheType, http: nil)
     }
 

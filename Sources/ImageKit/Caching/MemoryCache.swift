@@ -1,4 +1,3 @@
-
 /// A cache of decoded images in memory (SDWebImage's `SDMemoryCache` protocol).
 public protocol ImageMemoryCaching: Sendable {
     /// The image stored under `key`, marking it most recently used.
@@ -46,8 +45,10 @@ public final class MemoryCache: ImageMemoryCaching {
         public var usesWeakCache: Bool
 
         /// Limits; the cost limit defaults to a share of the machine's memory (`MemoryLimits`).
-        public init(costLimit: Int = MemoryLimits.defaultCacheCostLimit, countLimit: Int = 0,
-                    maxEntryCostFraction: Double = 0.1, usesWeakCache: Bool = false) {
+        public init(
+            costLimit: Int = MemoryLimits.defaultCacheCostLimit, countLimit: Int = 0,
+            maxEntryCostFraction: Double = 0.1, usesWeakCache: Bool = false
+        ) {
             self.costLimit = costLimit
             self.countLimit = countLimit
             self.maxEntryCostFraction = maxEntryCostFraction
@@ -188,7 +189,9 @@ struct LRUState {
     mutating func insert(_ image: DecodedImage, forKey key: String, configuration: MemoryCache.Configuration) {
         let cost = image.cost
         if let existing = index[key] { remove(existing) }
-        if configuration.costLimit > 0 && Double(cost) > Double(configuration.costLimit) * configuration.maxEntryCostFraction {
+        if configuration.costLimit > 0
+            && Double(cost) > Double(configuration.costLimit) * configuration.maxEntryCostFraction
+        {
             return
         }
         let slot = Slot(key: key, image: image, cost: cost, previous: nil, next: head)
@@ -206,8 +209,9 @@ struct LRUState {
         index[key] = position
         totalCost += cost
         while let last = tail, last != position,
-              (configuration.costLimit > 0 && totalCost > configuration.costLimit)
-                || (configuration.countLimit > 0 && index.count > configuration.countLimit) {
+            (configuration.costLimit > 0 && totalCost > configuration.costLimit)
+                || (configuration.countLimit > 0 && index.count > configuration.countLimit)
+        {
             remove(last)
             evictions += 1
         }

@@ -55,8 +55,11 @@ public final class MemoryPressureMonitor: Sendable {
         public var total: UInt64?
 
         /// A reading with the given values (tests and custom sources build their own).
-        public init(someAverage10: Double? = nil, fullAverage10: Double? = nil, limitEvents: UInt64? = nil, usage: UInt64? = nil,
-                    limit: UInt64? = nil, available: UInt64? = nil, total: UInt64? = nil) {
+        public init(
+            someAverage10: Double? = nil, fullAverage10: Double? = nil, limitEvents: UInt64? = nil,
+            usage: UInt64? = nil,
+            limit: UInt64? = nil, available: UInt64? = nil, total: UInt64? = nil
+        ) {
             self.someAverage10 = someAverage10
             self.fullAverage10 = fullAverage10
             self.limitEvents = limitEvents
@@ -93,8 +96,10 @@ public final class MemoryPressureMonitor: Sendable {
 
     /// A monitor polling every `interval` seconds once something registers. `readFile` reads a
     /// kernel file (tests give it synthetic contents); the paths are those of cgroup v2.
-    public init(interval: TimeInterval = 1, procSelfCgroup: String = "/proc/self/cgroup", cgroupRoot: String = "/sys/fs/cgroup",
-                readFile: @escaping @Sendable (String) -> String? = { try? String(contentsOfFile: $0, encoding: .utf8) }) {
+    public init(
+        interval: TimeInterval = 1, procSelfCgroup: String = "/proc/self/cgroup", cgroupRoot: String = "/sys/fs/cgroup",
+        readFile: @escaping @Sendable (String) -> String? = { try? String(contentsOfFile: $0, encoding: .utf8) }
+    ) {
         self.interval = interval
         self.procSelfCgroup = procSelfCgroup
         self.cgroupRoot = cgroupRoot
@@ -147,7 +152,8 @@ public final class MemoryPressureMonitor: Sendable {
     @discardableResult
     public func poll(now: Double = ProcessInfo.processInfo.systemUptime) -> Level {
         let reading = read()
-        let (level, respond, caches, handlers) = state.withLock { state -> (Level, Bool, [MemoryCache], [@Sendable (Level) -> Void]) in
+        let (level, respond, caches, handlers) = state.withLock {
+            state -> (Level, Bool, [MemoryCache], [@Sendable (Level) -> Void]) in
             let level = Self.level(of: reading, previousEvents: state.lastEvents)
             state.lastEvents = reading.limitEvents ?? state.lastEvents
             let respond = level > .normal && (level > state.lastLevel || now - state.lastNotified >= 5)
@@ -196,12 +202,17 @@ public final class MemoryPressureMonitor: Sendable {
                 var total: UInt64 = 0
                 for line in events.split(separator: "\n") {
                     let parts = line.split(separator: " ")
-                    if parts.count == 2, ["high", "max", "oom"].contains(parts[0]), let value = UInt64(parts[1]) { total += value }
+                    if parts.count == 2, ["high", "max", "oom"].contains(parts[0]), let value = UInt64(parts[1]) {
+                        total += value
+                    }
                 }
                 reading.limitEvents = total
             }
-            if let current = readFile(directory + "/memory.current").flatMap({ UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
-               let limit = readFile(directory + "/memory.max").flatMap(MemoryLimits.parseMemoryMax) {
+            if let current = readFile(directory + "/memory.current").flatMap({
+                UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }),
+                let limit = readFile(directory + "/memory.max").flatMap(MemoryLimits.parseMemoryMax)
+            {
                 reading.usage = current
                 reading.limit = limit
             }

@@ -7,7 +7,8 @@ package struct UnavailableDiskCache: ImageDiskCaching {
     package init() {}
     package func data(forKey key: String) -> Data? { nil }
     package func metadata(forKey key: String) -> DiskCacheMetadata? { nil }
-    package func store(_ data: Data, forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?) throws(ImageError) {
+    package func store(_ data: Data, forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?) throws(ImageError)
+    {
         throw ImageError(.ioError, "no disk cache: its directory could not be created")
     }
     package func refresh(forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?) -> Bool { false }

@@ -12,17 +12,22 @@ enum ColorManagement {
     /// Converts the frames of a freshly decoded `image` (bitmaps no one else holds yet) from
     /// `iccData`'s profile to sRGB unless the options keep it, and records the profile.
     static func apply(_ iccData: Data?, to image: inout DecodedImage, options: ImageDecodingOptions) {
-        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)) else { return }
+        guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)) else {
+            return
+        }
         image.sourceColorProfile = conversion.profile
         // CMYK pixels reach here already converted (the decoder did it while leaving CMYK).
         if options.keepsColorProfile {
-            if !conversion.profile.isSRGB && conversion.profile.colorSpace != .cmyk { image.colorProfile = conversion.profile }
+            if !conversion.profile.isSRGB && conversion.profile.colorSpace != .cmyk {
+                image.colorProfile = conversion.profile
+            }
             return
         }
         guard conversion.changesRGBPixels, conversion.profile.colorSpace != .cmyk else { return }
         for frame in image.frames {
             let bitmap = frame.bitmap
-            conversion.convert(bitmap.baseAddress, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow)
+            conversion.convert(
+                bitmap.baseAddress, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow)
         }
     }
 
@@ -31,15 +36,18 @@ enum ColorManagement {
     /// frames come one at a time).
     static func convertToSRGB(_ bitmap: Bitmap, from iccData: Data?) {
         guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)),
-              conversion.changesRGBPixels, conversion.profile.colorSpace != .cmyk else { return }
-        conversion.convert(bitmap.baseAddress, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow)
+            conversion.changesRGBPixels, conversion.profile.colorSpace != .cmyk
+        else { return }
+        conversion.convert(
+            bitmap.baseAddress, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow)
     }
 
     /// The conversion of a CMYK profile (CMYK pixels always come out sRGB); nil for no profile
     /// or one that is not CMYK.
     static func cmykConversion(_ iccData: Data?) -> ColorConversion? {
         guard let iccData, !iccData.isEmpty, let conversion = ColorConversion.cached(for: [UInt8](iccData)),
-              conversion.convertsCMYK else { return nil }
+            conversion.convertsCMYK
+        else { return nil }
         return conversion
     }
 }

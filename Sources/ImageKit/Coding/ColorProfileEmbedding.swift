@@ -37,7 +37,9 @@ enum ColorProfileEmbedding {
         let icc = profile.iccData
         let bound = libdeflate_zlib_compress_bound(compressor, icc.count)
         var compressed = [UInt8](repeating: 0, count: bound)
-        let written = icc.withUnsafeBytes { libdeflate_zlib_compress(compressor, $0.baseAddress, icc.count, &compressed, bound) }
+        let written = icc.withUnsafeBytes {
+            libdeflate_zlib_compress(compressor, $0.baseAddress, icc.count, &compressed, bound)
+        }
         guard written > 0 else { return png }
         var chunk = APNGEncoding.ChunkWriter()
         chunk.chunk("iCCP", Array("ICC Profile".utf8) + [0, 0] + compressed.prefix(written))

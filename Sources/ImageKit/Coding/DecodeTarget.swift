@@ -12,13 +12,15 @@ public enum DecodeTarget {
         var target = source
         if let thumbnail = options.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             if options.preservesAspectRatio {
-                let scale = min(Double(thumbnail.width) / Double(source.width), Double(thumbnail.height) / Double(source.height), 1)
+                let scale = min(
+                    Double(thumbnail.width) / Double(source.width), Double(thumbnail.height) / Double(source.height), 1)
                 target = scaled(source, by: scale, rounding: .toNearestOrAwayFromZero)
                 // Rounding must not push a side over the box.
                 target.width = min(target.width, thumbnail.width)
                 target.height = min(target.height, thumbnail.height)
             } else {
-                target = PixelSize(width: min(thumbnail.width, source.width), height: min(thumbnail.height, source.height))
+                target = PixelSize(
+                    width: min(thumbnail.width, source.width), height: min(thumbnail.height, source.height))
             }
         }
         if let limit = options.scaleDownLimitBytes {
@@ -37,15 +39,18 @@ public enum DecodeTarget {
 
     /// The target in the stored (not yet oriented) frame: width and height exchanged when the
     /// orientation will swap them.
-    static func storedSize(for stored: PixelSize, orientation: ImageOrientation, frames: Int,
-                           options: ImageDecodingOptions) -> PixelSize {
+    static func storedSize(
+        for stored: PixelSize, orientation: ImageOrientation, frames: Int,
+        options: ImageDecodingOptions
+    ) -> PixelSize {
         let upright = orientation.swapsDimensions ? stored.transposed : stored
         let target = size(for: upright, frames: frames, options: options)
         return orientation.swapsDimensions ? target.transposed : target
     }
 
     private static func scaled(_ size: PixelSize, by scale: Double, rounding: FloatingPointRoundingRule) -> PixelSize {
-        PixelSize(width: max(1, Int((Double(size.width) * scale).rounded(rounding))),
-                  height: max(1, Int((Double(size.height) * scale).rounded(rounding))))
+        PixelSize(
+            width: max(1, Int((Double(size.width) * scale).rounded(rounding))),
+            height: max(1, Int((Double(size.height) * scale).rounded(rounding))))
     }
 }

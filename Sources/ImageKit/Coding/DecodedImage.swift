@@ -1,7 +1,5 @@
 import Foundation
 
-
-
 /// A decoded image: one or more frames of RGBA8 pixels, with what the container said about them.
 ///
 /// All frames have the same size (animations are composited onto their canvas). The memory
@@ -51,9 +49,11 @@ public struct DecodedImage: Sendable {
     public var sourceColorProfile: ColorProfile?
 
     /// An image of `frames`; a coder or transformer makes these.
-    public init(frames: [ImageFrame], loopCount: Int = 1, format: ImageFormat,
-                orientation: ImageOrientation = .up, isOrientationApplied: Bool = true,
-                isPreview: Bool = false, isPartial: Bool = false) {
+    public init(
+        frames: [ImageFrame], loopCount: Int = 1, format: ImageFormat,
+        orientation: ImageOrientation = .up, isOrientationApplied: Bool = true,
+        isPreview: Bool = false, isPartial: Bool = false
+    ) {
         self.frames = frames
         self.loopCount = loopCount
         self.format = format
@@ -115,7 +115,9 @@ public struct DecodedImage: Sendable {
     /// for a lazy one what it holds: the encoded bytes and the decoder's canvases (the poster
     /// is the decoder's last frame, so it is not counted twice).
     public var cost: Int {
-        if let animation { return animation.data.count + max(animation.retainedBytes, bitmap.bytesPerRow * bitmap.height) }
+        if let animation {
+            return animation.data.count + max(animation.retainedBytes, bitmap.bytesPerRow * bitmap.height)
+        }
         return frames.reduce(0) { $0 + $1.bitmap.bytesPerRow * $1.bitmap.height }
     }
 

@@ -29,7 +29,9 @@ public final class ImageCodersManager: ImageCoding {
     /// The coders ImageKit ships: JPEG, PNG (and APNG), GIF, WebP, TIFF, BMP, ICO, and HEIF,
     /// AVIF and JPEG XL when their package traits are enabled (the default).
     public static var builtInCoders: [any ImageCoding] {
-        var coders: [any ImageCoding] = [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), TIFFCoder(), BMPCoder(), ICOCoder()]
+        var coders: [any ImageCoding] = [
+            JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), TIFFCoder(), BMPCoder(), ICOCoder(),
+        ]
         #if HEIF
         coders.append(HEIFCoder())
         #endif
@@ -71,7 +73,9 @@ public final class ImageCodersManager: ImageCoding {
             }
             throw ImageError(.unsupportedFormat, "no decoder for \(signature.format) data")
         }
-        if options.decodesFramesLazily, let lazy = Self.lazyAnimation(data, signature: signature, coder: coder, options: options) {
+        if options.decodesFramesLazily,
+            let lazy = Self.lazyAnimation(data, signature: signature, coder: coder, options: options)
+        {
             return lazy
         }
         return try coder.decode(data, options: options)
@@ -81,13 +85,19 @@ public final class ImageCodersManager: ImageCoding {
     /// by frame (``AnimatedImageDecoding``) and it is an animation of more than one frame to be
     /// decoded at full size. nil: decode eagerly (which also reports whatever was wrong with the
     /// data).
-    private static func lazyAnimation(_ data: Data, signature: ImageSignature, coder: any ImageDecoding,
-                                      options: ImageDecodingOptions) -> DecodedImage? {
+    private static func lazyAnimation(
+        _ data: Data, signature: ImageSignature, coder: any ImageDecoding,
+        options: ImageDecodingOptions
+    ) -> DecodedImage? {
         guard !options.firstFrameOnly, let decoder = coder as? any AnimatedImageDecoding,
-              let animation = try? AnimatedImage(data: data, limits: options.limits, decoder: decoder),
-              animation.frameCount > 1 else { return nil }
+            let animation = try? AnimatedImage(data: data, limits: options.limits, decoder: decoder),
+            animation.frameCount > 1
+        else { return nil }
         if let thumbnail = options.thumbnailPixelSize,
-           thumbnail.width < animation.width || thumbnail.height < animation.height { return nil }
+            thumbnail.width < animation.width || thumbnail.height < animation.height
+        {
+            return nil
+        }
         if let budget = options.scaleDownLimitBytes, animation.frameBytes > budget { return nil }
         return try? DecodedImage(animation: animation)
     }
@@ -95,11 +105,14 @@ public final class ImageCodersManager: ImageCoding {
     /// Encodes with the last registered coder for `format`. With
     /// ``ImageEncodingOptions/maxFileSize`` a lossy format's quality is bisected (see
     /// ``qualitySteps(for:)``).
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard let coder = encoders.last(where: { $0.canEncode(format) }) else {
             throw ImageError(.encodingFailed, "no encoder for \(format)")
         }
-        guard let maxFileSize = options.maxFileSize, !options.lossless, let steps = Self.qualitySteps(for: format) else {
+        guard let maxFileSize = options.maxFileSize, !options.lossless, let steps = Self.qualitySteps(for: format)
+        else {
             return try coder.encode(image, as: format, options: options)
         }
         // Encoded size falls as quality falls (near enough for every lossy encoder here):
@@ -110,12 +123,13 @@ public final class ImageCodersManager: ImageCoding {
             stepOptions.quality = Double(step) / Double(steps.upperBound)
             return try coder.encode(image, as: format, options: stepOptions)
         }
-        var high = min(steps.upperBound, max(steps.lowerBound, Int((options.quality * Double(steps.upperBound)).rounded(.down))))
+        var high = min(
+            steps.upperBound, max(steps.lowerBound, Int((options.quality * Double(steps.upperBound)).rounded(.down))))
         let best = try encode(step: high)
         if best.count <= maxFileSize { return best }
         var low = steps.lowerBound
         var fitting = try encode(step: low)
-        guard fitting.count <= maxFileSize else { return fitting } // nothing fits: the smallest
+        guard fitting.count <= maxFileSize else { return fitting }  // nothing fits: the smallest
         // Invariant: `low` fits, `high` does not.
         while high - low > 1 {
             let middle = (low + high) / 2

@@ -22,8 +22,10 @@ public struct DecodingLimits: Sendable, Hashable {
     public var maxStreamedPixels: Int
 
     /// Limits; the defaults refuse frames over 16384 × 16384 and images over 256 MiB decoded.
-    public init(maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20,
-                maxWorkingBytes: Int = 160 << 20, maxStreamedPixels: Int = 1 << 30) {
+    public init(
+        maxPixelsPerFrame: Int = 16384 * 16384, maxTotalBytes: Int = 256 << 20,
+        maxWorkingBytes: Int = 160 << 20, maxStreamedPixels: Int = 1 << 30
+    ) {
         self.maxPixelsPerFrame = maxPixelsPerFrame
         self.maxTotalBytes = maxTotalBytes
         self.maxWorkingBytes = maxWorkingBytes
@@ -32,11 +34,15 @@ public struct DecodingLimits: Sendable, Hashable {
 
     /// Throws ``ImageError/Code/decompressionBomb`` when a decoder's own buffers of
     /// `workingBytes` exceed `max(maxWorkingBytes, 2 × outputBytes)`.
-    public func checkWorking(_ workingBytes: Int, outputBytes: Int, _ what: @autoclosure () -> String) throws(ImageError) {
+    public func checkWorking(_ workingBytes: Int, outputBytes: Int, _ what: @autoclosure () -> String)
+        throws(ImageError)
+    {
         let (doubled, overflow) = outputBytes.multipliedReportingOverflow(by: 2)
         let budget = overflow ? Int.max : max(maxWorkingBytes, doubled)
         guard workingBytes >= 0, workingBytes <= budget else {
-            throw ImageError(.decompressionBomb, "\(what()) needs \(workingBytes) bytes of working memory, over the limit of \(budget)")
+            throw ImageError(
+                .decompressionBomb,
+                "\(what()) needs \(workingBytes) bytes of working memory, over the limit of \(budget)")
         }
     }
 
@@ -48,7 +54,9 @@ public struct DecodingLimits: Sendable, Hashable {
         }
         let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
         guard !overflow, pixels <= maxStreamedPixels else {
-            throw ImageError(.decompressionBomb, "\(width)×\(height) pixels exceed the limit of \(maxStreamedPixels) pixels for a streamed decode")
+            throw ImageError(
+                .decompressionBomb,
+                "\(width)×\(height) pixels exceed the limit of \(maxStreamedPixels) pixels for a streamed decode")
         }
     }
 
@@ -64,8 +72,9 @@ public struct DecodingLimits: Sendable, Hashable {
         }
         let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
         guard !overflow, pixels <= maxPixelsPerFrame else {
-            throw ImageError(.decompressionBomb,
-                             "\(width)×\(height) pixels exceed the limit of \(maxPixelsPerFrame) pixels per frame")
+            throw ImageError(
+                .decompressionBomb,
+                "\(width)×\(height) pixels exceed the limit of \(maxPixelsPerFrame) pixels per frame")
         }
     }
 
@@ -75,8 +84,9 @@ public struct DecodingLimits: Sendable, Hashable {
         try checkPixels(width: width, height: height)
         let (bytes, overflow) = (width * height).multipliedReportingOverflow(by: 4 * max(frames, 1))
         guard !overflow, bytes <= maxTotalBytes else {
-            throw ImageError(.decompressionBomb,
-                             "\(frames) frame(s) of \(width)×\(height) need \(bytes) bytes, over the limit of \(maxTotalBytes)")
+            throw ImageError(
+                .decompressionBomb,
+                "\(frames) frame(s) of \(width)×\(height) need \(bytes) bytes, over the limit of \(maxTotalBytes)")
         }
     }
 }
@@ -127,10 +137,12 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     var stopsAfterDCScans = false
 
     /// Options; the defaults decode the whole image, every frame, oriented upright.
-    public init(firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
-                allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
-                thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
-                scaleDownLimitBytes: Int? = nil, decodesFramesLazily: Bool = false) {
+    public init(
+        firstFrameOnly: Bool = false, appliesOrientation: Bool = true,
+        allowsPartialImages: Bool = false, limits: DecodingLimits = .default,
+        thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
+        scaleDownLimitBytes: Int? = nil, decodesFramesLazily: Bool = false
+    ) {
         self.firstFrameOnly = firstFrameOnly
         self.appliesOrientation = appliesOrientation
         self.allowsPartialImages = allowsPartialImages

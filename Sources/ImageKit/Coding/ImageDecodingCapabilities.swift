@@ -51,7 +51,8 @@ public protocol AnimatedImageDecoding: ImageDecoding {
     /// A cursor over the frames of `data`, standing before frame 0. `info` is what
     /// ``animationInfo(_:limits:)`` returned for it; the cursor keeps `data` (no copy needed:
     /// `Data` is shared).
-    func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor
+    func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
 }
 
 /// A decoder that shows an image while its bytes arrive (SDWebImage's `SDProgressiveImageCoder`):
@@ -60,7 +61,9 @@ public protocol AnimatedImageDecoding: ImageDecoding {
 public protocol ProgressiveImageDecoding: ImageDecoding {
     /// A session for one image whose first bytes have `signature`, decoding with `options`; nil
     /// when this form of the format has no preview (an animated WebP, say).
-    func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)?
+    func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+        any ProgressiveDecodingSession
+    )?
 }
 
 /// One image's incremental decode: fed the bytes received so far, it answers a preview when

@@ -23,8 +23,10 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var maxFileSize: Int?
 
     /// Options; the defaults are quality 0.9, lossy, every frame, baseline.
-    public init(quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
-                compressionLevel: Int? = nil, speed: Int? = nil, maxFileSize: Int? = nil) {
+    public init(
+        quality: Double = 0.9, lossless: Bool = false, firstFrameOnly: Bool = false, progressive: Bool = false,
+        compressionLevel: Int? = nil, speed: Int? = nil, maxFileSize: Int? = nil
+    ) {
         self.quality = quality
         self.lossless = lossless
         self.firstFrameOnly = firstFrameOnly
@@ -49,7 +51,7 @@ public protocol ImageEncoding: Sendable {
 
 extension DecodedImage {
     // Spec: CQS-03.
-    /// The format to re-encode an image in when no original data is kept (SDWebImage's 
+    /// The format to re-encode an image in when no original data is kept (SDWebImage's
     /// rule): animated → GIF, any alpha → PNG, otherwise JPEG.
     public var preferredEncodingFormat: ImageFormat {
         if isAnimated { return .gif }

@@ -50,7 +50,9 @@ public struct ImageProbe: Sendable, Hashable {
         case .jpeg:
             let markers = JPEGMarkers(bytes)
             guard markers.frameWidth > 0, markers.frameHeight > 0 else { return nil }
-            probe = ImageProbe(format: .jpeg, width: markers.frameWidth, height: markers.frameHeight, orientation: markers.orientation ?? .up)
+            probe = ImageProbe(
+                format: .jpeg, width: markers.frameWidth, height: markers.frameHeight,
+                orientation: markers.orientation ?? .up)
         case .png:
             guard bytes.count >= 24 else { return nil }
             probe = ImageProbe(format: .png, width: u32be(16), height: u32be(20))
@@ -63,7 +65,8 @@ public struct ImageProbe: Sendable, Hashable {
             switch chunk {
             case "VP8 ": probe = ImageProbe(format: .webp, width: u16le(26) & 0x3FFF, height: u16le(28) & 0x3FFF)
             case "VP8L":
-                let bits = UInt32(bytes[21]) | UInt32(bytes[22]) << 8 | UInt32(bytes[23]) << 16 | UInt32(bytes[24]) << 24
+                let bits =
+                    UInt32(bytes[21]) | UInt32(bytes[22]) << 8 | UInt32(bytes[23]) << 16 | UInt32(bytes[24]) << 24
                 probe = ImageProbe(format: .webp, width: Int(bits & 0x3FFF) + 1, height: Int(bits >> 14 & 0x3FFF) + 1)
             case "VP8X": probe = ImageProbe(format: .webp, width: u24le(24) + 1, height: u24le(27) + 1)
             default: probe = nil

@@ -51,14 +51,18 @@ final class ColorConversion: @unchecked Sendable {
         case .rgb:
             if let shaper = MatrixShaper(handle) {
                 kind = shaper.isSRGB ? .identity : shaper.conversion()
-            } else if let transform = cmsCreateTransform(handle, IK_TYPE_RGBA_8, srgb, IK_TYPE_RGBA_8,
-                                                         cmsUInt32Number(INTENT_RELATIVE_COLORIMETRIC),
-                                                         cmsUInt32Number(cmsFLAGS_COPY_ALPHA | cmsFLAGS_NOCACHE)) {
+            } else if let transform = cmsCreateTransform(
+                handle, IK_TYPE_RGBA_8, srgb, IK_TYPE_RGBA_8,
+                cmsUInt32Number(INTENT_RELATIVE_COLORIMETRIC),
+                cmsUInt32Number(cmsFLAGS_COPY_ALPHA | cmsFLAGS_NOCACHE))
+            {
                 kind = .lcms(transform)
             }
         case .gray:
-            if let transform = cmsCreateTransform(handle, IK_TYPE_GRAY_8, srgb, IK_TYPE_RGB_8,
-                                                  cmsUInt32Number(INTENT_RELATIVE_COLORIMETRIC), cmsUInt32Number(cmsFLAGS_NOCACHE)) {
+            if let transform = cmsCreateTransform(
+                handle, IK_TYPE_GRAY_8, srgb, IK_TYPE_RGB_8,
+                cmsUInt32Number(INTENT_RELATIVE_COLORIMETRIC), cmsUInt32Number(cmsFLAGS_NOCACHE))
+            {
                 var gray = [UInt8](0...255), rgb = [UInt8](repeating: 0, count: 256 * 3)
                 cmsDoTransform(transform, &gray, &rgb, 256)
                 cmsDeleteTransform(transform)
@@ -114,14 +118,17 @@ final class ColorConversion: @unchecked Sendable {
         case .table(let table):
             ik_color_lut_rgb(bytes, bytesPerRow, Int32(width), Int32(height), table)
         case .lcms(let transform):
-            cmsDoTransformLineStride(transform, pixels, pixels, cmsUInt32Number(width), cmsUInt32Number(height),
-                                     cmsUInt32Number(bytesPerRow), cmsUInt32Number(bytesPerRow), 0, 0)
+            cmsDoTransformLineStride(
+                transform, pixels, pixels, cmsUInt32Number(width), cmsUInt32Number(height),
+                cmsUInt32Number(bytesPerRow), cmsUInt32Number(bytesPerRow), 0, 0)
         }
     }
 
     /// Converts CMYK8 rows (as stored: Adobe-inverted when `inverted`) in place to opaque sRGB
     /// RGBA8. False when the profile is not a CMYK one.
-    func convertCMYK(_ pixels: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, inverted: Bool) -> Bool {
+    func convertCMYK(_ pixels: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, inverted: Bool)
+        -> Bool
+    {
         guard let cmykTransforms else { return false }
         let transform = inverted ? cmykTransforms.inverted : cmykTransforms.plain
         let row = UnsafeMutableRawPointer.allocate(byteCount: width * 4, alignment: 16)
@@ -166,7 +173,7 @@ final class ColorConversion: @unchecked Sendable {
 
     /// Little CMS's built-in sRGB, shared: profiles are read-only once made.
     nonisolated(unsafe) static let srgbProfile: cmsHPROFILE = {
-        cmsSetLogErrorHandler(nil) // a bad embedded profile is not worth a line on stderr
+        cmsSetLogErrorHandler(nil)  // a bad embedded profile is not worth a line on stderr
         return cmsCreate_sRGBProfile()!
     }()
 
@@ -192,10 +199,13 @@ struct MatrixShaper {
         guard cmsIsMatrixShaper(handle) != 0, cmsGetColorSpace(handle) == cmsSigRgbData else { return nil }
         var colorants: [Double] = []
         var linear: [[Double]] = []
-        for (colorant, curve) in [(cmsSigRedColorantTag, cmsSigRedTRCTag), (cmsSigGreenColorantTag, cmsSigGreenTRCTag),
-                                  (cmsSigBlueColorantTag, cmsSigBlueTRCTag)] {
+        for (colorant, curve) in [
+            (cmsSigRedColorantTag, cmsSigRedTRCTag), (cmsSigGreenColorantTag, cmsSigGreenTRCTag),
+            (cmsSigBlueColorantTag, cmsSigBlueTRCTag),
+        ] {
             guard let xyz = cmsReadTag(handle, colorant)?.assumingMemoryBound(to: cmsCIEXYZ.self).pointee,
-                  let trc = cmsReadTag(handle, curve).map(OpaquePointer.init) else { return nil }
+                let trc = cmsReadTag(handle, curve).map(OpaquePointer.init)
+            else { return nil }
             colorants += [xyz.X, xyz.Y, xyz.Z]
             linear.append((0..<256).map { Double(cmsEvalToneCurveFloat(trc, Float($0) / 255)) })
         }
@@ -234,14 +244,16 @@ struct MatrixShaper {
             let encoded = linear <= 0.0031308 ? 12.92 * linear : 1.055 * pow(linear, 1 / 2.4) - 0.055
             return UInt8(max(0, min(255, (encoded * 255).rounded())))
         }
-        return .matrixTRC(linear: linear.joined().map(Float.init), matrix: matrix, output: output,
-                          output32: output.map(Int32.init))
+        return .matrixTRC(
+            linear: linear.joined().map(Float.init), matrix: matrix, output: output,
+            output32: output.map(Int32.init))
     }
 
     /// The inverse of a column-major 3 × 3 matrix (column-major), nil when singular.
     static func inverse(_ m: [Double]) -> [Double]? {
         func at(_ row: Int, _ column: Int) -> Double { m[column * 3 + row] }
-        let det = at(0, 0) * (at(1, 1) * at(2, 2) - at(1, 2) * at(2, 1))
+        let det =
+            at(0, 0) * (at(1, 1) * at(2, 2) - at(1, 2) * at(2, 1))
             - at(0, 1) * (at(1, 0) * at(2, 2) - at(1, 2) * at(2, 0))
             + at(0, 2) * (at(1, 0) * at(2, 1) - at(1, 1) * at(2, 0))
         guard abs(det) > 1e-12 else { return nil }

@@ -37,21 +37,26 @@ final class BlockingQueue: Sendable {
     }
 
     /// Runs `body` on the queue and then `completion`, unless the ticket was cancelled first.
-    func submit<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageError) -> Output,
-                                  completion: @escaping @Sendable (Result<Output, ImageError>) -> Void) -> Ticket {
+    func submit<Output: Sendable>(
+        _ body: @escaping @Sendable () throws(ImageError) -> Output,
+        completion: @escaping @Sendable (Result<Output, ImageError>) -> Void
+    ) -> Ticket {
         let output = Locked<Output?>(nil)
         let failure = Locked<ImageError?>(nil)
         let ticket = Ticket { result in
             switch result {
             case .success:
-                if let value = output.withLock({ $0.take() }) { completion(.success(value)) }
-                else { completion(.failure(failure.withLock { $0 } ?? ImageError(.internalError, "no result"))) }
+                if let value = output.withLock({ $0.take() }) {
+                    completion(.success(value))
+                } else {
+                    completion(.failure(failure.withLock { $0 } ?? ImageError(.internalError, "no result")))
+                }
             case .failure(let error):
                 completion(.failure(error))
             }
         }
         queue.addOperation {
-            guard !ticket.isFinished else { return } // cancelled while queued: skip the IO
+            guard !ticket.isFinished else { return }  // cancelled while queued: skip the IO
             do {
                 let value = try body()
                 output.withLock { $0 = value }
@@ -64,7 +69,9 @@ final class BlockingQueue: Sendable {
     }
 
     /// Async form: cancelling the calling task cancels the work if it has not started.
-    func run<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageError) -> Output) async throws(ImageError) -> Output {
+    func run<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageError) -> Output) async throws(ImageError)
+        -> Output
+    {
         let ticketBox = Locked<Ticket?>(nil)
         let result: Result<Output, ImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -3,7 +3,9 @@ import Foundation
 extension Data {
     /// `withUnsafeBytes` for bodies that throw ``ImageError`` (Foundation's version rethrows
     /// untyped errors).
-    func withImageBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(ImageError) -> Result) throws(ImageError) -> Result {
+    func withImageBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(ImageError) -> Result) throws(ImageError)
+        -> Result
+    {
         let outcome: Swift.Result<Result, ImageError> = withUnsafeBytes { bytes in
             Swift.Result { () throws(ImageError) -> Result in try body(bytes) }
         }
@@ -12,7 +14,9 @@ extension Data {
 }
 
 extension Array where Element == UInt8 {
-    func withImageBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(ImageError) -> Result) throws(ImageError) -> Result {
+    func withImageBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(ImageError) -> Result) throws(ImageError)
+        -> Result
+    {
         let outcome: Swift.Result<Result, ImageError> = withUnsafeBytes { bytes in
             Swift.Result { () throws(ImageError) -> Result in try body(bytes) }
         }

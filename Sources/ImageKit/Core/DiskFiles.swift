@@ -1,5 +1,6 @@
 import CImageCodecs
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,9 +34,10 @@ enum DiskFiles {
     }
 
     static func info(_ status: stat) -> FileInfo {
-        FileInfo(size: Int(status.st_size), allocated: Int(status.st_blocks) * 512,
-                 modification: date(status.st_mtim), access: date(status.st_atim),
-                 isRegular: status.st_mode & S_IFMT == S_IFREG)
+        FileInfo(
+            size: Int(status.st_size), allocated: Int(status.st_blocks) * 512,
+            modification: date(status.st_mtim), access: date(status.st_atim),
+            isRegular: status.st_mode & S_IFMT == S_IFREG)
     }
 
     static func date(_ time: timespec) -> Date {
@@ -74,7 +76,7 @@ enum DiskFiles {
                     if errno == EINTR { continue }
                     return errno
                 }
-                if count == 0 { break } // shrunk behind our back
+                if count == 0 { break }  // shrunk behind our back
                 offset += count
             }
             return nil
@@ -88,8 +90,10 @@ enum DiskFiles {
     /// metadata xattr when given, sets both file times to `date`, and renames it to `name`:
     /// readers see the old entry or the complete new one, never a half-written file.
     /// - Returns: the new file's info, and whether the xattr was refused as unsupported.
-    static func writeAtomically(_ data: Data, directory: String, name: String, attribute: [UInt8]?,
-                                date: Date, synchronize: Bool) throws(ImageError) -> (FileInfo, xattrUnsupported: Bool) {
+    static func writeAtomically(
+        _ data: Data, directory: String, name: String, attribute: [UInt8]?,
+        date: Date, synchronize: Bool
+    ) throws(ImageError) -> (FileInfo, xattrUnsupported: Bool) {
         let temporary = directory + "/.tmp-" + UUID().uuidString
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw error("cannot create", temporary) }
@@ -113,10 +117,15 @@ enum DiskFiles {
         if let writeFailure { throw error("cannot write", temporary, code: writeFailure) }
         var xattrUnsupported = false
         if let attribute {
-            let status = attribute.withUnsafeBytes { ik_fsetxattr(descriptor, metadataAttribute, $0.baseAddress!, $0.count) }
+            let status = attribute.withUnsafeBytes {
+                ik_fsetxattr(descriptor, metadataAttribute, $0.baseAddress!, $0.count)
+            }
             if status != 0 {
-                if status == ENOTSUP || status == EOPNOTSUPP || status == EPERM { xattrUnsupported = true }
-                else { throw error("cannot set metadata on", temporary, code: status) }
+                if status == ENOTSUP || status == EOPNOTSUPP || status == EPERM {
+                    xattrUnsupported = true
+                } else {
+                    throw error("cannot set metadata on", temporary, code: status)
+                }
             }
         }
         var times = [timespec(date), timespec(date)]
@@ -131,7 +140,8 @@ enum DiskFiles {
 
     /// Writes a small file atomically (sidecar metadata).
     static func writeSmallFile(_ bytes: [UInt8], directory: String, name: String) throws(ImageError) {
-        _ = try writeAtomically(Data(bytes), directory: directory, name: name, attribute: nil, date: Date(), synchronize: false)
+        _ = try writeAtomically(
+            Data(bytes), directory: directory, name: name, attribute: nil, date: Date(), synchronize: false)
     }
 
     /// Replaces the metadata xattr on an open file; 0 or errno.

@@ -16,7 +16,8 @@ enum ExifReader {
         }
         func u32(_ offset: Int) -> Int? {
             guard let low = u16(littleEndian ? offset : offset + 2),
-                  let high = u16(littleEndian ? offset + 2 : offset) else { return nil }
+                let high = u16(littleEndian ? offset + 2 : offset)
+            else { return nil }
             return high << 16 | low
         }
         guard u16(2) == 42, let ifd = u32(4), let entries = u16(ifd) else { return nil }

@@ -16,8 +16,10 @@ public struct HTTPCacheHeaders: Sendable, Hashable {
     public var contentType: String?
 
     /// Headers from their raw values (each nil when the response did not carry it).
-    public init(etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil,
-                expires: String? = nil, date: String? = nil, contentType: String? = nil) {
+    public init(
+        etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil,
+        expires: String? = nil, date: String? = nil, contentType: String? = nil
+    ) {
         self.etag = etag
         self.lastModified = lastModified
         self.cacheControl = cacheControl
@@ -68,7 +70,7 @@ enum HTTPDate {
         var day: Int?, month: Int?, year: Int?, time: (Int, Int, Int)?
         let asctime = tokens.count == 5
         switch tokens.count {
-        case 6 where tokens[5] == "GMT": // IMF-fixdate and RFC 850
+        case 6 where tokens[5] == "GMT":  // IMF-fixdate and RFC 850
             day = Int(tokens[1])
             month = months.firstIndex(of: tokens[2].lowercased())
             year = Int(tokens[3]).map { tokens[3].count == 2 ? ($0 < 70 ? 2000 + $0 : 1900 + $0) : $0 }
@@ -81,7 +83,8 @@ enum HTTPDate {
         default:
             return nil
         }
-        guard let day, let month, let year, let (hour, minute, second) = time, (1...31).contains(day), (1...9999).contains(year)
+        guard let day, let month, let year, let (hour, minute, second) = time, (1...31).contains(day),
+            (1...9999).contains(year)
         else { return nil }
         let days = daysFromCivil(year: year, month: month + 1, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
@@ -90,8 +93,9 @@ enum HTTPDate {
     /// `HH:MM:SS`.
     private static func clock(_ token: String) -> (Int, Int, Int)? {
         let parts = token.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }), let hour = Int(parts[0]), let minute = Int(parts[1]),
-              let second = Int(parts[2]), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }), let hour = Int(parts[0]),
+            let minute = Int(parts[1]),
+            let second = Int(parts[2]), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         return (hour, minute, second)
     }

@@ -158,7 +158,9 @@ public struct ImageSignature: Sendable, Hashable {
         self = ImageSignature.sniff(bytes)
         headCount = min(bytes.count, 32)
         if headCount > 0 {
-            withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(headCount))) }
+            withUnsafeMutableBytes(of: &head) {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(headCount)))
+            }
         }
     }
 
@@ -207,9 +209,13 @@ extension ImageSignature {
             if matches("GIF87a", at: 0) || matches("GIF89a", at: 0) { return .init(format: .gif) }
         case 0x49:
             // Classic TIFF (42) and BigTIFF (43: 64-bit offsets), little-endian.
-            if count >= 4, byte(1) == 0x49, byte(2) == 0x2A || byte(2) == 0x2B, byte(3) == 0x00 { return .init(format: .tiff) }
+            if count >= 4, byte(1) == 0x49, byte(2) == 0x2A || byte(2) == 0x2B, byte(3) == 0x00 {
+                return .init(format: .tiff)
+            }
         case 0x4D:
-            if count >= 4, byte(1) == 0x4D, byte(2) == 0x00, byte(3) == 0x2A || byte(3) == 0x2B { return .init(format: .tiff) }
+            if count >= 4, byte(1) == 0x4D, byte(2) == 0x00, byte(3) == 0x2A || byte(3) == 0x2B {
+                return .init(format: .tiff)
+            }
         case 0x52:
             if count >= 12, matches("RIFF", at: 0), matches("WEBP", at: 8) {
                 // VP8X: flags byte 20, animation bit 0x02.
@@ -217,9 +223,13 @@ extension ImageSignature {
                 return .init(format: .webp, isAnimated: animated)
             }
         case 0x00:
-            if count >= 6, byte(1) == 0, byte(2) == 0x01, byte(3) == 0, byte(4) != 0 || byte(5) != 0 { return .init(format: .ico) }
+            if count >= 6, byte(1) == 0, byte(2) == 0x01, byte(3) == 0, byte(4) != 0 || byte(5) != 0 {
+                return .init(format: .ico)
+            }
             if count >= 12, matches("ftyp", at: 4) { return .init(format: isoMediaFormat(bytes)) }
-            if matchesBytes([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A], at: 0) { return .init(format: .jpegXL) }
+            if matchesBytes([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A], at: 0) {
+                return .init(format: .jpegXL)
+            }
         case 0x25:
             if matches("%PDF", at: 0) { return .init(format: .pdf) }
         case 0x42:
@@ -241,7 +251,7 @@ extension ImageSignature {
         var brands: [String] = []
         var offset = 8
         while offset + 4 <= end {
-            if offset != 12 { // offset 12 is the minor version, not a brand
+            if offset != 12 {  // offset 12 is the minor version, not a brand
                 brands.append(String(decoding: bytes[offset..<offset + 4], as: UTF8.self))
             }
             offset += 4

@@ -74,7 +74,8 @@ final class ImageKitMetrics: Sendable {
         let factory = factory ?? MetricsSystem.factory
         self.factory = factory
         func loads(_ outcome: String, _ tier: String) -> Counter {
-            Counter(label: "imagekit_loads_total", dimensions: [("outcome", outcome), ("tier", tier)], factory: factory)
+            Counter(
+                label: "imagekit_loads_total", dimensions: [("outcome", outcome), ("tier", tier)], factory: factory)
         }
         memoryHits = loads("success", "memory")
         diskHits = loads("success", "disk")
@@ -82,8 +83,10 @@ final class ImageKitMetrics: Sendable {
         emptyLoads = loads("success", "none")
         failedLoads = loads("failure", "none")
         cancelledLoads = loads("cancelled", "none")
-        downloadsSucceeded = Counter(label: "imagekit_downloads_total", dimensions: [("outcome", "success")], factory: factory)
-        downloadsFailed = Counter(label: "imagekit_downloads_total", dimensions: [("outcome", "failure")], factory: factory)
+        downloadsSucceeded = Counter(
+            label: "imagekit_downloads_total", dimensions: [("outcome", "success")], factory: factory)
+        downloadsFailed = Counter(
+            label: "imagekit_downloads_total", dimensions: [("outcome", "failure")], factory: factory)
         downloadBytes = Counter(label: "imagekit_download_bytes_total", factory: factory)
         downloadRetries = Counter(label: "imagekit_download_retries_total", factory: factory)
         evictions = Counter(label: "imagekit_memory_cache_evictions_total", factory: factory)
@@ -101,7 +104,8 @@ final class ImageKitMetrics: Sendable {
     func count(_ error: ImageError) {
         let counter = errors.withLock { errors in
             if let counter = errors[error.code.rawValue] { return counter }
-            let counter = Counter(label: "imagekit_errors_total", dimensions: [("code", error.code.rawValue)], factory: factory)
+            let counter = Counter(
+                label: "imagekit_errors_total", dimensions: [("code", error.code.rawValue)], factory: factory)
             errors[error.code.rawValue] = counter
             return counter
         }

@@ -31,7 +31,9 @@ package final class Locked<Value>: @unchecked Sendable {
     /// Runs `body` with exclusive access to the value. Never call back into user code, a C
     /// decode or an `await` from inside.
     @inline(__always)
-    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

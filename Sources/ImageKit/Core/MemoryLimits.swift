@@ -21,14 +21,16 @@ public enum MemoryLimits {
     ) -> UInt64 {
         let physical = max(physicalMemory, 1)
         guard let membership = try? String(contentsOfFile: procSelfCgroup, encoding: .utf8),
-              let path = cgroupV2Path(membership) else { return physical }
+            let path = cgroupV2Path(membership)
+        else { return physical }
         var limit = physical
         // The tightest `memory.max` from this cgroup up to the root applies.
         var components = path.split(separator: "/").map(String.init)
         while true {
             let directory = ([cgroupRoot] + components).joined(separator: "/")
             if let text = try? String(contentsOfFile: directory + "/memory.max", encoding: .utf8),
-               let value = parseMemoryMax(text) {
+                let value = parseMemoryMax(text)
+            {
                 limit = min(limit, value)
             }
             if components.isEmpty { break }

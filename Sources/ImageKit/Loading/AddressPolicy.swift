@@ -80,7 +80,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: String) {
         var text = text
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
-        if let percent = text.firstIndex(of: "%") { text = String(text[..<percent]) } // zone index
+        if let percent = text.firstIndex(of: "%") { text = String(text[..<percent]) }  // zone index
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             bytes = withUnsafeBytes(of: v4) { Array($0) }
@@ -113,11 +113,14 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         guard bytes.count == 16 else { return nil }
         let prefix = bytes[0..<12]
         if prefix.elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) || prefix.allSatisfy({ $0 == 0 }) {
-            if prefix.allSatisfy({ $0 == 0 }) && bytes[12..<16].allSatisfy({ $0 == 0 }) { return nil } // ::
-            if prefix.allSatisfy({ $0 == 0 }) && bytes[12..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return nil } // ::1
+            if prefix.allSatisfy({ $0 == 0 }) && bytes[12..<16].allSatisfy({ $0 == 0 }) { return nil }  // ::
+            // ::1
+            if prefix.allSatisfy({ $0 == 0 }) && bytes[12..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return nil }
             return IPAddress(bytes: Array(bytes[12..<16]))
         }
-        if prefix.elementsEqual([0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0]) { return IPAddress(bytes: Array(bytes[12..<16])) }
+        if prefix.elementsEqual([0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0]) {
+            return IPAddress(bytes: Array(bytes[12..<16]))
+        }
         if bytes[0] == 0x20, bytes[1] == 0x02 { return IPAddress(bytes: Array(bytes[2..<6])) }
         return nil
     }

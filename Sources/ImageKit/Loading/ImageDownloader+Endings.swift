@@ -15,7 +15,8 @@ extension ImageDownloader {
             operation.engine = nil
             operation.transfer = nil
             guard let delay = retryDelay(for: operation, outcome), state.operations[operation.key] === operation,
-                  !operation.subscribers.isEmpty else { return nil }
+                !operation.subscribers.isEmpty
+            else { return nil }
             operation.attempt += 1
             operation.isBackingOff = true
             return delay
@@ -27,10 +28,12 @@ extension ImageDownloader {
             case .failure(let error): reason = error.code.rawValue
             case .success(let response): reason = "HTTP \(response.statusCode)"
             }
-            logger.warning("retrying a download", metadata: [
-                "imagekit.url": "\(operation.request.url)", "imagekit.reason": "\(reason)",
-                "imagekit.attempt": "\(operation.attempt)", "imagekit.delay": "\(delay)",
-            ])
+            logger.warning(
+                "retrying a download",
+                metadata: [
+                    "imagekit.url": "\(operation.request.url)", "imagekit.reason": "\(reason)",
+                    "imagekit.attempt": "\(operation.attempt)", "imagekit.delay": "\(delay)",
+                ])
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.retry(operation) }
             pump()
             return
@@ -47,20 +50,26 @@ extension ImageDownloader {
 
     private func report(_ outcome: Result<RawResponse, ImageError>, of operation: Operation) {
         switch outcome {
-        case .success(let response) where configuration.acceptableStatusCodes.contains(response.statusCode) || response.statusCode == 304:
+        case .success(let response)
+        where configuration.acceptableStatusCodes.contains(response.statusCode) || response.statusCode == 304:
             metrics.downloadsSucceeded.increment()
             metrics.downloadBytes.increment(by: response.metrics.bytesReceived)
             metrics.download.record(seconds: response.metrics.total)
-            logger.debug("downloaded", metadata: [
-                "imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)",
-                "imagekit.bytes": "\(response.body.count)", "imagekit.seconds": "\(response.metrics.total)",
-            ])
+            logger.debug(
+                "downloaded",
+                metadata: [
+                    "imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)",
+                    "imagekit.bytes": "\(response.body.count)", "imagekit.seconds": "\(response.metrics.total)",
+                ])
         case .success(let response):
             metrics.downloadsFailed.increment()
-            logger.debug("download refused", metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)"])
+            logger.debug(
+                "download refused",
+                metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.status": "\(response.statusCode)"])
         case .failure(let error):
             if error.code != .cancelled { metrics.downloadsFailed.increment() }
-            logger.debug("download failed", metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.error": "\(error)"])
+            logger.debug(
+                "download failed", metadata: ["imagekit.url": "\(operation.request.url)", "imagekit.error": "\(error)"])
         }
     }
 
@@ -107,7 +116,8 @@ extension ImageDownloader {
 
     func cancel(key: String, id: Int) {
         let outcome = state.withLock { state -> (Subscriber?, (CurlTransfer, Int)?) in
-            guard let operation = state.operations[key], let subscriber = operation.subscribers.removeValue(forKey: id) else {
+            guard let operation = state.operations[key], let subscriber = operation.subscribers.removeValue(forKey: id)
+            else {
                 return (nil, nil)
             }
             guard operation.subscribers.isEmpty else { return (subscriber, nil) }

@@ -16,12 +16,15 @@ extension ImageDownloader {
     /// The transfer's outcome: a transport error, or the response (whatever its status). A body
     /// cut short is kept for a later resume; a 206 answering our `Range` is joined to the bytes
     /// kept before.
-    func outcome(of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest,
-                 resumedFrom resume: ResumableDataStore.Entry?) -> Result<RawResponse, ImageError> {
+    func outcome(
+        of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest,
+        resumedFrom resume: ResumableDataStore.Entry?
+    ) -> Result<RawResponse, ImageError> {
         let url = request.url
         if code != CURLE_OK {
             if transfer.exceededMaxBody || code == CURLE_FILESIZE_EXCEEDED {
-                return .failure(ImageError(.responseTooLarge, "\(url): the body is over \(configuration.maxBodySize ?? 0) bytes"))
+                return .failure(
+                    ImageError(.responseTooLarge, "\(url): the body is over \(configuration.maxBodySize ?? 0) bytes"))
             }
             if let refused = transfer.refusedAddress {
                 return .failure(ImageError(.forbiddenAddress, "\(url): the address policy refuses \(refused)"))
@@ -43,17 +46,22 @@ extension ImageDownloader {
                 return .failure(ImageError(.invalidResponse, "\(url): a 206 response for another range"))
             }
         }
-        return .success(RawResponse(url: url, finalURL: transfer.effectiveURL ?? url, statusCode: status, headers: headers,
-                                    body: body, metrics: transfer.metrics))
+        return .success(
+            RawResponse(
+                url: url, finalURL: transfer.effectiveURL ?? url, statusCode: status, headers: headers,
+                body: body, metrics: transfer.metrics))
     }
 
     /// Keeps what an interrupted 200 transfer received when the response can be resumed.
-    private func keepForResume(_ transfer: CurlTransfer, request: ImageLoadRequest, resumedFrom resume: ResumableDataStore.Entry?) {
+    private func keepForResume(
+        _ transfer: CurlTransfer, request: ImageLoadRequest, resumedFrom resume: ResumableDataStore.Entry?
+    ) {
         guard configuration.resumableDataLimit > 0, request.cachedValidators == nil else { return }
         let headers = transfer.responseHeaders
         let status = transfer.statusCode
         guard status == 200 || status == 206, headers["accept-ranges"]?.lowercased() == "bytes" || status == 206,
-              let validator = ResumableDataStore.validator(headers) else { return }
+            let validator = ResumableDataStore.validator(headers)
+        else { return }
         var data = transfer.takeBody()
         if status == 206, let resume {
             guard Self.contentRangeStart(headers["content-range"]) == resume.data.count else { return }
@@ -72,8 +80,10 @@ extension ImageDownloader {
     }
 
     /// One caller's result: its response modifier, then the checks, then its decryptor.
-    func result(of outcome: Result<RawResponse, ImageError>, for subscriber: Subscriber,
-                request: ImageLoadRequest) -> Result<ImageLoadResponse, ImageError> {
+    func result(
+        of outcome: Result<RawResponse, ImageError>, for subscriber: Subscriber,
+        request: ImageLoadRequest
+    ) -> Result<ImageLoadResponse, ImageError> {
         let raw: RawResponse
         switch outcome {
         case .failure(let error): return .failure(error)
@@ -90,8 +100,10 @@ extension ImageDownloader {
         let status = head.statusCode
         let headers = head.headers
         if status == 304, request.cachedValidators != nil {
-            return .success(ImageLoadResponse(url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true,
-                                              metrics: raw.metrics, finalURL: raw.finalURL))
+            return .success(
+                ImageLoadResponse(
+                    url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true,
+                    metrics: raw.metrics, finalURL: raw.finalURL))
         }
         guard configuration.acceptableStatusCodes.contains(status) else {
             return .failure(ImageError(.invalidStatusCode, "\(url): HTTP \(status)", httpStatusCode: status))
@@ -100,7 +112,10 @@ extension ImageDownloader {
             return .failure(ImageError(.invalidResponse, "\(url): the response validator refused the response"))
         }
         if let acceptable = configuration.acceptableContentTypes {
-            let type = headers["content-type"]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let type =
+                headers["content-type"]?.split(separator: ";").first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                } ?? ""
             guard acceptable.contains(type) else {
                 return .failure(ImageError(.invalidContentType, "\(url): Content-Type '\(type)' is not acceptable"))
             }
@@ -113,8 +128,10 @@ extension ImageDownloader {
             }
             data = decrypted
         }
-        return .success(ImageLoadResponse(url: url, data: data, statusCode: status, headers: headers, metrics: raw.metrics,
-                                          finalURL: raw.finalURL))
+        return .success(
+            ImageLoadResponse(
+                url: url, data: data, statusCode: status, headers: headers, metrics: raw.metrics,
+                finalURL: raw.finalURL))
     }
 
     // Spec: ERR-08.
@@ -124,12 +141,13 @@ extension ImageDownloader {
         switch code {
         case CURLE_ABORTED_BY_CALLBACK: return ImageError(.cancelled, "\(url): cancelled")
         case CURLE_OPERATION_TIMEDOUT: return ImageError(.timedOut, "\(url): \(text)")
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return ImageError(.cannotFindHost, "\(url): \(text)")
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return ImageError(.cannotFindHost, "\(url): \(text)")
         case CURLE_COULDNT_CONNECT: return ImageError(.cannotConnect, "\(url): \(text)")
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
             return ImageError(.connectionLost, "\(url): \(text)")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE,
-             CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             return ImageError(.secureConnectionFailed, "\(url): \(text)")
         case CURLE_TOO_MANY_REDIRECTS: return ImageError(.invalidResponse, "\(url): \(text)")
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: return ImageError(.invalidURL, "\(url): \(text)")

@@ -180,16 +180,17 @@ public final class ImageDownloader: ImageLoading {
         // whole per-host limit there, and a reset handle is small (curl frees its buffers
         // after each transfer).
         engines = (0..<count).map { _ in
-            CurlEngine(maxHostConnections: configuration.maxConnectionsPerHost,
-                       maxTotalConnections: configuration.maxTotalConnections,
-                       maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
-                       share: shareHandle)
+            CurlEngine(
+                maxHostConnections: configuration.maxConnectionsPerHost,
+                maxTotalConnections: configuration.maxTotalConnections,
+                maxIdleHandles: min(max(configuration.maxConcurrentDownloads, 1), 64),
+                share: shareHandle)
         }
         state.withLock { $0.engineLoads = Array(repeating: 0, count: count) }
     }
 
     deinit {
-        for engine in engines { engine.shutdown() } // before `share` goes
+        for engine in engines { engine.shutdown() }  // before `share` goes
         // Callers of transfers that never started (or wait for a retry) are told too.
         let waiting = state.withLock { state in
             state.operations.values.filter { $0.transfer == nil }.flatMap { Array($0.subscribers.values) }
@@ -226,15 +227,19 @@ public final class ImageDownloader: ImageLoading {
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     @discardableResult
-    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         download(request, progress: progress, completion: completion)
     }
 
     /// ``load(_:progress:completion:)`` with the concrete token type.
     @discardableResult
-    public func download(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
-                         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> Token {
+    public func download(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> Token {
         submit(request, subscriber: Subscriber(progress: progress, completion: completion))
     }
 
@@ -245,9 +250,12 @@ public final class ImageDownloader: ImageLoading {
     /// ```swift
     /// let response = try await downloader.load(ImageLoadRequest(url: url, priority: .high))
     /// ```
-    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
+    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil)
+        async throws(ImageError) -> ImageLoadResponse
+    {
         try await awaitingLoad { completion in
-            submit(request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
+            submit(
+                request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
         }.get()
     }
 
@@ -318,7 +326,9 @@ public final class ImageDownloader: ImageLoading {
         if let insecure = request.allowsInvalidSSLCertificates, insecure != configuration.allowsInvalidSSLCertificates {
             key += "\u{0}tls=\(insecure)"
         }
-        if let cookies = request.handlesCookies, cookies != configuration.handlesCookies { key += "\u{0}cookies=\(cookies)" }
+        if let cookies = request.handlesCookies, cookies != configuration.handlesCookies {
+            key += "\u{0}cookies=\(cookies)"
+        }
         return key
     }
 
@@ -329,7 +339,8 @@ public final class ImageDownloader: ImageLoading {
             return
         }
         let modifier = request.hooks.requestModifier ?? configuration.requestModifier
-        guard let request = modifier.map({ $0(request) }) ?? request, canLoad(request.url), request.url.host != nil else {
+        guard let request = modifier.map({ $0(request) }) ?? request, canLoad(request.url), request.url.host != nil
+        else {
             ticket.place.withLock { $0 = .done }
             deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
             return
@@ -353,7 +364,7 @@ public final class ImageDownloader: ImageLoading {
             guard subscriber.progress != nil, !operation.reportsProgress else { return nil }
             operation.reportsProgress = true
             guard let transfer = operation.transfer, let engine = operation.engine else { return nil }
-            return (transfer, engine) // running without progress: turn it on
+            return (transfer, engine)  // running without progress: turn it on
         }
         if let (transfer, engine) = needsProgress { engines[engine].send(.reportProgress(transfer)) }
         pump()
@@ -365,7 +376,8 @@ public final class ImageDownloader: ImageLoading {
             var started: [Operation] = []
             let lifo = configuration.executionOrder == .lifo
             while !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads),
-                  let operation = state.waiting.next(lifo: lifo) {
+                let operation = state.waiting.next(lifo: lifo)
+            {
                 state.running += 1
                 started.append(operation)
             }
@@ -377,7 +389,8 @@ public final class ImageDownloader: ImageLoading {
     private func start(_ operation: Operation) {
         let request = operation.request
         var headerList = baseHeaderList
-        let resume = configuration.resumableDataLimit > 0 && request.cachedValidators == nil
+        let resume =
+            configuration.resumableDataLimit > 0 && request.cachedValidators == nil
             ? resumable.take(operation.key) : nil
         if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil {
             var headers = baseHeaders.merging(request.headers) { $1 }
@@ -392,14 +405,19 @@ public final class ImageDownloader: ImageLoading {
             headerList = CurlHeaderList(headers)
         }
         let options = CurlTransferOptions(
-            url: request.url, headers: headerList, connectTimeout: configuration.connectTimeout ?? configuration.timeout,
-            stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout, maxRedirects: configuration.maxRedirects,
+            url: request.url, headers: headerList,
+            connectTimeout: configuration.connectTimeout ?? configuration.timeout,
+            stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout,
+            maxRedirects: configuration.maxRedirects,
             maxBodySize: configuration.maxBodySize,
-            allowsInvalidCertificates: request.allowsInvalidSSLCertificates ?? configuration.allowsInvalidSSLCertificates,
-            handlesCookies: request.handlesCookies ?? configuration.handlesCookies, credentials: configuration.credentials,
+            allowsInvalidCertificates: request.allowsInvalidSSLCertificates
+                ?? configuration.allowsInvalidSSLCertificates,
+            handlesCookies: request.handlesCookies ?? configuration.handlesCookies,
+            credentials: configuration.credentials,
             addressPolicy: configuration.addressPolicy, proxy: configuration.proxy, noProxy: configuration.noProxy,
             caBundlePath: configuration.caBundlePath, caDirectory: configuration.caDirectory,
-            pinnedPublicKey: configuration.pinnedPublicKey, hostOverrides: hostOverrides, curlOptions: configuration.curlOptions)
+            pinnedPublicKey: configuration.pinnedPublicKey, hostOverrides: hostOverrides,
+            curlOptions: configuration.curlOptions)
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         transfer.onProgress = { [weak self] progress in
             self?.deliverProgress(of: operation, progress.offset(by: Int64(resume?.data.count ?? 0)))
@@ -431,7 +449,7 @@ public final class ImageDownloader: ImageLoading {
     static func engine(for host: String, multiplexes: Bool, loads: [Int]) -> Int {
         guard loads.count > 1 else { return 0 }
         if multiplexes {
-            var hash: UInt32 = 2_166_136_261 // FNV-1a: the same host always lands on the same engine
+            var hash: UInt32 = 2_166_136_261  // FNV-1a: the same host always lands on the same engine
             for byte in host.lowercased().utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
             return Int(hash % UInt32(loads.count))
         }
@@ -478,6 +496,7 @@ extension ImageLoadProgress {
     /// The same progress with `offset` bytes received before (a resumed transfer).
     func offset(by offset: Int64) -> ImageLoadProgress {
         guard offset > 0 else { return self }
-        return ImageLoadProgress(receivedBytes: receivedBytes + offset, expectedBytes: expectedBytes.map { $0 + offset })
+        return ImageLoadProgress(
+            receivedBytes: receivedBytes + offset, expectedBytes: expectedBytes.map { $0 + offset })
     }
 }

@@ -121,15 +121,17 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var telemetry = ImageKitTelemetry()
 
     /// A configuration; every parameter has the default documented on its property.
-    public init(maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
-                totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],
-                acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,
-                maxBodySize: Int? = 256 << 20, maxRedirects: Int = 10, credentials: (user: String, password: String)? = nil,
-                handlesCookies: Bool = false, allowsInvalidSSLCertificates: Bool = false, maxConnectionsPerHost: Int = 6,
-                maxTotalConnections: Int = 0, networkThreads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
-                retryPolicy: ImageRetryPolicy = .none, addressPolicy: AddressPolicy? = nil,
-                resumableDataLimit: Int = 32 << 20,
-                callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")) {
+    public init(
+        maxConcurrentDownloads: Int = 6, timeout: TimeInterval = 15, connectTimeout: TimeInterval? = nil,
+        totalTimeout: TimeInterval? = nil, executionOrder: ExecutionOrder = .fifo, headers: [String: String] = [:],
+        acceptableStatusCodes: Range<Int> = 200..<300, acceptableContentTypes: Set<String>? = nil,
+        maxBodySize: Int? = 256 << 20, maxRedirects: Int = 10, credentials: (user: String, password: String)? = nil,
+        handlesCookies: Bool = false, allowsInvalidSSLCertificates: Bool = false, maxConnectionsPerHost: Int = 6,
+        maxTotalConnections: Int = 0, networkThreads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
+        retryPolicy: ImageRetryPolicy = .none, addressPolicy: AddressPolicy? = nil,
+        resumableDataLimit: Int = 32 << 20,
+        callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageDownloader.callbacks")
+    ) {
         self.networkThreads = networkThreads
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.timeout = timeout

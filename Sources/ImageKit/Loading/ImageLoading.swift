@@ -37,9 +37,11 @@ public struct ImageLoadRequest: Sendable, Hashable {
     public var hooks: ImageLoadHooks
 
     /// A request; only `url` is required.
-    public init(url: URL, priority: ImageLoadPriority = .normal, headers: [String: String] = [:],
-                cachedValidators: HTTPCacheHeaders? = nil, allowsInvalidSSLCertificates: Bool? = nil,
-                handlesCookies: Bool? = nil, retryPolicy: ImageRetryPolicy? = nil, hooks: ImageLoadHooks = ImageLoadHooks()) {
+    public init(
+        url: URL, priority: ImageLoadPriority = .normal, headers: [String: String] = [:],
+        cachedValidators: HTTPCacheHeaders? = nil, allowsInvalidSSLCertificates: Bool? = nil,
+        handlesCookies: Bool? = nil, retryPolicy: ImageRetryPolicy? = nil, hooks: ImageLoadHooks = ImageLoadHooks()
+    ) {
         self.url = url
         self.priority = priority
         self.headers = headers
@@ -53,7 +55,8 @@ public struct ImageLoadRequest: Sendable, Hashable {
     /// Compares the request's data; hooks are not compared.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.url == rhs.url && lhs.priority == rhs.priority && lhs.headers == rhs.headers
-            && lhs.cachedValidators == rhs.cachedValidators && lhs.allowsInvalidSSLCertificates == rhs.allowsInvalidSSLCertificates
+            && lhs.cachedValidators == rhs.cachedValidators
+            && lhs.allowsInvalidSSLCertificates == rhs.allowsInvalidSSLCertificates
             && lhs.handlesCookies == rhs.handlesCookies && lhs.retryPolicy == rhs.retryPolicy
     }
 
@@ -117,10 +120,12 @@ public struct ImageLoadHooks: Sendable {
     public var decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)?
 
     /// Hooks; each one left nil falls back to the loader's own.
-    public init(willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)? = nil,
-                requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)? = nil,
-                responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)? = nil,
-                decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)? = nil) {
+    public init(
+        willLoad: (@Sendable (ImageLoadRequest) async throws -> ImageLoadRequest)? = nil,
+        requestModifier: (@Sendable (ImageLoadRequest) -> ImageLoadRequest?)? = nil,
+        responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)? = nil,
+        decryptor: (@Sendable (Data, _ headers: [String: String]) -> Data?)? = nil
+    ) {
         self.willLoad = willLoad
         self.requestModifier = requestModifier
         self.responseModifier = responseModifier
@@ -128,7 +133,9 @@ public struct ImageLoadHooks: Sendable {
     }
 
     /// Whether no hook is set.
-    public var isEmpty: Bool { willLoad == nil && requestModifier == nil && responseModifier == nil && decryptor == nil }
+    public var isEmpty: Bool {
+        willLoad == nil && requestModifier == nil && responseModifier == nil && decryptor == nil
+    }
 }
 
 /// How a loader retries transient failures: connection refused or reset, timeouts, HTTP 5xx,
@@ -151,7 +158,9 @@ public struct ImageRetryPolicy: Sendable, Hashable {
     public var maxRetryAfter: TimeInterval
 
     /// A policy of `maxRetries` retries with the given delays (seconds).
-    public init(maxRetries: Int, baseDelay: TimeInterval = 0.2, maxDelay: TimeInterval = 5, maxRetryAfter: TimeInterval = 10) {
+    public init(
+        maxRetries: Int, baseDelay: TimeInterval = 0.2, maxDelay: TimeInterval = 5, maxRetryAfter: TimeInterval = 10
+    ) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -243,8 +252,10 @@ public struct ImageLoadResponse: Sendable {
     public var finalURL: URL
 
     /// A response; loaders make these.
-    public init(url: URL, data: Data, statusCode: Int = 200, headers: [String: String] = [:],
-                isNotModified: Bool = false, metrics: TransferMetrics = TransferMetrics(), finalURL: URL? = nil) {
+    public init(
+        url: URL, data: Data, statusCode: Int = 200, headers: [String: String] = [:],
+        isNotModified: Bool = false, metrics: TransferMetrics = TransferMetrics(), finalURL: URL? = nil
+    ) {
         self.url = url
         self.finalURL = finalURL ?? url
         self.data = data
@@ -256,8 +267,9 @@ public struct ImageLoadResponse: Sendable {
 
     /// The headers the disk cache keeps with the entry.
     public var cacheHeaders: HTTPCacheHeaders {
-        HTTPCacheHeaders(etag: headers["etag"], lastModified: headers["last-modified"], cacheControl: headers["cache-control"],
-                         expires: headers["expires"], date: headers["date"], contentType: headers["content-type"])
+        HTTPCacheHeaders(
+            etag: headers["etag"], lastModified: headers["last-modified"], cacheControl: headers["cache-control"],
+            expires: headers["expires"], date: headers["date"], contentType: headers["content-type"])
     }
 }
 
@@ -287,15 +299,19 @@ public protocol ImageLoading: Sendable {
     /// Starts loading. `progress` is called with monotonic byte counts; `completion` exactly
     /// once, with the response or an ``ImageError``.
     @discardableResult
-    func load(_ request: ImageLoadRequest,
-              progress: (@Sendable (ImageLoadProgress) -> Void)?,
-              completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable
+    func load(
+        _ request: ImageLoadRequest,
+        progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable
 }
 
 extension ImageLoading {
     /// Async form; cancelling the task cancels this caller's interest.
-    public func load(_ request: ImageLoadRequest,
-                     progress: (@Sendable (ImageLoadProgress) -> Void)? = nil) async throws(ImageError) -> ImageLoadResponse {
+    public func load(
+        _ request: ImageLoadRequest,
+        progress: (@Sendable (ImageLoadProgress) -> Void)? = nil
+    ) async throws(ImageError) -> ImageLoadResponse {
         try await awaitingLoad { completion in load(request, progress: progress, completion: completion) }.get()
     }
 

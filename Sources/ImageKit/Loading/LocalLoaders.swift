@@ -14,8 +14,10 @@ public struct FileLoader: ImageLoading {
     public func canLoad(_ url: URL) -> Bool { url.isFileURL }
 
     @discardableResult
-    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         let token = LocalLoadToken(completion)
         queue.async {
             guard !token.isCancelled else { return }
@@ -67,8 +69,10 @@ public struct DataURLLoader: ImageLoading {
     }
 
     @discardableResult
-    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         let token = LocalLoadToken(completion)
         guard let (mediaType, data) = Self.decode(request.url.absoluteString), !data.isEmpty else {
             token.finish(.failure(ImageError(.invalidURL, "malformed or empty data: URL")))
@@ -114,8 +118,10 @@ public final class ImageLoadersManager: ImageLoading {
     public func canLoad(_ url: URL) -> Bool { loaders.withLock { $0 }.contains { $0.canLoad(url) } }
 
     @discardableResult
-    public func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-                     completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
+    public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
         guard let loader = loaders.withLock({ $0 }).last(where: { $0.canLoad(request.url) }) else {
             let token = LocalLoadToken(completion)
             token.finish(.failure(ImageError(.invalidURL, "no loader for \(request.url)")))

@@ -13,7 +13,8 @@ final class FailedURLList: Sendable {
     let timeToLive: TimeInterval?
     private let clock: @Sendable () -> Double
 
-    init(timeToLive: TimeInterval?, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSinceReferenceDate }) {
+    init(timeToLive: TimeInterval?, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSinceReferenceDate })
+    {
         self.timeToLive = timeToLive
         self.clock = clock
     }

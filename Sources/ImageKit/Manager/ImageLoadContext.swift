@@ -68,15 +68,17 @@ public struct ImageLoadContext: Sendable {
     public var retryPolicy: ImageRetryPolicy?
 
     /// A context; every value left nil uses the manager's.
-    public init(imageCache: (any ImageCaching)? = nil, imageLoader: (any ImageLoading)? = nil,
-                coders: ImageCodersManager? = nil, transformer: (any ImageTransforming)? = nil,
-                cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
-                queryCacheType: ImageCacheType = .all, storeCacheType: ImageCacheType = .all,
-                originalQueryCacheType: ImageCacheType = .disk, originalStoreCacheType: ImageCacheType = .disk,
-                thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
-                scaleDownLimitBytes: Int? = nil, decodingOptions: ImageDecodingOptions? = nil,
-                callbackQueue: DispatchQueue? = nil, requestHeaders: [String: String] = [:],
-                loadHooks: ImageLoadHooks = ImageLoadHooks(), retryPolicy: ImageRetryPolicy? = nil) {
+    public init(
+        imageCache: (any ImageCaching)? = nil, imageLoader: (any ImageLoading)? = nil,
+        coders: ImageCodersManager? = nil, transformer: (any ImageTransforming)? = nil,
+        cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
+        queryCacheType: ImageCacheType = .all, storeCacheType: ImageCacheType = .all,
+        originalQueryCacheType: ImageCacheType = .disk, originalStoreCacheType: ImageCacheType = .disk,
+        thumbnailPixelSize: PixelSize? = nil, preservesAspectRatio: Bool = true,
+        scaleDownLimitBytes: Int? = nil, decodingOptions: ImageDecodingOptions? = nil,
+        callbackQueue: DispatchQueue? = nil, requestHeaders: [String: String] = [:],
+        loadHooks: ImageLoadHooks = ImageLoadHooks(), retryPolicy: ImageRetryPolicy? = nil
+    ) {
         self.loadHooks = loadHooks
         self.retryPolicy = retryPolicy
         self.imageCache = imageCache
@@ -126,12 +128,16 @@ public struct ImageLoadOptionsProcessor: Sendable {
     private let body: @Sendable (URL, ImageLoadOptions, ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext)
 
     /// A processor that calls `body` with every load's URL, options and context.
-    public init(_ body: @escaping @Sendable (URL, ImageLoadOptions, ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext)) {
+    public init(
+        _ body: @escaping @Sendable (URL, ImageLoadOptions, ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext)
+    ) {
         self.body = body
     }
 
     /// The options and context the load runs with.
-    public func process(_ url: URL, _ options: ImageLoadOptions, _ context: ImageLoadContext) -> (ImageLoadOptions, ImageLoadContext) {
+    public func process(_ url: URL, _ options: ImageLoadOptions, _ context: ImageLoadContext) -> (
+        ImageLoadOptions, ImageLoadContext
+    ) {
         body(url, options, context)
     }
 }

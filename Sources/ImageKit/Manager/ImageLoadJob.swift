@@ -129,10 +129,13 @@ final class ImageLoadJob: Sendable {
     func reservePreview(now: Double, interval: Double) -> ProgressiveDecoder? {
         state.withLock { state in
             guard !state.isFinalizing, !state.previewInFlight, now - state.lastPreview >= interval,
-                  state.tasks.values.contains(where: \.wantsPreviews) else { return nil }
+                state.tasks.values.contains(where: \.wantsPreviews)
+            else { return nil }
             state.previewInFlight = true
             state.lastPreview = now
-            if state.progressive == nil { state.progressive = ProgressiveDecoder(options: plan.decoding, coders: plan.coders) }
+            if state.progressive == nil {
+                state.progressive = ProgressiveDecoder(options: plan.decoding, coders: plan.coders)
+            }
             return state.progressive
         }
     }

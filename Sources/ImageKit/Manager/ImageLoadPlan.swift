@@ -21,9 +21,12 @@ final class ImageLoadPlan: Sendable {
     let decoding: ImageDecodingOptions
     let cacheQueryOptions: ImageCacheQueryOptions
 
-    init(url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext, cache: any ImageCaching,
-         loader: any ImageLoading, coders: ImageCodersManager, transformer: (any ImageTransforming)?,
-         serializer: ImageCacheSerializer?, key: CacheKey, decoding: ImageDecodingOptions, cacheQueryOptions: ImageCacheQueryOptions) {
+    init(
+        url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext, cache: any ImageCaching,
+        loader: any ImageLoading, coders: ImageCodersManager, transformer: (any ImageTransforming)?,
+        serializer: ImageCacheSerializer?, key: CacheKey, decoding: ImageDecodingOptions,
+        cacheQueryOptions: ImageCacheQueryOptions
+    ) {
         self.url = url
         self.urlString = urlString
         self.options = options
@@ -81,13 +84,19 @@ final class ImageLoadPlan: Sendable {
         }
         var jobKey = key.identity
         jobKey += "|\(options.intersection(Self.jobOptions).rawValue)"
-        jobKey += "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
-        jobKey += "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
+        jobKey +=
+            "|\(context.queryCacheType)\(context.storeCacheType)\(context.originalQueryCacheType)\(context.originalStoreCacheType)"
+        jobKey +=
+            "|\(decoding.limits.maxPixelsPerFrame),\(decoding.limits.maxTotalBytes),\(decoding.allowsPartialImages),\(decoding.firstFrameOnly)"
         jobKey += "|\(identity(context.imageCache)),\(identity(context.imageLoader)),\(identity(context.coders))"
         if !context.requestHeaders.isEmpty { jobKey += "|h" + RequestHeaderDigest.digest(context.requestHeaders) }
         // Hooks are closures that cannot be compared: a load with hooks of its own joins no other.
-        if !context.loadHooks.isEmpty { jobKey += "|hooks" + String(ImageLoadPlan.hookedLoads.add(1, ordering: .relaxed).newValue) }
-        if let retry = context.retryPolicy { jobKey += "|r\(retry.maxRetries),\(retry.baseDelay),\(retry.maxDelay),\(retry.maxRetryAfter)" }
+        if !context.loadHooks.isEmpty {
+            jobKey += "|hooks" + String(ImageLoadPlan.hookedLoads.add(1, ordering: .relaxed).newValue)
+        }
+        if let retry = context.retryPolicy {
+            jobKey += "|r\(retry.maxRetries),\(retry.baseDelay),\(retry.maxDelay),\(retry.maxRetryAfter)"
+        }
         return jobKey
     }
 
@@ -97,7 +106,8 @@ final class ImageLoadPlan: Sendable {
     }
 
     func result(from hit: ImageCacheQueryResult) -> ImageLoadResult {
-        var result = ImageLoadResult(image: delivering(hit.image), data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
+        var result = ImageLoadResult(
+            image: delivering(hit.image), data: hit.data, cacheType: hit.cacheType, url: url, cacheKey: key)
         result.httpHeaders = hit.metadata?.http
         return result
     }
@@ -120,7 +130,9 @@ final class ImageLoadPlan: Sendable {
 extension ImageManager {
     /// Fills the context with the manager's defaults, runs the options processor, and derives
     /// the key and decode options.
-    func resolve(_ url: URL, urlString: String? = nil, options: ImageLoadOptions, context: ImageLoadContext) -> ImageLoadPlan {
+    func resolve(_ url: URL, urlString: String? = nil, options: ImageLoadOptions, context: ImageLoadContext)
+        -> ImageLoadPlan
+    {
         let urlString = urlString ?? url.absoluteString
         var options = options
         var context = context
@@ -133,7 +145,8 @@ extension ImageManager {
         decoding.firstFrameOnly = decoding.firstFrameOnly || options.contains(.decodeFirstFrameOnly)
         // Animations play from their bytes (ANI-01) unless every frame is wanted now: by the
         // caller, or by a transformer that transforms animations.
-        decoding.decodesFramesLazily = !options.contains(.preloadAllFrames)
+        decoding.decodesFramesLazily =
+            !options.contains(.preloadAllFrames)
             && !(context.transformer != nil && options.contains(.transformAnimatedImage))
         var key = context.cacheKeyFilter.map { CacheKey(url: url, filter: $0) } ?? CacheKey(urlString)
         // Per-load headers may change the image (another tenant, another token): their digest
@@ -146,8 +159,9 @@ extension ImageManager {
         if let thumbnail = context.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             decoding.thumbnailPixelSize = thumbnail
             decoding.preservesAspectRatio = context.preservesAspectRatio
-            key = key.thumbnail(width: Double(thumbnail.width), height: Double(thumbnail.height),
-                                preservesAspectRatio: context.preservesAspectRatio)
+            key = key.thumbnail(
+                width: Double(thumbnail.width), height: Double(thumbnail.height),
+                preservesAspectRatio: context.preservesAspectRatio)
         }
         if options.contains(.scaleDownLargeImages) {
             let limit = context.scaleDownLimitBytes ?? DecodedImage.defaultScaleDownLimitBytes
@@ -159,7 +173,9 @@ extension ImageManager {
 
         var queryOptions: ImageCacheQueryOptions = []
         // A revalidation needs the disk entry's validators even when memory has the image.
-        if options.contains(.queryMemoryData) || options.contains(.refreshCached) { queryOptions.insert(.queryMemoryData) }
+        if options.contains(.queryMemoryData) || options.contains(.refreshCached) {
+            queryOptions.insert(.queryMemoryData)
+        }
         if options.contains(.queryMemoryDataSync) { queryOptions.insert(.queryMemoryDataSync) }
         if options.contains(.queryDiskDataSync) { queryOptions.insert(.queryDiskDataSync) }
         if options.contains(.decodeFirstFrameOnly) { queryOptions.insert(.decodeFirstFrameOnly) }
@@ -169,8 +185,9 @@ extension ImageManager {
         let cache = context.imageCache ?? self.cache
         let loader = context.imageLoader ?? self.loader
         let coders = context.coders ?? self.coders
-        return ImageLoadPlan(url: url, urlString: urlString, options: options, context: context, cache: cache,
-                             loader: loader, coders: coders, transformer: context.transformer, serializer: context.cacheSerializer,
-                             key: key, decoding: decoding, cacheQueryOptions: queryOptions)
+        return ImageLoadPlan(
+            url: url, urlString: urlString, options: options, context: context, cache: cache,
+            loader: loader, coders: coders, transformer: context.transformer, serializer: context.cacheSerializer,
+            key: key, decoding: decoding, cacheQueryOptions: queryOptions)
     }
 }

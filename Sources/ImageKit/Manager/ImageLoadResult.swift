@@ -58,8 +58,11 @@ public struct ImageLoadResult: Sendable {
     }
 
     /// A result; the manager makes these.
-    public init(image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
-                statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil, storeError: ImageError? = nil) {
+    public init(
+        image: DecodedImage?, data: Data?, cacheType: ImageCacheType, url: URL, cacheKey: CacheKey,
+        statusCode: Int? = nil, metrics: TransferMetrics? = nil, format: ImageFormat? = nil,
+        storeError: ImageError? = nil
+    ) {
         self.image = image
         self.data = data
         self.cacheType = cacheType

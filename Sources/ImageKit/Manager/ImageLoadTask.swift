@@ -42,8 +42,11 @@ public final class ImageLoadTask: ImageLoadCancellable {
         var isDelivering = false
     }
 
-    init(id: Int, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false, priority: ImageLoadPriority = .normal,
-         sink: @escaping @Sendable (Event) -> Void, onEnd: @escaping @Sendable (ImageLoadTask, _ cancelled: Bool) -> Void) {
+    init(
+        id: Int, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
+        priority: ImageLoadPriority = .normal,
+        sink: @escaping @Sendable (Event) -> Void, onEnd: @escaping @Sendable (ImageLoadTask, _ cancelled: Bool) -> Void
+    ) {
         state.withLock { $0.priority = priority }
         self.id = id
         self.wantsProgress = wantsProgress

@@ -25,7 +25,9 @@ extension ImageManager {
         }
         // A plain miss asks memory once here; the synchronous answer then skips what it would ask again.
         var memoryMissed = false
-        if let hit = plainMemoryHit(url, urlString: urlString, options: options, context: context, missed: &memoryMissed) {
+        if let hit = plainMemoryHit(
+            url, urlString: urlString, options: options, context: context, missed: &memoryMissed)
+        {
             return .success(.answered(hit))
         }
         let plan = resolve(url, urlString: urlString, options: options, context: context)
@@ -38,14 +40,18 @@ extension ImageManager {
     /// no setting that changes its key or the query (no processor, filter, transformer,
     /// thumbnail, scale-down, kept orientation, or option that bypasses or extends memory).
     /// `missed` turns true when memory was asked for the plan's own key and had nothing.
-    private func plainMemoryHit(_ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext,
-                                missed: inout Bool) -> ImageLoadResult? {
+    private func plainMemoryHit(
+        _ url: URL, urlString: String, options: ImageLoadOptions, context: ImageLoadContext,
+        missed: inout Bool
+    ) -> ImageLoadResult? {
         guard optionsProcessor == nil, cacheKeyFilter == nil, transformer == nil, context.cacheKeyFilter == nil,
-              context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
-              context.requestHeaders.isEmpty, !Self.isFileURLString(urlString),
-              context.decodingOptions?.appliesOrientation ?? true,
-              options.isDisjoint(with: [.scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly,
-                                        .preloadAllFrames])
+            context.transformer == nil, context.thumbnailPixelSize == nil, context.queryCacheType.includesMemory,
+            context.requestHeaders.isEmpty, !Self.isFileURLString(urlString),
+            context.decodingOptions?.appliesOrientation ?? true,
+            options.isDisjoint(with: [
+                .scaleDownLargeImages, .fromLoaderOnly, .refreshCached, .queryMemoryData, .decodeFirstFrameOnly,
+                .preloadAllFrames,
+            ])
         else { return nil }
         let key = CacheKey(urlString)
         guard let image = (context.imageCache ?? cache).imageFromMemory(forKey: key) else {
@@ -63,7 +69,8 @@ extension ImageManager {
         var string = string
         return string.withUTF8 { bytes in
             bytes.count >= 5 && bytes[0] | 0x20 == UInt8(ascii: "f") && bytes[1] | 0x20 == UInt8(ascii: "i")
-                && bytes[2] | 0x20 == UInt8(ascii: "l") && bytes[3] | 0x20 == UInt8(ascii: "e") && bytes[4] == UInt8(ascii: ":")
+                && bytes[2] | 0x20 == UInt8(ascii: "l") && bytes[3] | 0x20 == UInt8(ascii: "e")
+                && bytes[4] == UInt8(ascii: ":")
         }
     }
 
@@ -87,18 +94,24 @@ extension ImageManager {
         }
         // The common case first: a plain memory lookup.
         if !memoryMissed, plan.context.queryCacheType.includesMemory,
-           plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
-           let image = plan.cache.imageFromMemory(forKey: plan.key) {
+            plan.cacheQueryOptions.isDisjoint(with: [.queryMemoryData, .decodeFirstFrameOnly]),
+            let image = plan.cache.imageFromMemory(forKey: plan.key)
+        {
             metrics.memoryHits.increment()
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
-            return ImageLoadResult(image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
+            return ImageLoadResult(
+                image: plan.delivering(image), data: nil, cacheType: .memory, url: plan.url, cacheKey: plan.key)
         }
         guard
-              let answer = plan.cache.querySynchronously(plan.key, cacheType: plan.context.queryCacheType,
-                                                         options: plan.cacheQueryOptions, decoding: plan.decoding),
-              case .success(let hit) = answer else { return nil }
+            let answer = plan.cache.querySynchronously(
+                plan.key, cacheType: plan.context.queryCacheType,
+                options: plan.cacheQueryOptions, decoding: plan.decoding),
+            case .success(let hit) = answer
+        else { return nil }
         if plan.isHit(hit) {
-            if plan.options.contains(.revalidateStaleEntries), let metadata = hit.metadata, !metadata.isFresh(at: Date()) {
+            if plan.options.contains(.revalidateStaleEntries), let metadata = hit.metadata,
+                !metadata.isFresh(at: Date())
+            {
                 return nil
             }
             if plan.options.contains(.retryFailed) { failedURLs.remove(plan.failedURLKey) }
@@ -113,15 +126,19 @@ extension ImageManager {
     }
 
     /// Registers a caller and attaches it to the job for its image, starting one if none runs.
-    func subscribe(_ plan: ImageLoadPlan, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
-                   sink: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
+    func subscribe(
+        _ plan: ImageLoadPlan, wantsProgress: Bool, wantsPreviews: Bool, endsAtFirstResult: Bool = false,
+        sink: @escaping @Sendable (ImageLoadTask.Event) -> Void
+    ) -> ImageLoadTask {
         let jobKey = plan.makeJobKey()
         let id = state.withLock { state -> Int in
             state.sequence += 1
             return state.sequence
         }
-        let task = ImageLoadTask(id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
-                                 endsAtFirstResult: endsAtFirstResult, priority: plan.priority, sink: sink) { [weak self] task, cancelled in
+        let task = ImageLoadTask(
+            id: id, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews,
+            endsAtFirstResult: endsAtFirstResult, priority: plan.priority, sink: sink
+        ) { [weak self] task, cancelled in
             self?.ended(task, cancelled: cancelled, jobKey: jobKey)
         }
         let newJob = state.withLock { state -> ImageLoadJob? in
@@ -133,7 +150,8 @@ extension ImageManager {
             return job
         }
         if let newJob {
-            let work = Task.immediate(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) { [self] in
+            let work = Task.immediate(priority: plan.options.contains(.lowPriority) ? .utility : .userInitiated) {
+                [self] in
                 await run(newJob)
                 state.withLock { state in
                     if state.jobs[jobKey] === newJob { state.jobs[jobKey] = nil }

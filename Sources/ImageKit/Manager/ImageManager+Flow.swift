@@ -29,7 +29,9 @@ extension ImageManager {
         let cached = await queryCaches(&flow)
         if Task.isCancelled { return }
         guard let revalidating = await answerFromCache(cached, &flow) else { return }
-        guard let (response, decoding) = await download(revalidating: revalidating ? cached : nil, &flow) else { return }
+        guard let (response, decoding) = await download(revalidating: revalidating ? cached : nil, &flow) else {
+            return
+        }
         guard let produced = await decodeAndTransform(response, decoding: decoding, &flow) else { return }
         guard let storeError = await store(produced, from: response, decoding: decoding, &flow) else { return }
         deliver(produced, from: response, storeError: storeError, &flow)
@@ -52,8 +54,9 @@ extension ImageManager {
         guard plan.queriesCache else { return nil }
         var cached: ImageCacheQueryResult?
         do {
-            let hit = try await plan.cache.query(plan.key, cacheType: plan.context.queryCacheType,
-                                                 options: plan.cacheQueryOptions, decoding: plan.decoding)
+            let hit = try await plan.cache.query(
+                plan.key, cacheType: plan.context.queryCacheType,
+                options: plan.cacheQueryOptions, decoding: plan.decoding)
             if plan.isHit(hit) { cached = hit }
         } catch {
             flow.logger.debug("cache query failed", metadata: ["imagekit.error": "\(error)"])
@@ -68,8 +71,10 @@ extension ImageManager {
     private func answerFromCache(_ cached: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> Bool? {
         let (plan, job) = (flow.plan, flow.job)
         if let cached {
-            let stale = plan.options.contains(.revalidateStaleEntries) && !(cached.metadata?.isFresh(at: Date()) ?? true)
-            let revalidates = (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
+            let stale =
+                plan.options.contains(.revalidateStaleEntries) && !(cached.metadata?.isFresh(at: Date()) ?? true)
+            let revalidates =
+                (plan.options.contains(.refreshCached) || stale) && !plan.options.contains(.fromCacheOnly)
                 && plan.loader.canLoad(plan.url) && (configuration.shouldDownload?(plan.url) ?? true)
             var result = plan.result(from: cached)
             result.timings = flow.timings
@@ -96,14 +101,17 @@ extension ImageManager {
     /// Stage 3: the download decision and the transfer — a revalidation of `revalidating`
     /// with its validators, or the first scans alone when the thumbnail needs no more. A 304
     /// refreshes the cached metadata and ends the job.
-    private func download(revalidating: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> (ImageLoadResponse, ImageDecodingOptions)? {
+    private func download(revalidating: ImageCacheQueryResult?, _ flow: inout FlowRun) async -> (
+        ImageLoadResponse, ImageDecodingOptions
+    )? {
         let (plan, job) = (flow.plan, flow.job)
         guard !plan.options.contains(.fromCacheOnly), configuration.shouldDownload?(plan.url) ?? true else {
             job.finish(revalidating == nil ? .success(plan.emptyResult()) : nil)
             return nil
         }
-        var request = ImageLoadRequest(url: plan.url, priority: job.priority, headers: plan.context.requestHeaders,
-                                       retryPolicy: plan.context.retryPolicy, hooks: plan.context.loadHooks)
+        var request = ImageLoadRequest(
+            url: plan.url, priority: job.priority, headers: plan.context.requestHeaders,
+            retryPolicy: plan.context.retryPolicy, hooks: plan.context.loadHooks)
         if let http = revalidating?.metadata?.http, http.etag != nil || http.lastModified != nil {
             request.cachedValidators = http
         }
@@ -137,7 +145,9 @@ extension ImageManager {
     }
 
     /// Stage 4: decode and transform on the decode queue, off the caller and the network threads.
-    private func decodeAndTransform(_ response: ImageLoadResponse, decoding: ImageDecodingOptions, _ flow: inout FlowRun) async -> Produced? {
+    private func decodeAndTransform(
+        _ response: ImageLoadResponse, decoding: ImageDecodingOptions, _ flow: inout FlowRun
+    ) async -> Produced? {
         let (plan, job) = (flow.plan, flow.job)
         job.beginFinalizing()
         let staged: Result<Produced, StagedError>
@@ -163,7 +173,9 @@ extension ImageManager {
             produced = value
         case .failure(let failure):
             // Bytes cut after the first scans are not the URL's bytes: their failure is not its.
-            if !Task.isCancelled { fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage) }
+            if !Task.isCancelled {
+                fail(job, failure.error, at: decoding.stopsAfterDCScans ? .transform : failure.stage)
+            }
             return nil
         }
         flow.timings.queueWait = produced.queueWait
@@ -177,11 +189,14 @@ extension ImageManager {
     /// Stage 5: store. Bytes cut after the first scans are no original: only the thumbnail made
     /// from them is kept. Returns the store's error (nil inside: stored), or nil when the job
     /// was stopped meanwhile.
-    private func store(_ produced: Produced, from response: ImageLoadResponse, decoding: ImageDecodingOptions,
-                       _ flow: inout FlowRun) async -> ImageError?? {
+    private func store(
+        _ produced: Produced, from response: ImageLoadResponse, decoding: ImageDecodingOptions,
+        _ flow: inout FlowRun
+    ) async -> ImageError?? {
         let plan = flow.plan
         let storing = Self.now()
-        let storeError = decoding.stopsAfterDCScans
+        let storeError =
+            decoding.stopsAfterDCScans
             ? await storeVariant(produced, originalData: nil, http: response.cacheHeaders, plan: plan)
             : await store(produced, data: response.data, http: response.cacheHeaders, plan: plan)
         flow.timings.store = Self.now() - storing
@@ -189,10 +204,13 @@ extension ImageManager {
     }
 
     /// Stage 6: deliver the result to every caller.
-    private func deliver(_ produced: Produced, from response: ImageLoadResponse, storeError: ImageError?, _ flow: inout FlowRun) {
+    private func deliver(
+        _ produced: Produced, from response: ImageLoadResponse, storeError: ImageError?, _ flow: inout FlowRun
+    ) {
         let plan = flow.plan
-        var result = ImageLoadResult(image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
-                                     cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
+        var result = ImageLoadResult(
+            image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
+            cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
         result.finalURL = response.finalURL
         result.httpHeaders = response.cacheHeaders
         result.storeError = storeError
@@ -223,8 +241,10 @@ extension ImageManager {
     // Spec: TRK-04.
     /// Decodes `data` with the plan's options (unless `image` is given), then transforms
     /// (finished images only; animated ones only with `.transformAnimatedImage`).
-    static func produce(from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
-                        decoding: ImageDecodingOptions? = nil) throws(StagedError) -> Produced {
+    static func produce(
+        from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
+        decoding: ImageDecodingOptions? = nil
+    ) throws(StagedError) -> Produced {
         if plan.options.contains(.avoidDecodeImage) && image == nil {
             return Produced(decoded: nil, delivered: nil, wasTransformed: false)
         }
@@ -244,14 +264,16 @@ extension ImageManager {
             throw StagedError(error: error, stage: .decode)
         }
         guard let transformer = plan.transformer, !decoded.isAnimated || plan.options.contains(.transformAnimatedImage),
-              !decoded.isPartial else {
+            !decoded.isPartial
+        else {
             return Produced(decoded: decoded, delivered: decoded, wasTransformed: false, decodeDuration: decodeDuration)
         }
         do throws(ImageError) {
             let transformStarted = now()
             let transformed = try transformer.transform(decoded)
-            return Produced(decoded: decoded, delivered: transformed, wasTransformed: true, decodeDuration: decodeDuration,
-                            transformDuration: now() - transformStarted)
+            return Produced(
+                decoded: decoded, delivered: transformed, wasTransformed: true, decodeDuration: decodeDuration,
+                transformDuration: now() - transformStarted)
         } catch {
             throw StagedError(error: error, stage: .transform)
         }
@@ -271,15 +293,17 @@ extension ImageManager {
         let plan = job.plan
         let original: ImageCacheQueryResult
         do {
-            original = try await plan.cache.query(plan.key.original, cacheType: plan.context.originalQueryCacheType,
-                                                  options: [.avoidDecodeImage, .skipMemoryPromotion, .queryMemoryData],
-                                                  decoding: .default)
+            original = try await plan.cache.query(
+                plan.key.original, cacheType: plan.context.originalQueryCacheType,
+                options: [.avoidDecodeImage, .skipMemoryPromotion, .queryMemoryData],
+                decoding: .default)
         } catch {
             return nil
         }
         // A decoded original serves only when the variant adds nothing but a transformer.
-        let usable = plan.key.thumbnail == nil && plan.key.decodeVariant == nil
-            && !plan.options.contains(.decodeFirstFrameOnly) ? original.image : nil
+        let usable =
+            plan.key.thumbnail == nil && plan.key.decodeVariant == nil
+                && !plan.options.contains(.decodeFirstFrameOnly) ? original.image : nil
         guard usable != nil || original.data != nil, !Task.isCancelled else { return nil }
         let produced: Produced
         do {
@@ -300,9 +324,11 @@ extension ImageManager {
         if Task.isCancelled { return nil }
         record(produced)
         let storing = Self.now()
-        let storeError = await storeVariant(produced, originalData: original.data, http: original.metadata?.http, plan: plan)
-        var result = ImageLoadResult(image: produced.delivered, data: original.data,
-                                     cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
+        let storeError = await storeVariant(
+            produced, originalData: original.data, http: original.metadata?.http, plan: plan)
+        var result = ImageLoadResult(
+            image: produced.delivered, data: original.data,
+            cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
         result.httpHeaders = original.metadata?.http
         result.storeError = storeError
         result.timings.queueWait = produced.queueWait
@@ -324,14 +350,18 @@ extension ImageManager {
     /// Runs the loader for `job`: progress to the callers that asked, previews from the bytes so
     /// far when a caller wants them (`progressive`), an early finish when the thumbnail needs
     /// only the first scans; cancellable through the job.
-    private func load(_ request: ImageLoadRequest, for job: ImageLoadJob, progressive: Bool) async -> Result<LoadOutcome, ImageError> {
+    private func load(_ request: ImageLoadRequest, for job: ImageLoadJob, progressive: Bool) async -> Result<
+        LoadOutcome, ImageError
+    > {
         let plan = job.plan
-        let early = plan.options.contains(.thumbnailFromFirstScans) && plan.decoding.thumbnailPixelSize != nil
-            && !plan.options.contains(.avoidDecodeImage) ? FirstScansWatch() : nil
+        let early =
+            plan.options.contains(.thumbnailFromFirstScans) && plan.decoding.thumbnailPixelSize != nil
+                && !plan.options.contains(.avoidDecodeImage) ? FirstScansWatch() : nil
         // The continuation is resumed once: by the loader, or by an early finish before it.
         let resumed = Locked(false)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<LoadOutcome, ImageError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<LoadOutcome, ImageError>, Never>) in
                 let resume = { @Sendable (result: Result<LoadOutcome, ImageError>) in
                     let first = resumed.withLock { done -> Bool in
                         defer { done = true }
@@ -349,13 +379,17 @@ extension ImageManager {
                             if progressive { self.preview(job) }
                         }
                         if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes),
-                           let data = token.receivedData() {
+                            let data = token.receivedData()
+                        {
                             // The registered decoder for the bytes says whether they are enough
                             // (the signature needs its first 16 bytes).
-                            let verdict: ImagePrefixVerdict = data.count < 16 ? .pending
-                                : plan.coders.decoder(for: ImageSignature(data), as: (any EarlyFinishImageDecoding).self)?
+                            let verdict: ImagePrefixVerdict =
+                                data.count < 16
+                                ? .pending
+                                : plan.coders.decoder(
+                                    for: ImageSignature(data), as: (any EarlyFinishImageDecoding).self)?
                                     .prefixVerdict(data, options: plan.decoding) ?? .never
-                            if verdict != .pending { early.stop() } // decided: no more looks (and copies)
+                            if verdict != .pending { early.stop() }  // decided: no more looks (and copies)
                             guard case .ready(let end) = verdict else { return }
                             var metrics = TransferMetrics()
                             metrics.bytesReceived = Int64(data.count)
@@ -385,12 +419,14 @@ extension ImageManager {
             job.deliverPreview(nil)
             return
         }
-        _ = decodeQueue.submit({ () throws(ImageError) -> DecodedImage? in
-            decoder.update(data, isFinal: false)
-            return decoder.preview()
-        }, completion: { result in
-            job.deliverPreview(try? result.get())
-        })
+        _ = decodeQueue.submit(
+            { () throws(ImageError) -> DecodedImage? in
+                decoder.update(data, isFinal: false)
+                return decoder.preview()
+            },
+            completion: { result in
+                job.deliverPreview(try? result.get())
+            })
     }
 
     // MARK: Endings
@@ -414,8 +450,12 @@ extension ImageManager {
         if error.code == .cancelled { metrics.cancelledLoads.increment() } else { metrics.failedLoads.increment() }
         metrics.count(error)
         if logger.logLevel <= .debug {
-            logger.debug("load failed", metadata: ["imagekit.url": "\(job.plan.urlString)", "imagekit.error": "\(error)",
-                                                   "imagekit.blocks_url": "\(blocks)"])
+            logger.debug(
+                "load failed",
+                metadata: [
+                    "imagekit.url": "\(job.plan.urlString)", "imagekit.error": "\(error)",
+                    "imagekit.blocks_url": "\(blocks)",
+                ])
         }
         job.finish(.failure(error))
     }

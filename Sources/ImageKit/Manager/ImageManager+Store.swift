@@ -25,7 +25,10 @@ extension ImageManager {
                 memory.append(Write(image: image, key: key))
             }
             if type.includesDisk {
-                let bytes = produced.delivered.flatMap { plan.serializer?.cacheData(for: $0, originalData: data, url: plan.url) } ?? data
+                let bytes =
+                    produced.delivered.flatMap {
+                        plan.serializer?.cacheData(for: $0, originalData: data, url: plan.url)
+                    } ?? data
                 disk.append(Write(image: produced.delivered, data: bytes, key: key, http: http))
             }
             return await commit(memory: memory, disk: disk, plan: plan)
@@ -33,11 +36,16 @@ extension ImageManager {
         let originalType = plan.context.originalStoreCacheType
         // Only a full decode is the original image (not a thumbnail or a scaled-down one).
         let decodedIsOriginal = key.thumbnail == nil && key.decodeVariant == nil
-        if originalType.includesMemory, decodedIsOriginal, let decoded = produced.decoded, Self.isWhole(decoded, data: data, plan: plan) {
+        if originalType.includesMemory, decodedIsOriginal, let decoded = produced.decoded,
+            Self.isWhole(decoded, data: data, plan: plan)
+        {
             memory.append(Write(image: decoded, key: key.original))
         }
         if originalType.includesDisk {
-            let serialized = decodedIsOriginal ? produced.decoded.flatMap { plan.serializer?.cacheData(for: $0, originalData: data, url: plan.url) } : nil
+            let serialized =
+                decodedIsOriginal
+                ? produced.decoded.flatMap { plan.serializer?.cacheData(for: $0, originalData: data, url: plan.url) }
+                : nil
             disk.append(Write(image: nil, data: serialized ?? data, key: key.original, http: http))
         }
         let (variantMemory, variantDisk) = variantWrites(produced, originalData: data, http: http, plan: plan)
@@ -45,16 +53,22 @@ extension ImageManager {
     }
 
     /// Stores a variant made from the cached original (the original is cached already).
-    func storeVariant(_ produced: Produced, originalData: Data?, http: HTTPCacheHeaders?, plan: ImageLoadPlan) async -> ImageError? {
+    func storeVariant(_ produced: Produced, originalData: Data?, http: HTTPCacheHeaders?, plan: ImageLoadPlan) async
+        -> ImageError?
+    {
         let (memory, disk) = variantWrites(produced, originalData: originalData, http: http, plan: plan)
         return await commit(memory: memory, disk: disk, plan: plan)
     }
 
     /// The variant's writes under `storeCacheType`: its image in memory; on disk, the
     /// serializer's bytes or a re-encode by the cache (the original bytes are not the variant's).
-    private func variantWrites(_ produced: Produced, originalData: Data?, http: HTTPCacheHeaders?,
-                               plan: ImageLoadPlan) -> ([Write], [Write]) {
-        guard let image = produced.delivered, Self.isWhole(image, data: originalData, plan: plan) else { return ([], []) }
+    private func variantWrites(
+        _ produced: Produced, originalData: Data?, http: HTTPCacheHeaders?,
+        plan: ImageLoadPlan
+    ) -> ([Write], [Write]) {
+        guard let image = produced.delivered, Self.isWhole(image, data: originalData, plan: plan) else {
+            return ([], [])
+        }
         let type = plan.context.storeCacheType
         var memory: [Write] = []
         var disk: [Write] = []
@@ -94,11 +108,14 @@ extension ImageManager {
                     if write.image == nil, let data = write.data {
                         try await cache.storeData(data, forKey: write.key, http: write.http)
                     } else {
-                        try await cache.store(write.image, data: write.data, forKey: write.key, cacheType: .disk, http: write.http)
+                        try await cache.store(
+                            write.image, data: write.data, forKey: write.key, cacheType: .disk, http: write.http)
                     }
                 } catch {
                     if self.storeWarnings.shouldLog() {
-                        logger.warning("cache store failed", metadata: ["imagekit.cache_key": "\(write.key)", "imagekit.error": "\(error)"])
+                        logger.warning(
+                            "cache store failed",
+                            metadata: ["imagekit.cache_key": "\(write.key)", "imagekit.error": "\(error)"])
                     }
                     handler?(error, write.key)
                     if first == nil { first = error }

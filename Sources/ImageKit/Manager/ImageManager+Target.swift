@@ -43,27 +43,34 @@ extension ImageManager {
     ///     second final result follows when the server has new bytes.
     /// - Returns: the load's task; nil for a nil URL.
     @discardableResult
-    public func loadImage(into target: some ImageTarget, url: URL?, placeholder: DecodedImage? = nil,
-                          options: ImageLoadOptions = [], context: ImageLoadContext = .init(), operationKey: String? = nil,
-                          progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
-                          completion: (@Sendable (Result<ImageLoadResult, ImageError>, _ finished: Bool) -> Void)? = nil) -> ImageLoadTask? {
+    public func loadImage(
+        into target: some ImageTarget, url: URL?, placeholder: DecodedImage? = nil,
+        options: ImageLoadOptions = [], context: ImageLoadContext = .init(), operationKey: String? = nil,
+        progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
+        completion: (@Sendable (Result<ImageLoadResult, ImageError>, _ finished: Bool) -> Void)? = nil
+    ) -> ImageLoadTask? {
         let key = operationKey ?? target.defaultImageLoadOperationKey
         let registry = ImageTargetRegistry.shared
         let (id, replaced) = registry.begin(target, key: key)
         replaced?.cancel()
         let queue = callbackQueue(for: context)
         if context.callbackQueue != nil { CallbackQueues.mark(queue) }
-        let delivery = TargetDelivery(target: target, key: key, id: id, url: url, placeholder: placeholder, options: options,
-                                      progress: progress, completion: completion)
+        let delivery = TargetDelivery(
+            target: target, key: key, id: id, url: url, placeholder: placeholder, options: options,
+            progress: progress, completion: completion)
         // Placeholder and progress reset before the load can deliver anything: inline here, or
         // queued ahead of the load's events on the same queue.
         CallbackQueues.run(on: queue) { delivery.begin() }
         guard let url else {
-            CallbackQueues.run(on: queue) { delivery.handle(.finished(.failure(ImageError(.invalidURL, "the image URL is nil")))) }
+            CallbackQueues.run(on: queue) {
+                delivery.handle(.finished(.failure(ImageError(.invalidURL, "the image URL is nil"))))
+            }
             return nil
         }
-        let task = startLoad(url, options: options, context: context, wantsProgress: true,
-                             wantsPreviews: true) { event in
+        let task = startLoad(
+            url, options: options, context: context, wantsProgress: true,
+            wantsPreviews: true
+        ) { event in
             delivery.handle(event)
         }
         registry.attach(task, target: ObjectIdentifier(target), key: key, id: id)
@@ -87,8 +94,11 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
     /// Whether the target was told any progress since the load began.
     private let progressTold = Locked(false)
 
-    init(target: Target, key: String, id: Int, url: URL?, placeholder: DecodedImage?, options: ImageLoadOptions,
-         progress: (@Sendable (ImageLoadProgress) -> Void)?, completion: (@Sendable (Result<ImageLoadResult, ImageError>, Bool) -> Void)?) {
+    init(
+        target: Target, key: String, id: Int, url: URL?, placeholder: DecodedImage?, options: ImageLoadOptions,
+        progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: (@Sendable (Result<ImageLoadResult, ImageError>, Bool) -> Void)?
+    ) {
         self.target = target
         targetID = ObjectIdentifier(target)
         self.key = key
@@ -117,7 +127,7 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
         if case .finished = event { isEnd = true }
         let current = isCurrent
         if isEnd { ImageTargetRegistry.shared.end(targetID, key: key, id: id) }
-        guard let target else { return } // VIEW-07: nothing for a deallocated target
+        guard let target else { return }  // VIEW-07: nothing for a deallocated target
         guard current else {
             // Replaced by a newer load or cancelled: tell the caller once, touch nothing.
             if isEnd { completion?(.failure(ImageError(.cancelled, "the image load was cancelled")), true) }
@@ -126,16 +136,21 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
         switch event {
         case .progress(let update):
             progressTold.withLock { $0 = true }
-            target.imageLoadProgressDidChange(ImageTargetProgress(completedUnitCount: update.receivedBytes,
-                                                                  totalUnitCount: update.expectedBytes ?? 0))
+            target.imageLoadProgressDidChange(
+                ImageTargetProgress(
+                    completedUnitCount: update.receivedBytes,
+                    totalUnitCount: update.expectedBytes ?? 0))
             progress?(update)
         case .preview(let image):
             // VIEW-07: a preview is set without a completion call, or with avoidAutoSetImage
             // given to the completion (not finished) and not set.
             if options.contains(.avoidAutoSetImage) {
                 guard let url else { return }
-                completion?(.success(ImageLoadResult(image: image, data: nil, cacheType: .none, url: url,
-                                                     cacheKey: CacheKey(url.absoluteString))), false)
+                completion?(
+                    .success(
+                        ImageLoadResult(
+                            image: image, data: nil, cacheType: .none, url: url,
+                            cacheKey: CacheKey(url.absoluteString))), false)
             } else {
                 target.setImage(image, data: nil, cacheType: .none, url: url, animated: false)
             }
@@ -157,12 +172,14 @@ private final class TargetDelivery<Target: ImageTarget>: Sendable {
         if !progressTold.withLock({ $0 }) { target.imageLoadProgressDidChange(.unknownCompleted) }
         if let image = result.image {
             if !options.contains(.avoidAutoSetImage) {
-                target.setImage(image, data: result.data, cacheType: result.cacheType, url: result.url,
-                                animated: transition(for: result.cacheType))
+                target.setImage(
+                    image, data: result.data, cacheType: result.cacheType, url: result.url,
+                    animated: transition(for: result.cacheType))
             }
         } else if options.contains(.delayPlaceholder) {
-            target.setImage(placeholder, data: nil, cacheType: result.cacheType, url: result.url,
-                            animated: transition(for: result.cacheType))
+            target.setImage(
+                placeholder, data: nil, cacheType: result.cacheType, url: result.url,
+                animated: transition(for: result.cacheType))
         }
         completion?(.success(result), true)
     }

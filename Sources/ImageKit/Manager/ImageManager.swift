@@ -33,12 +33,14 @@ public struct ImageManagerConfiguration: Sendable {
     public var telemetry = ImageKitTelemetry()
 
     /// A configuration; every parameter has the default documented on its property.
-    public init(failedURLTimeToLive: TimeInterval? = 300,
-                decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
-                callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageManager.callbacks"),
-                shouldDownload: (@Sendable (URL) -> Bool)? = nil,
-                shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)? = nil,
-                storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)? = nil) {
+    public init(
+        failedURLTimeToLive: TimeInterval? = 300,
+        decodeConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+        callbackQueue: DispatchQueue = DispatchQueue(label: "ImageKit.ImageManager.callbacks"),
+        shouldDownload: (@Sendable (URL) -> Bool)? = nil,
+        shouldBlockFailedURL: (@Sendable (URL, ImageError) -> Bool)? = nil,
+        storeErrorHandler: (@Sendable (ImageError, CacheKey) -> Void)? = nil
+    ) {
         self.failedURLTimeToLive = failedURLTimeToLive
         self.decodeConcurrency = decodeConcurrency
         self.callbackQueue = callbackQueue
@@ -106,15 +108,19 @@ public final class ImageManager: Sendable {
     public static let shared = ImageManager()
 
     /// A manager over the given components. Every parameter has SDWebImage's default.
-    public init(cache: (any ImageCaching)? = nil, loader: (any ImageLoading)? = nil,
-                coders: ImageCodersManager = .shared, transformer: (any ImageTransforming)? = nil,
-                cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
-                optionsProcessor: ImageLoadOptionsProcessor? = nil,
-                configuration: ImageManagerConfiguration = ImageManagerConfiguration()) {
+    public init(
+        cache: (any ImageCaching)? = nil, loader: (any ImageLoading)? = nil,
+        coders: ImageCodersManager = .shared, transformer: (any ImageTransforming)? = nil,
+        cacheKeyFilter: CacheKeyFilter? = nil, cacheSerializer: ImageCacheSerializer? = nil,
+        optionsProcessor: ImageLoadOptionsProcessor? = nil,
+        configuration: ImageManagerConfiguration = ImageManagerConfiguration()
+    ) {
         self.cache = cache ?? ImageManager.defaultCache(telemetry: configuration.telemetry)
         var downloads = ImageDownloaderConfiguration()
         downloads.telemetry = configuration.telemetry
-        self.loader = loader ?? ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader()])
+        self.loader =
+            loader
+            ?? ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads), FileLoader(), DataURLLoader()])
         metrics = ImageKitMetrics(factory: configuration.telemetry.metricsFactory)
         logger = configuration.telemetry.logger
         self.coders = coders
@@ -124,7 +130,8 @@ public final class ImageManager: Sendable {
         self.optionsProcessor = optionsProcessor
         self.configuration = configuration
         failedURLs = FailedURLList(timeToLive: configuration.failedURLTimeToLive)
-        decodeQueue = BlockingQueue(name: "ImageKit.ImageManager.decode", width: max(1, configuration.decodeConcurrency))
+        decodeQueue = BlockingQueue(
+            name: "ImageKit.ImageManager.decode", width: max(1, configuration.decodeConcurrency))
         CallbackQueues.mark(configuration.callbackQueue)
     }
 
@@ -133,7 +140,9 @@ public final class ImageManager: Sendable {
         var configuration = ImageCacheConfiguration()
         configuration.telemetry = telemetry
         if let cache = try? ImageCache(configuration: configuration) { return cache }
-        return ImageCache(memoryCache: MemoryCache(telemetry: telemetry), diskCache: UnavailableDiskCache(), configuration: configuration)
+        return ImageCache(
+            memoryCache: MemoryCache(telemetry: telemetry), diskCache: UnavailableDiskCache(),
+            configuration: configuration)
     }
 
     // MARK: Failed URLs
@@ -184,7 +193,8 @@ public final class ImageManager: Sendable {
     // Spec: TRK-01/03.
     /// The cache key a load of `url` with `options` and `context` uses: the key
     /// filter's output, plus the thumbnail, decode and transformer suffixes.
-    public func cacheKey(for url: URL, options: ImageLoadOptions = [], context: ImageLoadContext = .init()) -> CacheKey {
+    public func cacheKey(for url: URL, options: ImageLoadOptions = [], context: ImageLoadContext = .init()) -> CacheKey
+    {
         resolve(url, options: options, context: context).key
     }
 
@@ -214,8 +224,10 @@ public final class ImageManager: Sendable {
     ///
     /// - Throws: ``ImageError``: `invalidURL`, `blacklisted`, `cancelled`, the loader's and the
     ///   decoder's errors.
-    public func loadImage(_ url: URL?, options: ImageLoadOptions = [],
-                          context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
+    public func loadImage(
+        _ url: URL?, options: ImageLoadOptions = [],
+        context: ImageLoadContext = .init()
+    ) async throws(ImageError) -> ImageLoadResult {
         let plan: ImageLoadPlan
         switch admit(url, options: options, context: context) {
         case .failure(let error): throw error
@@ -224,13 +236,19 @@ public final class ImageManager: Sendable {
         }
         let taskBox = Locked<ImageLoadTask?>(nil)
         let result: Result<ImageLoadResult, ImageError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageLoadResult, ImageError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<ImageLoadResult, ImageError>, Never>) in
                 let resumed = Locked(false)
                 let resume: @Sendable (Result<ImageLoadResult, ImageError>) -> Void = { result in
-                    guard !resumed.withLock({ let was = $0; $0 = true; return was }) else { return }
+                    guard
+                        !resumed.withLock({
+                            let was = $0; $0 = true; return was
+                        })
+                    else { return }
                     continuation.resume(returning: result)
                 }
-                let task = subscribe(plan, wantsProgress: false, wantsPreviews: false, endsAtFirstResult: true) { event in
+                let task = subscribe(plan, wantsProgress: false, wantsPreviews: false, endsAtFirstResult: true) {
+                    event in
                     switch event {
                     case .intermediate(let result): resume(.success(result))
                     case .finished(let result?): resume(result)
@@ -248,8 +266,10 @@ public final class ImageManager: Sendable {
 
     // Spec: MGR-02.
     /// Loads a URL given as a string: a string that is not a URL fails with `invalidURL`.
-    public func loadImage(_ urlString: String, options: ImageLoadOptions = [],
-                          context: ImageLoadContext = .init()) async throws(ImageError) -> ImageLoadResult {
+    public func loadImage(
+        _ urlString: String, options: ImageLoadOptions = [],
+        context: ImageLoadContext = .init()
+    ) async throws(ImageError) -> ImageLoadResult {
         try await loadImage(URL(string: urlString), options: options, context: context)
     }
 
@@ -264,8 +284,10 @@ public final class ImageManager: Sendable {
     ///     if case .result(let result) = event { show(result.image) }
     /// }
     /// ```
-    public func imageEvents(for url: URL?, options: ImageLoadOptions = [],
-                            context: ImageLoadContext = .init()) -> AsyncThrowingStream<ImageLoadEvent, Error> {
+    public func imageEvents(
+        for url: URL?, options: ImageLoadOptions = [],
+        context: ImageLoadContext = .init()
+    ) -> AsyncThrowingStream<ImageLoadEvent, Error> {
         AsyncThrowingStream { continuation in
             let plan: ImageLoadPlan
             switch admit(url, options: options, context: context) {
@@ -279,7 +301,8 @@ public final class ImageManager: Sendable {
             case .success(.load(let resolved)):
                 plan = resolved
             }
-            let task = subscribe(plan, wantsProgress: true, wantsPreviews: options.contains(.progressiveLoad)) { event in
+            let task = subscribe(plan, wantsProgress: true, wantsPreviews: options.contains(.progressiveLoad)) {
+                event in
                 switch event {
                 case .progress(let progress): continuation.yield(.progress(progress))
                 case .preview(let preview): continuation.yield(.preview(preview))
@@ -318,11 +341,15 @@ public final class ImageManager: Sendable {
     ///   - progress: bytes received, on the callback queue.
     ///   - preview: partial images with ``ImageLoadOptions/progressiveLoad``, on the callback queue.
     @discardableResult
-    public func loadImage(with url: URL?, options: ImageLoadOptions = [], context: ImageLoadContext = .init(),
-                          progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
-                          preview: (@Sendable (DecodedImage) -> Void)? = nil,
-                          completion: @escaping @Sendable (Result<ImageLoadResult, ImageError>) -> Void) -> ImageLoadTask {
-        startLoad(url, options: options, context: context, wantsProgress: progress != nil, wantsPreviews: preview != nil) { event in
+    public func loadImage(
+        with url: URL?, options: ImageLoadOptions = [], context: ImageLoadContext = .init(),
+        progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
+        preview: (@Sendable (DecodedImage) -> Void)? = nil,
+        completion: @escaping @Sendable (Result<ImageLoadResult, ImageError>) -> Void
+    ) -> ImageLoadTask {
+        startLoad(
+            url, options: options, context: context, wantsProgress: progress != nil, wantsPreviews: preview != nil
+        ) { event in
             switch event {
             case .progress(let update): progress?(update)
             case .preview(let image): preview?(image)
@@ -343,8 +370,10 @@ public final class ImageManager: Sendable {
     /// order: the form the completion-handler API, the prefetcher and the target layer share. An
     /// answer known at once (a memory hit, a refused URL) is handed over before this returns when
     /// called on that queue, otherwise asynchronously on it.
-    func startLoad(_ url: URL?, options: ImageLoadOptions, context: ImageLoadContext, wantsProgress: Bool,
-                   wantsPreviews: Bool, handler: @escaping @Sendable (ImageLoadTask.Event) -> Void) -> ImageLoadTask {
+    func startLoad(
+        _ url: URL?, options: ImageLoadOptions, context: ImageLoadContext, wantsProgress: Bool,
+        wantsPreviews: Bool, handler: @escaping @Sendable (ImageLoadTask.Event) -> Void
+    ) -> ImageLoadTask {
         let queue = callbackQueue(for: context)
         if context.callbackQueue != nil { CallbackQueues.mark(queue) }
         let plan: ImageLoadPlan
@@ -356,7 +385,9 @@ public final class ImageManager: Sendable {
         case .success(.load(let resolved)):
             plan = resolved
         }
-        return subscribe(plan, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews && options.contains(.progressiveLoad)) { event in
+        return subscribe(
+            plan, wantsProgress: wantsProgress, wantsPreviews: wantsPreviews && options.contains(.progressiveLoad)
+        ) { event in
             queue.async { handler(event) }
         }
     }

@@ -59,8 +59,10 @@ public final class ImagePrefetchToken: Sendable {
         var running: [Int: ImageLoadTask] = [:]
     }
 
-    init(urls: [URL], queue: DispatchQueue, progress: (@Sendable (ImagePrefetchProgress) -> Void)?,
-         completion: (@Sendable (ImagePrefetchSummary) -> Void)?, onCancel: (@Sendable (ImagePrefetchToken) -> Void)?) {
+    init(
+        urls: [URL], queue: DispatchQueue, progress: (@Sendable (ImagePrefetchProgress) -> Void)?,
+        completion: (@Sendable (ImagePrefetchSummary) -> Void)?, onCancel: (@Sendable (ImagePrefetchToken) -> Void)?
+    ) {
         self.urls = urls
         self.queue = queue
         progressHandler = progress
@@ -103,8 +105,11 @@ public final class ImagePrefetchToken: Sendable {
     public var summary: ImagePrefetchSummary { summary(isCancelled: isCancelled) }
 
     private func summary(isCancelled: Bool) -> ImagePrefetchSummary {
-        state.withLock { ImagePrefetchSummary(totalCount: urls.count, finishedCount: $0.finished, skippedCount: $0.skipped,
-                                              isCancelled: isCancelled) }
+        state.withLock {
+            ImagePrefetchSummary(
+                totalCount: urls.count, finishedCount: $0.finished, skippedCount: $0.skipped,
+                isCancelled: isCancelled)
+        }
     }
 
     // MARK: Called by the prefetcher
@@ -132,17 +137,23 @@ public final class ImagePrefetchToken: Sendable {
             return (state.finished, state.skipped, state.isDone)
         }
         guard let counts else { return }
-        progressHandler?(ImagePrefetchProgress(url: urls[index], error: error, finishedCount: counts.finished,
-                                               skippedCount: counts.skipped, totalCount: urls.count))
+        progressHandler?(
+            ImagePrefetchProgress(
+                url: urls[index], error: error, finishedCount: counts.finished,
+                skippedCount: counts.skipped, totalCount: urls.count))
         if counts.isLast {
-            completionHandler?(ImagePrefetchSummary(totalCount: urls.count, finishedCount: counts.finished,
-                                                    skippedCount: counts.skipped))
+            completionHandler?(
+                ImagePrefetchSummary(
+                    totalCount: urls.count, finishedCount: counts.finished,
+                    skippedCount: counts.skipped))
         }
     }
 
     /// An empty call: complete at once.
     func completeEmpty() {
         state.withLock { $0.isDone = true }
-        CallbackQueues.run(on: queue) { self.completionHandler?(ImagePrefetchSummary(totalCount: 0, finishedCount: 0, skippedCount: 0)) }
+        CallbackQueues.run(on: queue) {
+            self.completionHandler?(ImagePrefetchSummary(totalCount: 0, finishedCount: 0, skippedCount: 0))
+        }
     }
 }

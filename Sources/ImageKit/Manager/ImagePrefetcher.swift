@@ -54,8 +54,10 @@ public final class ImagePrefetcher: Sendable {
     ///   - options: options of calls that pass none; default low priority.
     ///   - context: context of calls that pass none. Its callback queue (else the manager's) is
     ///     where progress and completions are told.
-    public init(manager: ImageManager = .shared, maxConcurrentPrefetchCount: Int = 3,
-                options: ImageLoadOptions = .lowPriority, context: ImageLoadContext = .init()) {
+    public init(
+        manager: ImageManager = .shared, maxConcurrentPrefetchCount: Int = 3,
+        options: ImageLoadOptions = .lowPriority, context: ImageLoadContext = .init()
+    ) {
         self.manager = manager
         self.options = options
         self.context = context
@@ -93,14 +95,17 @@ public final class ImagePrefetcher: Sendable {
     ///   - options: nil: the prefetcher's ``options``.
     ///   - context: nil: the prefetcher's ``context``.
     @discardableResult
-    public func prefetch(_ urls: [URL], options: ImageLoadOptions? = nil, context: ImageLoadContext? = nil,
-                         progress: (@Sendable (ImagePrefetchProgress) -> Void)? = nil,
-                         completion: (@Sendable (ImagePrefetchSummary) -> Void)? = nil) -> ImagePrefetchToken {
+    public func prefetch(
+        _ urls: [URL], options: ImageLoadOptions? = nil, context: ImageLoadContext? = nil,
+        progress: (@Sendable (ImagePrefetchProgress) -> Void)? = nil,
+        completion: (@Sendable (ImagePrefetchSummary) -> Void)? = nil
+    ) -> ImagePrefetchToken {
         let options = options ?? self.options
         let context = context ?? self.context
         let queue = manager.callbackQueue(for: context)
         if context.callbackQueue != nil { CallbackQueues.mark(queue) }
-        let token = ImagePrefetchToken(urls: urls, queue: queue, progress: progress, completion: completion) { [weak self] token in
+        let token = ImagePrefetchToken(urls: urls, queue: queue, progress: progress, completion: completion) {
+            [weak self] token in
             self?.remove(token)
         }
         guard !urls.isEmpty else {
@@ -120,14 +125,18 @@ public final class ImagePrefetcher: Sendable {
     /// Loads `urls` into the caches and returns how it went; cancelling the calling task
     /// cancels this call (the summary then says so). (For progress reports, use the
     /// completion-handler form.)
-    public func prefetch(_ urls: [URL], options: ImageLoadOptions? = nil,
-                         context: ImageLoadContext? = nil) async -> ImagePrefetchSummary {
+    public func prefetch(
+        _ urls: [URL], options: ImageLoadOptions? = nil,
+        context: ImageLoadContext? = nil
+    ) async -> ImagePrefetchSummary {
         let tokenBox = Locked<ImagePrefetchToken?>(nil)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let token = prefetch(urls, options: options, context: context, completion: { summary in
-                    continuation.resume(returning: summary)
-                })
+                let token = prefetch(
+                    urls, options: options, context: context,
+                    completion: { summary in
+                        continuation.resume(returning: summary)
+                    })
                 tokenBox.withLock { $0 = token }
                 if Task.isCancelled { token.cancel() }
             }
@@ -182,8 +191,10 @@ public final class ImagePrefetcher: Sendable {
     private func start(_ item: Item) {
         let token = item.token
         let index = item.index
-        let task = manager.startLoad(token.urls[index], options: item.options, context: item.context,
-                                     wantsProgress: false, wantsPreviews: false) { [weak self] event in
+        let task = manager.startLoad(
+            token.urls[index], options: item.options, context: item.context,
+            wantsProgress: false, wantsPreviews: false
+        ) { [weak self] event in
             guard case .finished(let result) = event else { return }
             var error: ImageError?
             if case .failure(let failure)? = result { error = failure }

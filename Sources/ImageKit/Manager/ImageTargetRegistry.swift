@@ -79,7 +79,8 @@ final class ImageTargetRegistry: Sendable {
         let identifier = ObjectIdentifier(target)
         return state.withLock { state -> ImageLoadTask? in
             guard var entry = state.entries[identifier], entry.target === target,
-                  let registration = entry.loads.removeValue(forKey: key) else { return nil }
+                let registration = entry.loads.removeValue(forKey: key)
+            else { return nil }
             state.entries[identifier] = entry.loads.isEmpty ? nil : entry
             return registration.task
         }

@@ -13,14 +13,17 @@ extension Bitmap {
     /// time, columns in strips of 16 pixels), in C (`ik_box_blur_rgba`): every step of a running
     /// sum is one loop over 64 lanes, vectorised with SSE2 or, where the processor has it, AVX2.
     public func blurred(sigma: Double) throws(ImageError) -> Bitmap {
-        guard sigma.isFinite, sigma >= 0 else { throw ImageError(.invalidArgument, "blur sigma \(sigma) must be finite and ≥ 0") }
+        guard sigma.isFinite, sigma >= 0 else {
+            throw ImageError(.invalidArgument, "blur sigma \(sigma) must be finite and ≥ 0")
+        }
         let radii = BoxBlur.radii(sigma: min(sigma, Self.maximumBlurSigma)).map { CInt($0) }
         guard radii.contains(where: { $0 > 0 }) else { return self }
         let output = try PixelBuffer(width: width, height: height)
         let status = radii.withUnsafeBufferPointer { radii in
-            ik_box_blur_rgba(baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
-                             output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
-                             CInt(width), CInt(height), radii.baseAddress!, CInt(radii.count), isOpaque ? 0 : 1)
+            ik_box_blur_rgba(
+                baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
+                output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
+                CInt(width), CInt(height), radii.baseAddress!, CInt(radii.count), isOpaque ? 0 : 1)
         }
         guard status == IK_OK else { throw ImageError(.internalError, "out of memory for the blur's line buffers") }
         return output.freeze(isOpaque: isOpaque)

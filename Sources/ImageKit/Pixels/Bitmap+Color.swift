@@ -25,9 +25,10 @@ extension Bitmap {
     /// in all three colour channels (`ik_grayscale_rgba`, four pixels per SSE2 step).
     public func grayscaled() throws(ImageError) -> Bitmap {
         let output = try PixelBuffer(width: width, height: height)
-        ik_grayscale_rgba(baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
-                          output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
-                          CInt(width), CInt(height))
+        ik_grayscale_rgba(
+            baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
+            output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
+            CInt(width), CInt(height))
         return output.freeze(isOpaque: isOpaque)
     }
 }

@@ -74,9 +74,10 @@ extension Bitmap {
         case .left: (origin, stepX, stepY) = ((w - 1) * 4, rowBytes, -4)
         }
         if swaps {
-            ik_remap_transposed_rgba(baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
-                                     output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
-                                     CInt(outWidth), CInt(outHeight), origin, stepX, stepY)
+            ik_remap_transposed_rgba(
+                baseAddress.assumingMemoryBound(to: UInt8.self), bytesPerRow,
+                output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
+                CInt(outWidth), CInt(outHeight), origin, stepX, stepY)
             return output.freeze(isOpaque: isOpaque)
         }
         let source = UnsafeRawPointer(baseAddress)

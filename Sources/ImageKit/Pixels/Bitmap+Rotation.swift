@@ -65,7 +65,9 @@ struct BilinearSampler {
         height = bitmap.height
     }
 
-    func sampleRow(into destination: UnsafeMutablePointer<UInt8>, count: Int, x: Double, y: Double, stepX: Double, stepY: Double) {
+    func sampleRow(
+        into destination: UnsafeMutablePointer<UInt8>, count: Int, x: Double, y: Double, stepX: Double, stepY: Double
+    ) {
         let out = UnsafeMutableRawPointer(destination).assumingMemoryBound(to: UInt32.self)
         let one = Double(1 << 32)
         // 32.32 fixed point: over a 20 000-pixel row the rounded step drifts by < 10⁻⁵ pixel.
@@ -76,11 +78,14 @@ struct BilinearSampler {
         for index in 0..<count {
             let xi = fx >> 32, yi = fy >> 32
             if opaque && UInt(bitPattern: xi) < innerWidth && UInt(bitPattern: yi) < innerHeight {
-                let tx = UInt32(truncatingIfNeeded: (fx >> 24) & 0xFF), ty = UInt32(truncatingIfNeeded: (fy >> 24) & 0xFF)
+                let tx = UInt32(truncatingIfNeeded: (fx >> 24) & 0xFF),
+                    ty = UInt32(truncatingIfNeeded: (fy >> 24) & 0xFF)
                 let p = base + yi * rowBytes + xi * 4
-                let top = Self.lerp(p.loadUnaligned(as: UInt32.self), p.loadUnaligned(fromByteOffset: 4, as: UInt32.self), tx)
-                let bottom = Self.lerp(p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self),
-                                       p.loadUnaligned(fromByteOffset: rowBytes + 4, as: UInt32.self), tx)
+                let top = Self.lerp(
+                    p.loadUnaligned(as: UInt32.self), p.loadUnaligned(fromByteOffset: 4, as: UInt32.self), tx)
+                let bottom = Self.lerp(
+                    p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self),
+                    p.loadUnaligned(fromByteOffset: rowBytes + 4, as: UInt32.self), tx)
                 out[index] = Self.lerp(top, bottom, ty)
             } else if xi >= -1 && xi < width && yi >= -1 && yi < height {
                 out[index] = edgeSample(fx: fx, fy: fy)

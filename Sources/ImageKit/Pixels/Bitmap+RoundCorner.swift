@@ -27,10 +27,13 @@ extension Bitmap {
     ///
     /// Outside the rounded shape pixels become transparent; the curve is anti-aliased by the
     /// pixel's distance to it. Only the margins are computed: the inside is copied.
-    public func roundingCorners(radius: Double, corners: ImageCorners = .all, borderWidth: Double = 0,
-                                borderColor: RGBAColor? = nil) throws(ImageError) -> Bitmap {
+    public func roundingCorners(
+        radius: Double, corners: ImageCorners = .all, borderWidth: Double = 0,
+        borderColor: RGBAColor? = nil
+    ) throws(ImageError) -> Bitmap {
         guard radius.isFinite, radius >= 0, borderWidth.isFinite, borderWidth >= 0 else {
-            throw ImageError(.invalidArgument, "corner radius \(radius) and border width \(borderWidth) must be finite and ≥ 0")
+            throw ImageError(
+                .invalidArgument, "corner radius \(radius) and border width \(borderWidth) must be finite and ≥ 0")
         }
         let w = Double(width), h = Double(height)
         let radius = min(radius, min(w, h) / 2)
@@ -40,10 +43,12 @@ extension Bitmap {
             UnsafeMutableRawPointer(output.row(y)).copyMemory(from: baseAddress + y * bytesPerRow, byteCount: width * 4)
         }
         let outer = RoundedRect(left: 0, top: 0, right: w, bottom: h, radius: radius, corners: corners)
-        let inner = RoundedRect(left: border, top: border, right: w - border, bottom: h - border,
-                                radius: max(radius - border, 0), corners: corners)
+        let inner = RoundedRect(
+            left: border, top: border, right: w - border, bottom: h - border,
+            radius: max(radius - border, 0), corners: corners)
         let color = borderColor ?? .clear
-        let borderPremultiplied = SIMD4<Float>(Float(color.red), Float(color.green), Float(color.blue), 255) * (Float(color.alpha) / 255)
+        let borderPremultiplied =
+            SIMD4<Float>(Float(color.red), Float(color.green), Float(color.blue), 255) * (Float(color.alpha) / 255)
         // Rows within the corner (or border) margin are computed whole; rows between them only
         // in their left and right border strips.
         let margin = Int(max(radius, border).rounded(.up))
@@ -59,7 +64,8 @@ extension Bitmap {
             if coverage >= 1 && borderCoverage <= 0 { return }
             let p = pixels + y * outputRowBytes + x * 4
             let alpha = Float(p[3])
-            var pixel = SIMD4<Float>(Float(p[0]) * alpha / 255, Float(p[1]) * alpha / 255, Float(p[2]) * alpha / 255, alpha)
+            var pixel = SIMD4<Float>(
+                Float(p[0]) * alpha / 255, Float(p[1]) * alpha / 255, Float(p[2]) * alpha / 255, alpha)
             if borderCoverage > 0 {
                 // The border over the image (source-over), then the shape's coverage.
                 let k = Float(borderCoverage)
@@ -91,7 +97,8 @@ struct RoundedRect {
     func coverage(_ x: Double, _ y: Double) -> Double {
         guard right > left, bottom > top else { return 0 }
         let centerX = (left + right) / 2, centerY = (top + bottom) / 2
-        let corner: ImageCorners = y < centerY ? (x < centerX ? .topLeft : .topRight) : (x < centerX ? .bottomLeft : .bottomRight)
+        let corner: ImageCorners =
+            y < centerY ? (x < centerX ? .topLeft : .topRight) : (x < centerX ? .bottomLeft : .bottomRight)
         let r = corners.contains(corner) ? radius : 0
         let qx = abs(x - centerX) - ((right - left) / 2 - r)
         let qy = abs(y - centerY) - ((bottom - top) / 2 - r)

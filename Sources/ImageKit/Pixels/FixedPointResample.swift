@@ -11,27 +11,34 @@ enum FixedPointResample {
     /// 257 rows (16-bit column sums): the caller then streams through the ``Resampler``.
     /// - Parameter extent: the picture's true size in source pixels when it is fractional (a
     ///   DCT-scaled JPEG), as the ``Resampler`` takes it.
-    static func resize(_ bitmap: Bitmap, region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
-                       reducingGap: Double) throws(ImageError) -> Bitmap? {
+    static func resize(
+        _ bitmap: Bitmap, region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
+        reducingGap: Double
+    ) throws(ImageError) -> Bitmap? {
         let source = PixelSize(width: region.width, height: region.height)
         let (boxX, boxY) = Resampler.boxFactors(source: source, target: size, reducingGap: reducingGap)
         guard boxY <= 257 else { return nil }
         let reducedWidth = (source.width + boxX - 1) / boxX, reducedHeight = (source.height + boxY - 1) / boxY
         let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
-        let horizontal = Weights(Resampler.Coefficients(inSize: extentWidth / Double(boxX), outSize: size.width,
-                                                        available: reducedWidth))
-        let vertical = Weights(Resampler.Coefficients(inSize: extentHeight / Double(boxY), outSize: size.height,
-                                                      available: reducedHeight))
+        let horizontal = Weights(
+            Resampler.Coefficients(
+                inSize: extentWidth / Double(boxX), outSize: size.width,
+                available: reducedWidth))
+        let vertical = Weights(
+            Resampler.Coefficients(
+                inSize: extentHeight / Double(boxY), outSize: size.height,
+                available: reducedHeight))
         let output = try PixelBuffer(width: size.width, height: size.height)
         let origin = bitmap.baseAddress + region.y * bitmap.bytesPerRow + region.x * 4
         let status = horizontal.withPointers { hStarts, hCounts, hWeights in
             vertical.withPointers { vStarts, vCounts, vWeights in
-                ik_resample_rgba(origin.assumingMemoryBound(to: UInt8.self), bitmap.bytesPerRow,
-                                 CInt(source.width), CInt(source.height), CInt(boxX), CInt(boxY),
-                                 output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
-                                 CInt(size.width), CInt(size.height),
-                                 hStarts, hCounts, hWeights, CInt(horizontal.stride),
-                                 vStarts, vCounts, vWeights, CInt(vertical.stride), bitmap.isOpaque ? 0 : 1)
+                ik_resample_rgba(
+                    origin.assumingMemoryBound(to: UInt8.self), bitmap.bytesPerRow,
+                    CInt(source.width), CInt(source.height), CInt(boxX), CInt(boxY),
+                    output.baseAddress.assumingMemoryBound(to: UInt8.self), output.bytesPerRow,
+                    CInt(size.width), CInt(size.height),
+                    hStarts, hCounts, hWeights, CInt(horizontal.stride),
+                    vStarts, vCounts, vWeights, CInt(vertical.stride), bitmap.isOpaque ? 0 : 1)
             }
         }
         guard status == IK_OK else { throw ImageError(.internalError, "out of memory for resampling rows") }

@@ -98,8 +98,9 @@ public struct PixelBuffer: ~Copyable {
 
     /// Hands the memory to an immutable ``Bitmap`` without copying it.
     public consuming func freeze(isOpaque: Bool) -> Bitmap {
-        let bitmap = Bitmap(adopting: baseAddress, width: width, height: height,
-                            bytesPerRow: bytesPerRow, isOpaque: isOpaque)
+        let bitmap = Bitmap(
+            adopting: baseAddress, width: width, height: height,
+            bytesPerRow: bytesPerRow, isOpaque: isOpaque)
         discard self
         return bitmap
     }

@@ -125,7 +125,9 @@ public enum PixelMemory {
     /// Unmaps the spare mappings kept for reuse (memory pressure, ``MemoryCache/trim(toCost:)``,
     /// ``AnimatedImage/trim()``).
     public static func releaseSpares() {
-        let released = spares.withLock { spares in defer { spares.removeAll() }; return spares }
+        let released = spares.withLock { spares in
+            defer { spares.removeAll() }; return spares
+        }
         unmap(released)
     }
 
@@ -184,7 +186,8 @@ public enum PixelMemory {
             let expired = spares.removeExpired(now: now)
             // The smallest spare that is large enough, and not wastefully so.
             var best: Int?
-            for index in spares.indices where spares[index].length >= length && spares[index].length / spareReuseFactor <= length {
+            for index in spares.indices
+            where spares[index].length >= length && spares[index].length / spareReuseFactor <= length {
                 if best.map({ spares[index].length < spares[$0].length }) ?? true { best = index }
             }
             guard let best else { return (nil, expired) }
@@ -200,7 +203,8 @@ public enum PixelMemory {
         let (padded, overflow) = length.addingReportingOverflow(align - 4096)
         guard !overflow else { return nil }
         guard let mapped = mmap(nil, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-              mapped != MAP_FAILED else { return nil }
+            mapped != MAP_FAILED
+        else { return nil }
         let address = UInt(bitPattern: mapped)
         let head = Int((address + UInt(align) - 1) & ~UInt(align - 1) - address)
         if head > 0 { munmap(mapped, head) }

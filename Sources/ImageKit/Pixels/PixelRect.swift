@@ -24,10 +24,12 @@ public struct PixelRect: Hashable, Sendable, CustomStringConvertible {
     public func intersection(_ other: PixelRect) -> PixelRect {
         let left = max(x, other.x), top = max(y, other.y)
         // Widths may be anything a caller passes: saturate instead of overflowing.
-        let right = min(x.addingReportingOverflow(width).overflow ? Int.max : x + width,
-                        other.x.addingReportingOverflow(other.width).overflow ? Int.max : other.x + other.width)
-        let bottom = min(y.addingReportingOverflow(height).overflow ? Int.max : y + height,
-                         other.y.addingReportingOverflow(other.height).overflow ? Int.max : other.y + other.height)
+        let right = min(
+            x.addingReportingOverflow(width).overflow ? Int.max : x + width,
+            other.x.addingReportingOverflow(other.width).overflow ? Int.max : other.x + other.width)
+        let bottom = min(
+            y.addingReportingOverflow(height).overflow ? Int.max : y + height,
+            other.y.addingReportingOverflow(other.height).overflow ? Int.max : other.y + other.height)
         guard right > left, bottom > top else { return PixelRect(x: left, y: top, width: 0, height: 0) }
         return PixelRect(x: left, y: top, width: right - left, height: bottom - top)
     }

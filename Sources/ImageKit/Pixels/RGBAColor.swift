@@ -23,7 +23,9 @@ public struct RGBAColor: Hashable, Sendable, CustomStringConvertible {
         if digits.hasPrefix("#") { digits = digits.dropFirst() }
         guard digits.count == 6 || digits.count == 8, let value = UInt32(digits, radix: 16) else { return nil }
         let rgba = digits.count == 6 ? value << 8 | 0xFF : value
-        self.init(red: UInt8(rgba >> 24), green: UInt8(rgba >> 16 & 0xFF), blue: UInt8(rgba >> 8 & 0xFF), alpha: UInt8(rgba & 0xFF))
+        self.init(
+            red: UInt8(rgba >> 24), green: UInt8(rgba >> 16 & 0xFF), blue: UInt8(rgba >> 8 & 0xFF),
+            alpha: UInt8(rgba & 0xFF))
     }
 
     /// Opaque black.

@@ -32,9 +32,10 @@ final class Resampler {
             // Rounded up to whole 16-lane vectors so the summing loop needs no scalar tail.
             let sumCount = (sumCount + 15) / 16 * 16
             guard let bandMemory = PixelMemory.allocate(byteCount: bandCount * stride, alignment: 16),
-                  let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16),
-                  let rowMemory = PixelMemory.allocate(byteCount: rowCount * stride, alignment: 16),
-                  let sumMemory = PixelMemory.allocate(byteCount: sumCount * 2, alignment: 64) else {
+                let ringMemory = PixelMemory.allocate(byteCount: ringCount * stride, alignment: 16),
+                let rowMemory = PixelMemory.allocate(byteCount: rowCount * stride, alignment: 16),
+                let sumMemory = PixelMemory.allocate(byteCount: sumCount * 2, alignment: 64)
+            else {
                 throw ImageError(.internalError, "out of memory for resampling rows")
             }
             bandBytes = bandCount * stride
@@ -140,23 +141,28 @@ final class Resampler {
     /// - Parameter reducingGap: box-reduce while the source is more than this many times the
     ///   target (Pillow's `reducing_gap`, 2). A source that is already a box average (a
     ///   DCT-scaled JPEG) can take 1: the Lanczos step then has a third of the taps.
-    init(source: PixelSize, target: PixelSize, isOpaque: Bool, extent: (width: Double, height: Double)? = nil,
-         reducingGap: Double = 2) throws(ImageError) {
+    init(
+        source: PixelSize, target: PixelSize, isOpaque: Bool, extent: (width: Double, height: Double)? = nil,
+        reducingGap: Double = 2
+    ) throws(ImageError) {
         precondition(target.width > 0 && target.height > 0 && source.width > 0 && source.height > 0)
         let (boxX, boxY) = Self.boxFactors(source: source, target: target, reducingGap: reducingGap)
         let reducedWidth = (source.width + boxX - 1) / boxX
         let reducedHeight = (source.height + boxY - 1) / boxY
         let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
-        let horizontal = Coefficients(inSize: extentWidth / Double(boxX), outSize: target.width, available: reducedWidth)
-        let vertical = Coefficients(inSize: extentHeight / Double(boxY), outSize: target.height, available: reducedHeight)
+        let horizontal = Coefficients(
+            inSize: extentWidth / Double(boxX), outSize: target.width, available: reducedWidth)
+        let vertical = Coefficients(
+            inSize: extentHeight / Double(boxY), outSize: target.height, available: reducedHeight)
         let ringRows = max(1, vertical.count.max() ?? 1)
         // Everything that can throw happens before `self` is touched (a noncopyable value may
         // not be left half-initialised).
         // Opaque bands of up to 257 rows are summed as 16-bit integers (255 × 257 fits), a
         // vector add per 16 bytes; the rest go through premultiplied floats pixel by pixel.
         let sumsBytes = isOpaque && boxY <= 257 ? source.width * 4 : 0
-        let scratch = try Scratch(bandCount: reducedWidth, ringCount: ringRows * target.width,
-                                  rowCount: target.width, sumCount: sumsBytes)
+        let scratch = try Scratch(
+            bandCount: reducedWidth, ringCount: ringRows * target.width,
+            rowCount: target.width, sumCount: sumsBytes)
         let output = try PixelBuffer(width: target.width, height: target.height)
         self.sourceWidth = source.width
         self.sourceHeight = source.height
@@ -178,8 +184,10 @@ final class Resampler {
     /// How many source pixels the box step averages in each direction: while the source is more
     /// than `reducingGap` times the target.
     static func boxFactors(source: PixelSize, target: PixelSize, reducingGap: Double) -> (x: Int, y: Int) {
-        (max(1, Int(Double(source.width) / (Double(target.width) * reducingGap))),
-         max(1, Int(Double(source.height) / (Double(target.height) * reducingGap))))
+        (
+            max(1, Int(Double(source.width) / (Double(target.width) * reducingGap))),
+            max(1, Int(Double(source.height) / (Double(target.height) * reducingGap)))
+        )
     }
 
     /// Adds the next source row (`sourceWidth` RGBA8 pixels, straight alpha).
@@ -204,7 +212,8 @@ final class Resampler {
         while index + 16 <= count {
             let bytes = source.loadUnaligned(fromByteOffset: index, as: SIMD16<UInt8>.self)
             let sum = sums.load(fromByteOffset: index * 2, as: SIMD16<UInt16>.self)
-            sums.storeBytes(of: sum &+ SIMD16<UInt16>(truncatingIfNeeded: bytes), toByteOffset: index * 2, as: SIMD16<UInt16>.self)
+            sums.storeBytes(
+                of: sum &+ SIMD16<UInt16>(truncatingIfNeeded: bytes), toByteOffset: index * 2, as: SIMD16<UInt16>.self)
             index += 16
         }
         while index < count {
@@ -346,7 +355,8 @@ final class Resampler {
 
     /// The finished bitmap, once every source row has been pushed (call once).
     func finish() -> Bitmap {
-        precondition(outputRowsDone == targetHeight, "Resampler finished after \(sourceRowsSeen) of \(sourceHeight) rows")
+        precondition(
+            outputRowsDone == targetHeight, "Resampler finished after \(sourceRowsSeen) of \(sourceHeight) rows")
         return output.take()!.freeze(isOpaque: isOpaque)
     }
 }
@@ -362,10 +372,13 @@ extension Bitmap {
         try resized(to: size, extent: nil)
     }
 
-    func resized(to size: PixelSize, extent: (width: Double, height: Double)?, reducingGap: Double = 2) throws(ImageError) -> Bitmap {
+    func resized(to size: PixelSize, extent: (width: Double, height: Double)?, reducingGap: Double = 2)
+        throws(ImageError) -> Bitmap
+    {
         if size.width == width && size.height == height && extent == nil { return self }
-        return try resized(region: PixelRect(x: 0, y: 0, width: width, height: height), to: size,
-                           extent: extent, reducingGap: reducingGap)
+        return try resized(
+            region: PixelRect(x: 0, y: 0, width: width, height: height), to: size,
+            extent: extent, reducingGap: reducingGap)
     }
 
     /// The pixels of `region` (inside the bitmap) scaled to `size`, without copying the region.
@@ -374,14 +387,20 @@ extension Bitmap {
     /// work when it can: the same box step and Lanczos-3 weights as the ``Resampler``, as 14-bit
     /// integers with two taps per multiply, 2.5–4 times faster. The streaming float path remains
     /// for box factors above 257.
-    func resized(region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
-                 reducingGap: Double = 2) throws(ImageError) -> Bitmap {
-        precondition(region == region.intersection(PixelRect(x: 0, y: 0, width: width, height: height)) && !region.isEmpty)
-        if let bitmap = try FixedPointResample.resize(self, region: region, to: size, extent: extent, reducingGap: reducingGap) {
+    func resized(
+        region: PixelRect, to size: PixelSize, extent: (width: Double, height: Double)? = nil,
+        reducingGap: Double = 2
+    ) throws(ImageError) -> Bitmap {
+        precondition(
+            region == region.intersection(PixelRect(x: 0, y: 0, width: width, height: height)) && !region.isEmpty)
+        if let bitmap = try FixedPointResample.resize(
+            self, region: region, to: size, extent: extent, reducingGap: reducingGap)
+        {
             return bitmap
         }
-        let resampler = try Resampler(source: PixelSize(width: region.width, height: region.height), target: size,
-                                      isOpaque: isOpaque, extent: extent, reducingGap: reducingGap)
+        let resampler = try Resampler(
+            source: PixelSize(width: region.width, height: region.height), target: size,
+            isOpaque: isOpaque, extent: extent, reducingGap: reducingGap)
         for y in region.y..<(region.y + region.height) {
             resampler.push(row: (baseAddress + y * bytesPerRow + region.x * 4).assumingMemoryBound(to: UInt8.self))
         }

@@ -17,6 +17,8 @@ public struct ImageFlippingTransformer: ImageTransforming {
     public var transformerKey: String { "SDImageFlippingTransformer(\(horizontal ? 1 : 0),\(vertical ? 1 : 0))" }
 
     public func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
-        try image.mappingFrames { bitmap throws(ImageError) in try bitmap.flipped(horizontally: horizontal, vertically: vertical) }
+        try image.mappingFrames { bitmap throws(ImageError) in
+            try bitmap.flipped(horizontally: horizontal, vertically: vertical)
+        }
     }
 }

@@ -59,15 +59,17 @@ extension Bitmap {
             return try resized(to: size, extent: nil, reducingGap: Self.resizeReducingGap)
         case .fit:
             let scale = min(Double(size.width) / w, Double(size.height) / h)
-            let fitted = PixelSize(width: max(1, Int((w * scale).rounded())), height: max(1, Int((h * scale).rounded())))
+            let fitted = PixelSize(
+                width: max(1, Int((w * scale).rounded())), height: max(1, Int((h * scale).rounded())))
             return try resized(to: fitted, extent: nil, reducingGap: Self.resizeReducingGap)
         case .fill:
             // The centred source rectangle with the target's aspect ratio, scaled to the target.
             let scale = max(Double(size.width) / w, Double(size.height) / h)
             let regionWidth = min(width, max(1, Int((Double(size.width) / scale).rounded())))
             let regionHeight = min(height, max(1, Int((Double(size.height) / scale).rounded())))
-            let region = PixelRect(x: (width - regionWidth) / 2, y: (height - regionHeight) / 2,
-                                   width: regionWidth, height: regionHeight)
+            let region = PixelRect(
+                x: (width - regionWidth) / 2, y: (height - regionHeight) / 2,
+                width: regionWidth, height: regionHeight)
             if size.width == region.width && size.height == region.height { return try cropped(to: region) }
             return try resized(region: region, to: size, reducingGap: Self.resizeReducingGap)
         }

@@ -29,7 +29,8 @@ public struct ImageRoundCornerTransformer: ImageTransforming {
 
     public func transform(_ image: DecodedImage) throws(ImageError) -> DecodedImage? {
         try image.mappingFrames { bitmap throws(ImageError) in
-            try bitmap.roundingCorners(radius: radius, corners: corners, borderWidth: borderWidth, borderColor: borderColor)
+            try bitmap.roundingCorners(
+                radius: radius, corners: corners, borderWidth: borderWidth, borderColor: borderColor)
         }
     }
 }

@@ -35,19 +35,23 @@ public struct ImageRequest: Sendable, Hashable {
     /// `/info/_/…`) by its first segment, percent-decoded: `unsafe` or a 28-character thumbor
     /// signature → thumbor; `insecure`, `_`, or a 43-character imgproxy signature → imgproxy;
     /// `info` → imgproxy's info endpoint; anything else → 400.
-    public static func parse(path: String, presets: [String: [String]] = [:]) throws(ImageServiceError) -> ImageRequest {
+    public static func parse(path: String, presets: [String: [String]] = [:]) throws(ImageServiceError) -> ImageRequest
+    {
         guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
         let body = path.dropFirst()
         guard let slash = body.firstIndex(of: "/") else { throw .malformed("the path has no image") }
         let first = String(body[..<slash])
         let decoded = first.removingPercentEncoding ?? first
         if first == "info" {
-            var request = try ImgproxyURL.parse(String(body[body.index(after: slash)...]).withLeadingSlash, presets: presets)
+            var request = try ImgproxyURL.parse(
+                String(body[body.index(after: slash)...]).withLeadingSlash, presets: presets)
             request.operations.metadataOnly = true
             return request
         }
         if decoded == "unsafe" || decoded.count == 28 { return try ThumborURL.parse(path) }
-        if decoded == "insecure" || decoded == "_" || decoded.count == 43 { return try ImgproxyURL.parse(path, presets: presets) }
+        if decoded == "insecure" || decoded == "_" || decoded.count == 43 {
+            return try ImgproxyURL.parse(path, presets: presets)
+        }
         throw .malformed("'\(first.prefix(64))' is neither a thumbor nor an imgproxy signature")
     }
 
@@ -59,14 +63,18 @@ public struct ImageRequest: Sendable, Hashable {
         let lower = text.lowercased()
         if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {
             if let colon = lower.firstIndex(of: ":"), lower[..<colon].allSatisfy({ $0.isLetter }),
-               lower[lower.index(after: colon)...].hasPrefix("/") {
+                lower[lower.index(after: colon)...].hasPrefix("/")
+            {
                 throw ImageServiceError(400, code: "unsupportedScheme", "only http and https sources are served")
             }
             guard addsScheme else { throw .malformed("the source is not an absolute http(s) URL") }
             text = "http://" + text
         }
-        guard let url = URL(string: text) ?? URL(string: text.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? ""),
-              let host = url.host, !host.isEmpty else {
+        guard
+            let url = URL(string: text)
+                ?? URL(string: text.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? ""),
+            let host = url.host, !host.isEmpty
+        else {
             throw .malformed("the source is not a valid URL")
         }
         return url

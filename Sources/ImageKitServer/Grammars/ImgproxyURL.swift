@@ -13,14 +13,17 @@ import Foundation
 /// ```
 public enum ImgproxyURL {
     /// Parses an imgproxy path (signature segment included) with `presets` for `pr:`; throws 400s for malformed or unknown options.
-    public static func parse(_ path: String, presets: [String: [String]] = [:]) throws(ImageServiceError) -> ImageRequest {
+    public static func parse(_ path: String, presets: [String: [String]] = [:]) throws(ImageServiceError)
+        -> ImageRequest
+    {
         guard path.hasPrefix("/") else { throw .malformed("the path must start with '/'") }
         let body = path.dropFirst()
         guard let slash = body.firstIndex(of: "/") else { throw .malformed("the path has no image") }
         let first = String(body[..<slash])
         let signature: String? = first == "insecure" || first == "_" ? nil : first
         let signedPath = String(body[slash...])
-        var segments = signedPath.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)[...]
+        var segments = signedPath.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)[
+            ...]
 
         var operations = ImageOperations()
         if let defaults = presets["default"] { try apply(defaults, to: &operations, presets: presets, depth: 1) }
@@ -43,7 +46,9 @@ public enum ImgproxyURL {
                 text = String(text[..<at])
             }
             guard !text.isEmpty else { throw .malformed("the path has no source URL") }
-            guard let decoded = text.removingPercentEncoding else { throw .malformed("the source URL's percent-encoding is broken") }
+            guard let decoded = text.removingPercentEncoding else {
+                throw .malformed("the source URL's percent-encoding is broken")
+            }
             source = try ImageRequest.sourceURL(decoded, addsScheme: false)
         } else {
             var text = segments.joined()
@@ -51,28 +56,35 @@ public enum ImgproxyURL {
                 extensionName = String(text[text.index(after: dot)...])
                 text = String(text[..<dot])
             }
-            guard let data = Base64URL.decode(text), let decoded = String(data: data, encoding: .utf8), !decoded.isEmpty else {
+            guard let data = Base64URL.decode(text), let decoded = String(data: data, encoding: .utf8), !decoded.isEmpty
+            else {
                 throw .malformed("the source is neither plain/… nor base64url")
             }
             source = try ImageRequest.sourceURL(decoded, addsScheme: false)
         }
         if let extensionName, !extensionName.isEmpty { operations.format = try format(extensionName) }
-        return ImageRequest(grammar: .imgproxy, signature: signature, signedPath: signedPath, operations: operations, source: source)
+        return ImageRequest(
+            grammar: .imgproxy, signature: signature, signedPath: signedPath, operations: operations, source: source)
     }
 
     // MARK: Options
 
     /// Long names → short names; options are handled by their short name.
     static let aliases: [String: String] = [
-        "resize": "rs", "size": "s", "resizing_type": "rt", "width": "w", "height": "h", "min-width": "mw", "min_width": "mw",
-        "min-height": "mh", "min_height": "mh", "zoom": "z", "enlarge": "el", "extend": "ex", "gravity": "g", "crop": "c",
-        "trim": "t", "padding": "pd", "auto_rotate": "ar", "rotate": "rot", "flip": "fl", "background": "bg", "blur": "bl",
+        "resize": "rs", "size": "s", "resizing_type": "rt", "width": "w", "height": "h", "min-width": "mw",
+        "min_width": "mw",
+        "min-height": "mh", "min_height": "mh", "zoom": "z", "enlarge": "el", "extend": "ex", "gravity": "g",
+        "crop": "c",
+        "trim": "t", "padding": "pd", "auto_rotate": "ar", "rotate": "rot", "flip": "fl", "background": "bg",
+        "blur": "bl",
         "sharpen": "sh", "pixelate": "pix", "quality": "q", "format_quality": "fq", "max_bytes": "mb", "format": "f",
         "ext": "f", "strip_metadata": "sm", "strip_color_profile": "scp", "keep_copyright": "kcr", "cachebuster": "cb",
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
     ]
 
-    static func apply(_ options: [String], to operations: inout ImageOperations, presets: [String: [String]], depth: Int) throws(ImageServiceError) {
+    static func apply(
+        _ options: [String], to operations: inout ImageOperations, presets: [String: [String]], depth: Int
+    ) throws(ImageServiceError) {
         for option in options {
             var arguments = option.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             let name = arguments.removeFirst()
@@ -84,13 +96,21 @@ public enum ImgproxyURL {
         ImageServiceError(400, code: "invalidOption", "\(option): \(message)")
     }
 
-    private static func int(_ text: String, _ option: String, in range: ClosedRange<Int> = 0...100_000) throws(ImageServiceError) -> Int {
-        guard let value = Int(text), range.contains(value) else { throw invalid(option, "'\(text)' is not a whole number in \(range)") }
+    private static func int(_ text: String, _ option: String, in range: ClosedRange<Int> = 0...100_000)
+        throws(ImageServiceError) -> Int
+    {
+        guard let value = Int(text), range.contains(value) else {
+            throw invalid(option, "'\(text)' is not a whole number in \(range)")
+        }
         return value
     }
 
-    private static func double(_ text: String, _ option: String, in range: ClosedRange<Double> = 0...100_000) throws(ImageServiceError) -> Double {
-        guard let value = Double(text), value.isFinite, range.contains(value) else { throw invalid(option, "'\(text)' is not a number in \(range)") }
+    private static func double(_ text: String, _ option: String, in range: ClosedRange<Double> = 0...100_000)
+        throws(ImageServiceError) -> Double
+    {
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw invalid(option, "'\(text)' is not a number in \(range)")
+        }
         return value
     }
 
@@ -103,8 +123,12 @@ public enum ImgproxyURL {
         }
     }
 
-    private static func count(_ arguments: [String], _ option: String, _ range: ClosedRange<Int>) throws(ImageServiceError) {
-        guard range.contains(arguments.count) else { throw invalid(option, "takes \(range.lowerBound) to \(range.upperBound) arguments") }
+    private static func count(_ arguments: [String], _ option: String, _ range: ClosedRange<Int>)
+        throws(ImageServiceError)
+    {
+        guard range.contains(arguments.count) else {
+            throw invalid(option, "takes \(range.lowerBound) to \(range.upperBound) arguments")
+        }
     }
 
     static func format(_ text: String) throws(ImageServiceError) -> ImageOperations.Format {
@@ -126,7 +150,8 @@ public enum ImgproxyURL {
         guard let type = arguments.first else { throw invalid(option, "needs a gravity type") }
         if type == "fp" {
             guard arguments.count == 3 else { throw invalid(option, "fp takes x and y") }
-            return .focalPoint(x: try double(arguments[1], option, in: 0...1), y: try double(arguments[2], option, in: 0...1))
+            return .focalPoint(
+                x: try double(arguments[1], option, in: 0...1), y: try double(arguments[2], option, in: 0...1))
         }
         guard arguments.count == 1 else { throw invalid(option, "gravity offsets are not supported") }
         switch type {
@@ -144,7 +169,9 @@ public enum ImgproxyURL {
         }
     }
 
-    private static func size(_ arguments: ArraySlice<String>, _ option: String, into operations: inout ImageOperations) throws(ImageServiceError) {
+    private static func size(_ arguments: ArraySlice<String>, _ option: String, into operations: inout ImageOperations)
+        throws(ImageServiceError)
+    {
         let values = Array(arguments)
         if values.count > 0, !values[0].isEmpty { operations.width = try int(values[0], option) }
         if values.count > 1, !values[1].isEmpty { operations.height = try int(values[1], option) }
@@ -153,8 +180,10 @@ public enum ImgproxyURL {
         if values.count > 4 { throw invalid(option, "extend gravity is not supported") }
     }
 
-    static func apply(_ name: String, _ arguments: [String], original: String, to operations: inout ImageOperations,
-                      presets: [String: [String]], depth: Int) throws(ImageServiceError) {
+    static func apply(
+        _ name: String, _ arguments: [String], original: String, to operations: inout ImageOperations,
+        presets: [String: [String]], depth: Int
+    ) throws(ImageServiceError) {
         let option = original
         switch name {
         case "rs":
@@ -182,7 +211,8 @@ public enum ImgproxyURL {
         case "z":
             try count(arguments, option, 1...2)
             operations.zoomX = try double(arguments[0], option, in: 0.0001...100)
-            operations.zoomY = arguments.count > 1 ? try double(arguments[1], option, in: 0.0001...100) : operations.zoomX
+            operations.zoomY =
+                arguments.count > 1 ? try double(arguments[1], option, in: 0.0001...100) : operations.zoomX
         case "dpr":
             try count(arguments, option, 1...1)
             operations.dpr = try double(arguments[0], option, in: 0.0001...8)
@@ -204,7 +234,9 @@ public enum ImgproxyURL {
             operations.trim = ImageOperations.Trim(tolerance: try double(arguments[0], option, in: 0...442))
         case "pd":
             try count(arguments, option, 1...4)
-            let values = try arguments.map { (text: String) throws(ImageServiceError) -> Int in try int(text.isEmpty ? "0" : text, option) }
+            let values = try arguments.map { (text: String) throws(ImageServiceError) -> Int in
+                try int(text.isEmpty ? "0" : text, option)
+            }
             switch values.count {
             case 1: operations.padding = [values[0], values[0], values[0], values[0]]
             case 2: operations.padding = [values[0], values[1], values[0], values[1]]
@@ -226,9 +258,10 @@ public enum ImgproxyURL {
             operations.flipVertical = arguments.count > 1 ? try bool(arguments[1], option) : false
         case "bg":
             if arguments.count == 3 {
-                operations.background = .init(red: UInt8(try int(arguments[0], option, in: 0...255)),
-                                              green: UInt8(try int(arguments[1], option, in: 0...255)),
-                                              blue: UInt8(try int(arguments[2], option, in: 0...255)))
+                operations.background = .init(
+                    red: UInt8(try int(arguments[0], option, in: 0...255)),
+                    green: UInt8(try int(arguments[1], option, in: 0...255)),
+                    blue: UInt8(try int(arguments[2], option, in: 0...255)))
             } else if arguments.count == 1, let color = ImageOperations.Color(arguments[0]) {
                 operations.background = color
             } else if arguments.isEmpty || arguments == [""] {
@@ -251,11 +284,14 @@ public enum ImgproxyURL {
         case "q":
             try count(arguments, option, 1...1)
             let quality = try int(arguments[0], option, in: 0...100)
-            operations.quality = quality == 0 ? nil : quality // 0: the default
+            operations.quality = quality == 0 ? nil : quality  // 0: the default
         case "fq":
-            guard !arguments.isEmpty, arguments.count % 2 == 0 else { throw invalid(option, "takes format:quality pairs") }
+            guard !arguments.isEmpty, arguments.count % 2 == 0 else {
+                throw invalid(option, "takes format:quality pairs")
+            }
             for index in stride(from: 0, to: arguments.count, by: 2) {
-                operations.formatQuality[try format(arguments[index])] = try int(arguments[index + 1], option, in: 1...100)
+                operations.formatQuality[try format(arguments[index])] = try int(
+                    arguments[index + 1], option, in: 1...100)
             }
         case "mb":
             try count(arguments, option, 1...1)
@@ -315,7 +351,9 @@ public enum ImgproxyURL {
     public static func path(for operations: ImageOperations, source: URL) -> String {
         var options: [String] = []
         let number = ImageOperations.number
-        if operations.resizeMode == .cover { options.append("rt:fill") } else if operations.resizeMode != .fit {
+        if operations.resizeMode == .cover {
+            options.append("rt:fill")
+        } else if operations.resizeMode != .fit {
             options.append("rt:\(operations.resizeMode.rawValue)")
         }
         if operations.width != 0 { options.append("w:\(operations.width)") }
@@ -324,11 +362,18 @@ public enum ImgproxyURL {
         if operations.extend { options.append("ex:1") }
         if operations.minWidth != 0 { options.append("mw:\(operations.minWidth)") }
         if operations.minHeight != 0 { options.append("mh:\(operations.minHeight)") }
-        if operations.zoomX != 1 || operations.zoomY != 1 { options.append("z:\(number(operations.zoomX)):\(number(operations.zoomY))") }
+        if operations.zoomX != 1 || operations.zoomY != 1 {
+            options.append("z:\(number(operations.zoomX)):\(number(operations.zoomY))")
+        }
         if operations.dpr != 1 { options.append("dpr:\(number(operations.dpr))") }
-        if operations.gravity != .center { options.append("g:" + ImageOperations.describe(operations.gravity).replacingOccurrences(of: ",", with: ":")) }
+        if operations.gravity != .center {
+            options.append("g:" + ImageOperations.describe(operations.gravity).replacingOccurrences(of: ",", with: ":"))
+        }
         if case .size(let width, let height, let gravity)? = operations.crop {
-            options.append("c:\(number(width)):\(number(height))" + (gravity.map { ":" + ImageOperations.describe($0).replacingOccurrences(of: ",", with: ":") } ?? ""))
+            options.append(
+                "c:\(number(width)):\(number(height))"
+                    + (gravity.map { ":" + ImageOperations.describe($0).replacingOccurrences(of: ",", with: ":") } ?? "")
+            )
         }
         if let trim = operations.trim { options.append("t:\(number(trim.tolerance))") }
         if let padding = operations.padding { options.append("pd:" + padding.map(String.init).joined(separator: ":")) }
@@ -343,12 +388,16 @@ public enum ImgproxyURL {
             case .blur(_, let sigma?): options.append("bl:\(number(sigma))")
             case .sharpen(let amount, _, _): options.append("sh:\(number(amount))")
             case .pixelate(let size): options.append("pix:\(size)")
-            default: break // not in this grammar
+            default: break  // not in this grammar
             }
         }
         if let quality = operations.quality { options.append("q:\(quality)") }
         if !operations.formatQuality.isEmpty {
-            options.append("fq:" + operations.formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue):\($0.value)" }.joined(separator: ":"))
+            options.append(
+                "fq:"
+                    + operations.formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                        "\($0.key.rawValue):\($0.value)"
+                    }.joined(separator: ":"))
         }
         if let maxBytes = operations.maxBytes { options.append("mb:\(maxBytes)") }
         if !operations.stripMetadata { options.append("sm:0") }
@@ -356,11 +405,14 @@ public enum ImgproxyURL {
         if operations.keepCopyright { options.append("kcr:1") }
         if let cacheBuster = operations.cacheBuster { options.append("cb:\(cacheBuster)") }
         if let expires = operations.expires { options.append("exp:\(expires)") }
-        if let filename = operations.filename { options.append("fn:" + Base64URL.encode(Data(filename.utf8), padded: false) + ":1") }
+        if let filename = operations.filename {
+            options.append("fn:" + Base64URL.encode(Data(filename.utf8), padded: false) + ":1")
+        }
         if operations.returnAttachment { options.append("att:1") }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
-        let encodedSource = source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
+        let encodedSource =
+            source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
         let extensionPart = operations.format.map { "@" + $0.rawValue } ?? ""
         return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
     }

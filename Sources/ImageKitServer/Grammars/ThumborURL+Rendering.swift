@@ -14,18 +14,23 @@ extension ThumborURL {
             if trim.tolerance != 0 { text += ":\(Int(trim.tolerance))" }
             parts.append(text)
         }
-        if case .region(let left, let top, let right, let bottom)? = operations.crop { parts.append("\(left)x\(top):\(right)x\(bottom)") }
+        if case .region(let left, let top, let right, let bottom)? = operations.crop {
+            parts.append("\(left)x\(top):\(right)x\(bottom)")
+        }
         let fitIn = operations.resizeMode == .fit || operations.resizeMode == .cover
         if fitIn {
-            parts.append((operations.adaptive ? "adaptive-" : "") + (operations.resizeMode == .cover ? "full-" : "") + "fit-in")
+            parts.append(
+                (operations.adaptive ? "adaptive-" : "") + (operations.resizeMode == .cover ? "full-" : "") + "fit-in")
         }
         func side(_ value: Int, original: Bool, flip: Bool) -> String {
             (flip ? "-" : "") + (original ? "orig" : String(value))
         }
         if operations.width != 0 || operations.height != 0 || operations.widthIsOriginal || operations.heightIsOriginal
-            || operations.flipHorizontal || operations.flipVertical {
-            parts.append(side(operations.width, original: operations.widthIsOriginal, flip: operations.flipHorizontal) + "x"
-                         + side(operations.height, original: operations.heightIsOriginal, flip: operations.flipVertical))
+            || operations.flipHorizontal || operations.flipVertical
+        {
+            parts.append(
+                side(operations.width, original: operations.widthIsOriginal, flip: operations.flipHorizontal) + "x"
+                    + side(operations.height, original: operations.heightIsOriginal, flip: operations.flipVertical))
         }
         var filters: [String] = []
         switch operations.gravity {
@@ -38,7 +43,8 @@ extension ThumborURL {
         case .southWest: parts += ["left", "bottom"]
         case .south: parts += ["bottom"]
         case .southEast: parts += ["right", "bottom"]
-        case .focalRegion(let left, let top, let right, let bottom): filters.append("focal(\(left)x\(top):\(right)x\(bottom))")
+        case .focalRegion(let left, let top, let right, let bottom):
+            filters.append("focal(\(left)x\(top):\(right)x\(bottom))")
         case .center, .focalPoint: break
         }
         if operations.gravity == .smart { parts.append("smart") }
@@ -48,7 +54,7 @@ extension ThumborURL {
         if operations.enlarge != defaultEnlarge { filters.append(operations.enlarge ? "upscale()" : "no_upscale()") }
         if let quality = operations.quality { filters.append("quality(\(quality))") }
         if let format = operations.format { filters.append("format(\(format.rawValue))") }
-        if operations.rotate != 0 { filters.append("rotate(\((360 - operations.rotate) % 360))") } // counter-clockwise
+        if operations.rotate != 0 { filters.append("rotate(\((360 - operations.rotate) % 360))") }  // counter-clockwise
         if let fill = operations.fill { filters.append("fill(\(ImageOperations.describe(fill)))") }
         if let background = operations.background { filters.append("background_color(\(background.hex))") }
         if let proportion = operations.proportion { filters.append("proportion(\(number(proportion)))") }
@@ -57,8 +63,10 @@ extension ThumborURL {
         if operations.stripColorProfile { filters.append("strip_icc()") }
         for filter in operations.filters {
             switch filter {
-            case .blur(let radius, let sigma): filters.append("blur(\(number(radius))" + (sigma.map { ",\(number($0))" } ?? "") + ")")
-            case .sharpen(let amount, let radius, let luminanceOnly): filters.append("sharpen(\(number(amount)),\(number(radius)),\(luminanceOnly))")
+            case .blur(let radius, let sigma):
+                filters.append("blur(\(number(radius))" + (sigma.map { ",\(number($0))" } ?? "") + ")")
+            case .sharpen(let amount, let radius, let luminanceOnly):
+                filters.append("sharpen(\(number(amount)),\(number(radius)),\(luminanceOnly))")
             case .grayscale: filters.append("grayscale()")
             case .brightness(let value): filters.append("brightness(\(value))")
             case .contrast(let value): filters.append("contrast(\(value))")
@@ -66,12 +74,16 @@ extension ThumborURL {
             case .rgb(let red, let green, let blue): filters.append("rgb(\(red),\(green),\(blue))")
             case .noise(let value): filters.append("noise(\(value))")
             case .roundCorner(let a, let b, let color, let transparent):
-                filters.append("round_corner(\(a == b ? "\(a)" : "\(a)|\(b)"),\(color.red),\(color.green),\(color.blue),\(transparent))")
+                filters.append(
+                    "round_corner(\(a == b ? "\(a)" : "\(a)|\(b)"),\(color.red),\(color.green),\(color.blue),\(transparent))"
+                )
             case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
                 var arguments = [url, x, y, String(alpha)]
-                if widthRatio != nil || heightRatio != nil { arguments += [widthRatio.map(number) ?? "none", heightRatio.map(number) ?? "none"] }
+                if widthRatio != nil || heightRatio != nil {
+                    arguments += [widthRatio.map(number) ?? "none", heightRatio.map(number) ?? "none"]
+                }
                 filters.append("watermark(\(arguments.joined(separator: ",")))")
-            case .pixelate: break // not in this grammar
+            case .pixelate: break  // not in this grammar
             }
         }
         if !filters.isEmpty { parts.append("filters:" + filters.joined(separator: ":")) }

@@ -75,10 +75,10 @@ public enum ThumborURL {
 
         if fitIn {
             operations.resizeMode = full ? .cover : .fit
-            operations.enlarge = full // thumbor: fit-in never upscales; full-fit-in does
+            operations.enlarge = full  // thumbor: fit-in never upscales; full-fit-in does
         } else {
             operations.adaptive = false
-            operations.enlarge = true // thumbor: a plain WxH upscales
+            operations.enlarge = true  // thumbor: a plain WxH upscales
         }
         if !hasSize && !fitIn { operations.resizeMode = .fill }
 
@@ -92,7 +92,8 @@ public enum ThumborURL {
         }
         guard !rest.isEmpty else { throw .malformed("the path has no image") }
         let source = try ImageRequest.sourceURL(String(rest), addsScheme: true)
-        return ImageRequest(grammar: .thumbor, signature: signature, signedPath: signedPath, operations: operations, source: source)
+        return ImageRequest(
+            grammar: .thumbor, signature: signature, signedPath: signedPath, operations: operations, source: source)
     }
 
     // MARK: Parts
@@ -182,7 +183,9 @@ public enum ThumborURL {
         while index < list.endIndex {
             guard let open = list[index...].firstIndex(of: "(") else { throw .malformed("a filter has no '('") }
             let name = String(list[index..<open])
-            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0 == "_" }) else { throw .malformed("'\(name.prefix(40))' is not a filter name") }
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
+                throw .malformed("'\(name.prefix(40))' is not a filter name")
+            }
             var depth = 0
             var close: Substring.Index?
             var cursor = open
@@ -196,9 +199,15 @@ public enum ThumborURL {
             }
             guard let close else { throw .malformed("filter '\(name)' is not closed") }
             let inside = list[list.index(after: open)..<close]
-            filters.append((name, inside.isEmpty ? [] : inside.split(separator: ",", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }))
+            filters.append(
+                (
+                    name,
+                    inside.isEmpty
+                        ? []
+                        : inside.split(separator: ",", omittingEmptySubsequences: false).map {
+                            $0.trimmingCharacters(in: .whitespaces)
+                        }
+                ))
             index = list.index(after: close)
             if index < list.endIndex {
                 guard list[index] == ":" else { throw .malformed("filters are separated by ':'") }
@@ -214,16 +223,22 @@ public enum ThumborURL {
         }
     }
 
-    private static func int(_ text: String?, _ filter: String, in range: ClosedRange<Int>) throws(ImageServiceError) -> Int {
+    private static func int(_ text: String?, _ filter: String, in range: ClosedRange<Int>) throws(ImageServiceError)
+        -> Int
+    {
         guard let text, let value = Int(text), range.contains(value) else {
-            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a whole number in \(range)")
+            throw ImageServiceError(
+                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a whole number in \(range)")
         }
         return value
     }
 
-    private static func double(_ text: String?, _ filter: String, in range: ClosedRange<Double>) throws(ImageServiceError) -> Double {
+    private static func double(_ text: String?, _ filter: String, in range: ClosedRange<Double>)
+        throws(ImageServiceError) -> Double
+    {
         guard let text, let value = Double(text), value.isFinite, range.contains(value) else {
-            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a number in \(range)")
+            throw ImageServiceError(
+                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a number in \(range)")
         }
         return value
     }
@@ -232,13 +247,20 @@ public enum ThumborURL {
         switch text?.lowercased() {
         case "true"?, "1"?: return true
         case "false"?, "0"?, nil: return false
-        default: throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not true or false")
+        default:
+            throw ImageServiceError(
+                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not true or false")
         }
     }
 
-    private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>) throws(ImageServiceError) {
+    private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>)
+        throws(ImageServiceError)
+    {
         guard counts.contains(arguments.count) else {
-            throw ImageServiceError(400, code: "invalidFilterArgument", "\(name) takes \(counts.lowerBound == counts.upperBound ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)") arguments")
+            throw ImageServiceError(
+                400, code: "invalidFilterArgument",
+                "\(name) takes \(counts.lowerBound == counts.upperBound ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)") arguments"
+            )
         }
     }
 
@@ -249,7 +271,9 @@ public enum ThumborURL {
         return color
     }
 
-    static func apply(_ name: String, _ arguments: [String], to operations: inout ImageOperations) throws(ImageServiceError) {
+    static func apply(_ name: String, _ arguments: [String], to operations: inout ImageOperations)
+        throws(ImageServiceError)
+    {
         switch name {
         case "quality":
             try expect(arguments, name, 1...1)
@@ -258,7 +282,9 @@ public enum ThumborURL {
             try expect(arguments, name, 1...1)
             let value = arguments[0].lowercased() == "jpg" ? "jpeg" : arguments[0].lowercased()
             guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
-                throw ImageServiceError(400, code: "invalidFilterArgument", "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic or jxl")
+                throw ImageServiceError(
+                    400, code: "invalidFilterArgument",
+                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic or jxl")
             }
             operations.format = format
         case "blur":
@@ -269,7 +295,10 @@ public enum ThumborURL {
         case "rotate":
             try expect(arguments, name, 1...1)
             let angle = try int(arguments[0], name, in: -3600...3600)
-            guard angle % 90 == 0 else { throw ImageServiceError(400, code: "invalidFilterArgument", "rotate: the angle must be a multiple of 90") }
+            guard angle % 90 == 0 else {
+                throw ImageServiceError(
+                    400, code: "invalidFilterArgument", "rotate: the angle must be a multiple of 90")
+            }
             // thumbor turns counter-clockwise (PIL's convention); the operations, clockwise.
             operations.rotate = ((operations.rotate - angle) % 360 + 360) % 360
         case "grayscale":
@@ -278,14 +307,18 @@ public enum ThumborURL {
         case "round_corner":
             try expect(arguments, name, 4...5)
             let radii = arguments[0].split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-            guard radii.count <= 2 else { throw ImageServiceError(400, code: "invalidFilterArgument", "round_corner: 'a|b' at most") }
+            guard radii.count <= 2 else {
+                throw ImageServiceError(400, code: "invalidFilterArgument", "round_corner: 'a|b' at most")
+            }
             let a = try int(radii[0], name, in: 0...10_000)
             let b = radii.count > 1 ? try int(radii[1], name, in: 0...10_000) : a
             let red = try int(arguments[1], name, in: 0...255), green = try int(arguments[2], name, in: 0...255)
             let blue = try int(arguments[3], name, in: 0...255)
             let transparent = arguments.count > 4 ? try bool(arguments[4], name) : false
-            operations.filters.append(.roundCorner(a: a, b: b, color: .init(red: UInt8(red), green: UInt8(green), blue: UInt8(blue)),
-                                                   transparent: transparent))
+            operations.filters.append(
+                .roundCorner(
+                    a: a, b: b, color: .init(red: UInt8(red), green: UInt8(green), blue: UInt8(blue)),
+                    transparent: transparent))
         case "fill":
             try expect(arguments, name, 1...2)
             switch arguments[0].lowercased() {
@@ -308,12 +341,18 @@ public enum ThumborURL {
             operations.filters.append(.saturation(try double(arguments[0], name, in: 0...100)))
         case "rgb":
             try expect(arguments, name, 3...3)
-            operations.filters.append(.rgb(red: try int(arguments[0], name, in: -100...100), green: try int(arguments[1], name, in: -100...100),
-                                           blue: try int(arguments[2], name, in: -100...100)))
+            operations.filters.append(
+                .rgb(
+                    red: try int(arguments[0], name, in: -100...100),
+                    green: try int(arguments[1], name, in: -100...100),
+                    blue: try int(arguments[2], name, in: -100...100)))
         case "sharpen":
             try expect(arguments, name, 3...3)
-            operations.filters.append(.sharpen(amount: try double(arguments[0], name, in: 0...100), radius: try double(arguments[1], name, in: 0...100),
-                                               luminanceOnly: try bool(arguments[2], name)))
+            operations.filters.append(
+                .sharpen(
+                    amount: try double(arguments[0], name, in: 0...100),
+                    radius: try double(arguments[1], name, in: 0...100),
+                    luminanceOnly: try bool(arguments[2], name)))
         case "noise":
             try expect(arguments, name, 1...1)
             operations.filters.append(.noise(try int(arguments[0], name, in: 0...100)))
@@ -338,7 +377,9 @@ public enum ThumborURL {
             operations.proportion = try double(arguments[0], name, in: 0.001...100)
         case "focal":
             try expect(arguments, name, 1...1)
-            guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left, bottom > top else {
+            guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left,
+                bottom > top
+            else {
                 throw ImageServiceError(400, code: "invalidFilterArgument", "focal: '\(arguments[0])' is not AxB:CxD")
             }
             operations.gravity = .focalRegion(left: left, top: top, right: right, bottom: bottom)
@@ -351,10 +392,14 @@ public enum ThumborURL {
         case "watermark":
             try expect(arguments, name, 4...6)
             let alpha = try int(arguments[3], name, in: 0...100)
-            let widthRatio = arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
-            let heightRatio = arguments.count > 5 && arguments[5] != "none" ? try double(arguments[5], name, in: 0...100) : nil
-            operations.filters.append(.watermark(url: arguments[0], x: arguments[1], y: arguments[2], alpha: alpha, widthRatio: widthRatio,
-                                                 heightRatio: heightRatio))
+            let widthRatio =
+                arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
+            let heightRatio =
+                arguments.count > 5 && arguments[5] != "none" ? try double(arguments[5], name, in: 0...100) : nil
+            operations.filters.append(
+                .watermark(
+                    url: arguments[0], x: arguments[1], y: arguments[2], alpha: alpha, widthRatio: widthRatio,
+                    heightRatio: heightRatio))
         default:
             throw .unknown("filter", name)
         }

@@ -40,8 +40,12 @@ public struct ImageServer: Sendable {
     public let health = ServiceHealth()
 
     /// A server for `service`; nothing listens until ``run(onStarted:)``.
-    public init(service: ImageService, host: String = "127.0.0.1", port: Int = 8080, backlog: Int = 1024, gracePeriod: Duration = .seconds(10),
-                registry: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "imagekit.serve"), accessLog: Logger? = nil) {
+    public init(
+        service: ImageService, host: String = "127.0.0.1", port: Int = 8080, backlog: Int = 1024,
+        gracePeriod: Duration = .seconds(10),
+        registry: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "imagekit.serve"),
+        accessLog: Logger? = nil
+    ) {
         self.service = service
         self.host = host
         self.port = port
@@ -57,18 +61,21 @@ public struct ImageServer: Sendable {
     public func run(onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void = { _, _ in }) async throws {
         let router = Router()
         router.add(middleware: ConnectionCloseMiddleware())
-        ImageServiceRoutes(service: service, health: health, registry: registry, accessLog: accessLog).register(on: router)
+        ImageServiceRoutes(service: service, health: health, registry: registry, accessLog: accessLog).register(
+            on: router)
         let host = self.host, port = self.port, backlog = self.backlog
         let app = Application(
             router: router,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "imagekit", backlog: backlog),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: port), serverName: "imagekit", backlog: backlog),
             onServerRunning: { channel in onStarted(host, channel.localAddress?.port ?? port) },
             logger: logger
         )
         // Shut down in reverse order: draining starts first, then the server stops accepting
         // and waits for its requests.
-        var configuration = ServiceGroupConfiguration(services: [.init(service: app), .init(service: DrainOnShutdown(health: health))],
-                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var configuration = ServiceGroupConfiguration(
+            services: [.init(service: app), .init(service: DrainOnShutdown(health: health))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         configuration.maximumGracefulShutdownDuration = gracePeriod
         let group = ServiceGroup(configuration: configuration)
         defer { service.flush() }
@@ -80,10 +87,15 @@ public struct ImageServer: Sendable {
 /// connection after the answer (RFC 9112 §9.6), and a proxy that keeps upstream connections
 /// alive (nginx `keepalive`) reuses one whose answer did not say so, then finds it closed (502).
 struct ConnectionCloseMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         var response = try await next(request, context)
         if let connection = request.headers[.connection],
-           connection.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }) {
+            connection.split(separator: ",").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces).lowercased() == "close"
+            })
+        {
             response.headers[.connection] = "close"
         }
         return response

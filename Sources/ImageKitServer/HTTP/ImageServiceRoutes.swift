@@ -46,8 +46,10 @@ public struct ImageServiceRoutes: Sendable {
 
     /// Routes for `service`. Pass the registry the process's `MetricsSystem` was bootstrapped
     /// with to serve `/metrics`.
-    public init(service: ImageService, health: ServiceHealth = ServiceHealth(), registry: PrometheusCollectorRegistry? = nil,
-                accessLog: Logger? = nil) {
+    public init(
+        service: ImageService, health: ServiceHealth = ServiceHealth(), registry: PrometheusCollectorRegistry? = nil,
+        accessLog: Logger? = nil
+    ) {
         self.service = service
         self.health = health
         self.registry = registry
@@ -65,7 +67,9 @@ public struct ImageServiceRoutes: Sendable {
                 service.refreshGauges()
                 var headers = HTTPFields()
                 headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-                return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+                return Response(
+                    status: .ok, headers: headers,
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
             }
         }
         let handler: @Sendable (Request, Context) async throws -> Response = { request, _ in
@@ -96,15 +100,17 @@ public struct ImageServiceRoutes: Sendable {
         }
         if let accessLog {
             let elapsed = ContinuousClock.now - started
-            accessLog.info("request", metadata: [
-                "method": .string(method),
-                "path": .string(ImageService.loggablePath(path)),
-                "status": .stringConvertible(answer.status),
-                "bytes": .stringConvertible(answer.body.count),
-                "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
-                "cache": .string(answer.cacheTier?.rawValue ?? "-"),
-                "grammar": .string(answer.grammar?.rawValue ?? "-"),
-            ])
+            accessLog.info(
+                "request",
+                metadata: [
+                    "method": .string(method),
+                    "path": .string(ImageService.loggablePath(path)),
+                    "status": .stringConvertible(answer.status),
+                    "bytes": .stringConvertible(answer.body.count),
+                    "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
+                    "cache": .string(answer.cacheTier?.rawValue ?? "-"),
+                    "grammar": .string(answer.grammar?.rawValue ?? "-"),
+                ])
         }
         return Self.response(answer, isHead: method == "HEAD")
     }
@@ -117,15 +123,17 @@ public struct ImageServiceRoutes: Sendable {
         }
         let status = HTTPResponse.Status(code: answer.status)
         // HEAD keeps the Content-Length a GET would have sent (the service leaves it in the headers).
-        let body = isHead || answer.body.isEmpty ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+        let body =
+            isHead || answer.body.isEmpty ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
         return Response(status: status, headers: fields, body: body)
     }
 
     static func healthResponse(_ health: ServiceHealth, isHead: Bool) -> Response {
         let draining = health.isDraining
-        var answer = ImageServiceResponse(status: draining ? 503 : 200,
-                                          headers: [(name: "Content-Type", value: "application/json"), (name: "Cache-Control", value: "no-cache")],
-                                          body: Data((draining ? #"{"status":"draining"}"# : #"{"status":"serving"}"#).utf8))
+        var answer = ImageServiceResponse(
+            status: draining ? 503 : 200,
+            headers: [(name: "Content-Type", value: "application/json"), (name: "Cache-Control", value: "no-cache")],
+            body: Data((draining ? #"{"status":"draining"}"# : #"{"status":"serving"}"#).utf8))
         answer.headers.append((name: "Content-Length", value: String(answer.body.count)))
         if draining { answer.headers.append((name: "Retry-After", value: "1")) }
         return response(answer, isHead: isHead)

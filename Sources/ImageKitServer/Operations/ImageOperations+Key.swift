@@ -90,7 +90,8 @@ extension ImageOperations {
 
     static func describe(_ filter: Filter) -> String {
         switch filter {
-        case .blur(let radius, let sigma): return "blur(" + number(radius) + (sigma.map { "," + number($0) } ?? "") + ")"
+        case .blur(let radius, let sigma):
+            return "blur(" + number(radius) + (sigma.map { "," + number($0) } ?? "") + ")"
         case .sharpen(let amount, let radius, let luminanceOnly):
             return "sharpen(\(number(amount)),\(number(radius)),\(luminanceOnly ? 1 : 0))"
         case .pixelate(let size): return "pixelate(\(size))"
@@ -100,9 +101,11 @@ extension ImageOperations {
         case .saturation(let value): return "saturation(\(number(value)))"
         case .rgb(let red, let green, let blue): return "rgb(\(red),\(green),\(blue))"
         case .noise(let value): return "noise(\(value))"
-        case .roundCorner(let a, let b, let color, let transparent): return "round_corner(\(a),\(b),\(color.hex),\(transparent ? 1 : 0))"
+        case .roundCorner(let a, let b, let color, let transparent):
+            return "round_corner(\(a),\(b),\(color.hex),\(transparent ? 1 : 0))"
         case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
-            return "watermark(\(url),\(x),\(y),\(alpha),\(widthRatio.map(number) ?? "-"),\(heightRatio.map(number) ?? "-"))"
+            return
+                "watermark(\(url),\(x),\(y),\(alpha),\(widthRatio.map(number) ?? "-"),\(heightRatio.map(number) ?? "-"))"
         }
     }
 }

@@ -115,7 +115,9 @@ public struct ImageOperations: Sendable, Hashable {
             if hex.count == 6 {
                 self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
             } else {
-                self.init(red: UInt8(value >> 24), green: UInt8(value >> 16 & 0xFF), blue: UInt8(value >> 8 & 0xFF), alpha: UInt8(value & 0xFF))
+                self.init(
+                    red: UInt8(value >> 24), green: UInt8(value >> 16 & 0xFF), blue: UInt8(value >> 8 & 0xFF),
+                    alpha: UInt8(value & 0xFF))
             }
         }
 

@@ -25,11 +25,16 @@ public struct ImageServiceError: Error, Sendable, Hashable, CustomStringConverti
     public var description: String { "\(status) \(code): \(message)" }
 
     /// 400: a malformed path or option.
-    static func malformed(_ message: String) -> ImageServiceError { ImageServiceError(400, code: "malformedURL", message) }
+    static func malformed(_ message: String) -> ImageServiceError {
+        ImageServiceError(400, code: "malformedURL", message)
+    }
     /// 400: an option or filter the grammar does not have.
     static func unknown(_ kind: String, _ name: String) -> ImageServiceError {
-        ImageServiceError(400, code: "unknown" + kind.prefix(1).uppercased() + kind.dropFirst(), "unknown \(kind) '\(name)'")
+        ImageServiceError(
+            400, code: "unknown" + kind.prefix(1).uppercased() + kind.dropFirst(), "unknown \(kind) '\(name)'")
     }
     /// 403: a wrong or missing signature.
-    static func badSignature(_ message: String) -> ImageServiceError { ImageServiceError(403, code: "invalidSignature", message) }
+    static func badSignature(_ message: String) -> ImageServiceError {
+        ImageServiceError(403, code: "invalidSignature", message)
+    }
 }

@@ -66,7 +66,8 @@ public struct GeometryPlan: Sendable, Hashable {
     public init(sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, request: ImageRequest) {
         switch request.grammar {
         case .thumbor:
-            self = Self.thumbor(width: sourceWidth, height: sourceHeight, gif: sourceIsGIF, operations: request.operations)
+            self = Self.thumbor(
+                width: sourceWidth, height: sourceHeight, gif: sourceIsGIF, operations: request.operations)
         case .imgproxy: self = Self.imgproxy(width: sourceWidth, height: sourceHeight, operations: request.operations)
         }
     }
@@ -88,7 +89,9 @@ public struct GeometryPlan: Sendable, Hashable {
     /// target size, fit-in resize or auto crop + resize, flips; then the post-transform filters
     /// that change the size — here in the order upscale, fill, proportion, rotate (thumbor runs
     /// them in URL order; with two of them in another order the plans differ), none for a GIF.
-    static func thumbor(width sourceWidth: Int, height sourceHeight: Int, gif: Bool, operations: ImageOperations) -> GeometryPlan {
+    static func thumbor(width sourceWidth: Int, height sourceHeight: Int, gif: Bool, operations: ImageOperations)
+        -> GeometryPlan
+    {
         var plan = GeometryPlan(width: sourceWidth, height: sourceHeight)
         plan.flipHorizontal = operations.flipHorizontal
         plan.flipVertical = operations.flipVertical
@@ -126,7 +129,9 @@ public struct GeometryPlan: Sendable, Hashable {
         }
 
         if fitIn {
-            if operations.adaptive && ((width < height && targetWidth > targetHeight) || (width > height && targetWidth < targetHeight)) {
+            if operations.adaptive
+                && ((width < height && targetWidth > targetHeight) || (width > height && targetWidth < targetHeight))
+            {
                 swap(&targetWidth, &targetHeight)
                 swap(&requestWidth, &requestHeight)
             }
@@ -150,7 +155,8 @@ public struct GeometryPlan: Sendable, Hashable {
             }
         } else {
             if operations.resizeMode != .force {
-                plan.fillCrop = Self.thumborAutoCrop(width: width, height: height, targetWidth: targetWidth, targetHeight: targetHeight)
+                plan.fillCrop = Self.thumborAutoCrop(
+                    width: width, height: height, targetWidth: targetWidth, targetHeight: targetHeight)
                 if let crop = plan.fillCrop {
                     width = Double(crop.width)
                     height = Double(crop.height)
@@ -191,7 +197,9 @@ public struct GeometryPlan: Sendable, Hashable {
             height = canvasHeight
         }
         // proportion(f): the result scaled by f, for 0 < f ≤ 1 and a result of at least 1×1.
-        if let proportion = operations.proportion, proportion > 0, proportion <= 1, width * proportion >= 1, height * proportion >= 1 {
+        if let proportion = operations.proportion, proportion > 0, proportion <= 1, width * proportion >= 1,
+            height * proportion >= 1
+        {
             plan.finalScale = proportion
             width = Double(Int(width * proportion))
             height = Double(Int(height * proportion))
@@ -220,7 +228,9 @@ public struct GeometryPlan: Sendable, Hashable {
         // Centred here; the pipeline moves it to the gravity (or the smart region).
         let left = pythonRound(min(max((width / 2).rounded(.down) - cropWidth / 2, 0), width - cropWidth))
         let top = pythonRound(min(max((height / 2).rounded(.down) - cropHeight / 2, 0), height - cropHeight))
-        return Rect(x: Int(left), y: Int(top), width: Int(min(left + cropWidth, width) - left), height: Int(min(top + cropHeight, height) - top))
+        return Rect(
+            x: Int(left), y: Int(top), width: Int(min(left + cropWidth, width) - left),
+            height: Int(min(top + cropHeight, height) - top))
     }
 
     // MARK: imgproxy
@@ -230,14 +240,16 @@ public struct GeometryPlan: Sendable, Hashable {
     /// keeping its ratio), `force` (each side apart) or `auto` (fill when both are portrait or
     /// both landscape, else fit); no enlarging unless `enlarge`; `extend` pads to the box;
     /// `min-width`/`min-height` raise a fit; `crop` cuts first, padding comes after.
-    static func imgproxy(width sourceWidth: Int, height sourceHeight: Int, operations: ImageOperations) -> GeometryPlan {
+    static func imgproxy(width sourceWidth: Int, height sourceHeight: Int, operations: ImageOperations) -> GeometryPlan
+    {
         var plan = GeometryPlan(width: sourceWidth, height: sourceHeight)
         plan.flipHorizontal = operations.flipHorizontal
         plan.flipVertical = operations.flipVertical
         var width = Double(sourceWidth), height = Double(sourceHeight)
         if case .size(let cropWidth, let cropHeight, _)? = operations.crop {
             let w = cropWidth <= 0 ? width : cropWidth < 1 ? (width * cropWidth).rounded() : min(cropWidth, width)
-            let h = cropHeight <= 0 ? height : cropHeight < 1 ? (height * cropHeight).rounded() : min(cropHeight, height)
+            let h =
+                cropHeight <= 0 ? height : cropHeight < 1 ? (height * cropHeight).rounded() : min(cropHeight, height)
             plan.manualCrop = Rect(x: Int((width - w) / 2), y: Int((height - h) / 2), width: Int(w), height: Int(h))
             width = w
             height = h
@@ -245,7 +257,9 @@ public struct GeometryPlan: Sendable, Hashable {
         let boxWidth = Double(operations.width) * operations.dpr * operations.zoomX
         let boxHeight = Double(operations.height) * operations.dpr * operations.zoomY
         var mode = operations.resizeMode
-        if mode == .auto { mode = (width >= height) == (boxWidth >= boxHeight) || boxWidth == 0 || boxHeight == 0 ? .fill : .fit }
+        if mode == .auto {
+            mode = (width >= height) == (boxWidth >= boxHeight) || boxWidth == 0 || boxHeight == 0 ? .fill : .fit
+        }
         var scaleX = 1.0, scaleY = 1.0
         let ratioX = boxWidth > 0 ? boxWidth / width : 0, ratioY = boxHeight > 0 ? boxHeight / height : 0
         switch mode {
@@ -259,8 +273,14 @@ public struct GeometryPlan: Sendable, Hashable {
             let scale = ratioX > 0 && ratioY > 0 ? min(ratioX, ratioY) : max(ratioX, ratioY)
             if scale > 0 { (scaleX, scaleY) = (scale, scale) }
         }
-        if operations.minWidth > 0 { let floor = Double(operations.minWidth) * operations.dpr / width; scaleX = max(scaleX, floor); scaleY = max(scaleY, mode == .force ? scaleY : floor) }
-        if operations.minHeight > 0 { let floor = Double(operations.minHeight) * operations.dpr / height; scaleY = max(scaleY, floor); scaleX = max(scaleX, mode == .force ? scaleX : floor) }
+        if operations.minWidth > 0 {
+            let floor = Double(operations.minWidth) * operations.dpr / width; scaleX = max(scaleX, floor);
+            scaleY = max(scaleY, mode == .force ? scaleY : floor)
+        }
+        if operations.minHeight > 0 {
+            let floor = Double(operations.minHeight) * operations.dpr / height; scaleY = max(scaleY, floor);
+            scaleX = max(scaleX, mode == .force ? scaleX : floor)
+        }
         if !operations.enlarge {
             scaleX = min(scaleX, 1)
             scaleY = min(scaleY, 1)
@@ -286,8 +306,9 @@ public struct GeometryPlan: Sendable, Hashable {
                 // places it; the region is scaled to exactly the cut's size.
                 let regionWidth = min(width, max(1, (cutWidth / scaleX).rounded()))
                 let regionHeight = min(height, max(1, (cutHeight / scaleY).rounded()))
-                plan.fillCrop = Rect(x: Int((width - regionWidth) / 2), y: Int((height - regionHeight) / 2), width: Int(regionWidth),
-                                     height: Int(regionHeight))
+                plan.fillCrop = Rect(
+                    x: Int((width - regionWidth) / 2), y: Int((height - regionHeight) / 2), width: Int(regionWidth),
+                    height: Int(regionHeight))
                 scaledWidth = cutWidth
                 scaledHeight = cutHeight
                 if regionWidth != cutWidth || regionHeight != cutHeight {

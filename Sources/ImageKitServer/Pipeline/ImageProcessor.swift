@@ -79,22 +79,29 @@ public struct ImageProcessor: Sendable {
     ///   - data: the source image's bytes.
     ///   - originalRequest: the request as it came, for the formats and sizes negotiated with it.
     ///   filter names it (the service fetches them through the same rules as the source).
-    public func process(_ data: Data, request originalRequest: ImageRequest,
-                        watermarks: [String: Data] = [:]) throws(ImageServiceError) -> ProcessedImage {
+    public func process(
+        _ data: Data, request originalRequest: ImageRequest,
+        watermarks: [String: Data] = [:]
+    ) throws(ImageServiceError) -> ProcessedImage {
         let clock = StageClock()
         var result = try process(data, request: originalRequest, watermarks: watermarks, clock: clock)
         let total = ContinuousClock.now - clock.start
-        result.timings = ProcessingTimings(decode: clock.decode, transform: max(.zero, total - clock.decode - clock.encode),
-                                           encode: clock.encode)
+        result.timings = ProcessingTimings(
+            decode: clock.decode, transform: max(.zero, total - clock.decode - clock.encode),
+            encode: clock.encode)
         return result
     }
 
-    private func process(_ data: Data, request originalRequest: ImageRequest, watermarks: [String: Data],
-                         clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
+    private func process(
+        _ data: Data, request originalRequest: ImageRequest, watermarks: [String: Data],
+        clock: StageClock
+    ) throws(ImageServiceError) -> ProcessedImage {
         var request = originalRequest
         var operations = request.operations
         let signature = ImageSignature(data)
-        guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
+        guard signature.format != .unknown else {
+            throw ImageServiceError(415, code: "notAnImage", "the source is not an image")
+        }
         var decoding = ImageDecodingOptions.default
         decoding.appliesOrientation = operations.autoRotate
         decoding.limits.maxPixelsPerFrame = maxPixels
@@ -109,12 +116,15 @@ public struct ImageProcessor: Sendable {
             var decoded = try decode(data, decoding, clock)
             if let box = Self.trimBox(decoded.frames[0].bitmap, trim: trim) {
                 do {
-                    decoded = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in try bitmap.cropped(to: box) }
+                    decoded = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in
+                        try bitmap.cropped(to: box)
+                    }
                 } catch {
                     throw Self.serviceError(error)
                 }
                 if case .region(let left, let top, let right, let bottom)? = operations.crop {
-                    operations.crop = .region(left: left - box.x, top: top - box.y, right: right - box.x, bottom: bottom - box.y)
+                    operations.crop = .region(
+                        left: left - box.x, top: top - box.y, right: right - box.x, bottom: bottom - box.y)
                 }
             }
             operations.trim = nil
@@ -124,7 +134,9 @@ public struct ImageProcessor: Sendable {
             sourceHeight = decoded.height
         } else if let probe = ImageProbe(data) {
             guard probe.width <= 100_000, probe.height <= 100_000, probe.width * probe.height <= maxPixels else {
-                throw ImageServiceError(422, code: "tooManyPixels", "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
+                throw ImageServiceError(
+                    422, code: "tooManyPixels",
+                    "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
             }
             let swaps = operations.autoRotate && probe.orientation.swapsDimensions
             sourceWidth = swaps ? probe.height : probe.width
@@ -139,7 +151,8 @@ public struct ImageProcessor: Sendable {
         if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding, clock) }
         let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
         let skipsFilters = request.grammar == .thumbor && signature.format == .gif
-        let plan = GeometryPlan(sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
+        let plan = GeometryPlan(
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
 
         // The region of the source that ends up in the picture, and its scale.
         var region = GeometryPlan.Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
@@ -147,7 +160,8 @@ public struct ImageProcessor: Sendable {
         let cropBounds = region
         if var fill = plan.fillCrop {
             Self.place(&fill, in: region.width, region.height, gravity: operations.gravity, manualCrop: plan.manualCrop)
-            region = GeometryPlan.Rect(x: region.x + fill.x, y: region.y + fill.y, width: fill.width, height: fill.height)
+            region = GeometryPlan.Rect(
+                x: region.x + fill.x, y: region.y + fill.y, width: fill.width, height: fill.height)
         }
         let targetWidth = plan.scaledWidth ?? region.width, targetHeight = plan.scaledHeight ?? region.height
         let scale = min(Double(targetWidth) / Double(region.width), Double(targetHeight) / Double(region.height))
@@ -163,49 +177,62 @@ public struct ImageProcessor: Sendable {
                 scaled.thumbnailPixelSize = PixelSize(width: targetWidth, height: targetHeight)
                 scaled.preservesAspectRatio = false
             } else {
-                scaled.thumbnailPixelSize = PixelSize(width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
-                                                      height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
+                scaled.thumbnailPixelSize = PixelSize(
+                    width: max(1, Int((Double(sourceWidth) * scale).rounded(.up))),
+                    height: max(1, Int((Double(sourceHeight) * scale).rounded(.up))))
             }
             decoded = try decode(data, scaled, clock)
         } else {
             decoded = try decode(data, decoding, clock)
         }
 
-        let factorX = Double(decoded.width) / Double(sourceWidth), factorY = Double(decoded.height) / Double(sourceHeight)
-        var decodedRegion = PixelRect(x: Int((Double(region.x) * factorX).rounded()), y: Int((Double(region.y) * factorY).rounded()),
-                                      width: max(1, Int((Double(region.width) * factorX).rounded())),
-                                      height: max(1, Int((Double(region.height) * factorY).rounded())))
+        let factorX = Double(decoded.width) / Double(sourceWidth),
+            factorY = Double(decoded.height) / Double(sourceHeight)
+        var decodedRegion = PixelRect(
+            x: Int((Double(region.x) * factorX).rounded()), y: Int((Double(region.y) * factorY).rounded()),
+            width: max(1, Int((Double(region.width) * factorX).rounded())),
+            height: max(1, Int((Double(region.height) * factorY).rounded())))
         if operations.gravity == .smart, plan.fillCrop != nil, !animated {
             // The window's place comes from the pixels: scored on the decode-time thumbnail.
-            let bounds = PixelRect(x: Int((Double(cropBounds.x) * factorX).rounded()), y: Int((Double(cropBounds.y) * factorY).rounded()),
-                                   width: Int((Double(cropBounds.width) * factorX).rounded()),
-                                   height: Int((Double(cropBounds.height) * factorY).rounded()))
-                .intersection(PixelRect(x: 0, y: 0, width: decoded.width, height: decoded.height))
+            let bounds = PixelRect(
+                x: Int((Double(cropBounds.x) * factorX).rounded()), y: Int((Double(cropBounds.y) * factorY).rounded()),
+                width: Int((Double(cropBounds.width) * factorX).rounded()),
+                height: Int((Double(cropBounds.height) * factorY).rounded())
+            )
+            .intersection(PixelRect(x: 0, y: 0, width: decoded.width, height: decoded.height))
             if !bounds.isEmpty {
-                decodedRegion = SmartCrop.window(of: (decodedRegion.width, decodedRegion.height), within: bounds, in: decoded.frames[0].bitmap)
+                decodedRegion = SmartCrop.window(
+                    of: (decodedRegion.width, decodedRegion.height), within: bounds, in: decoded.frames[0].bitmap)
             }
         }
         let image: DecodedImage
         do {
             image = try decoded.mappingFrames { (bitmap: Bitmap) throws(ImageError) -> Bitmap in
                 var bitmap = bitmap
-                let bounded = decodedRegion.intersection(PixelRect(x: 0, y: 0, width: bitmap.width, height: bitmap.height))
-                if bounded.width != bitmap.width || bounded.height != bitmap.height { bitmap = try bitmap.cropped(to: bounded) }
+                let bounded = decodedRegion.intersection(
+                    PixelRect(x: 0, y: 0, width: bitmap.width, height: bitmap.height))
+                if bounded.width != bitmap.width || bounded.height != bitmap.height {
+                    bitmap = try bitmap.cropped(to: bounded)
+                }
                 if bitmap.width != targetWidth || bitmap.height != targetHeight {
                     bitmap = try bitmap.resized(to: PixelSize(width: targetWidth, height: targetHeight))
                 }
-                return try finish(bitmap, plan: plan, operations: operations, appliesFilters: !skipsFilters, watermarks: watermarks)
+                return try finish(
+                    bitmap, plan: plan, operations: operations, appliesFilters: !skipsFilters, watermarks: watermarks)
             }
         } catch {
             throw Self.serviceError(error)
         }
         // thumbor's format() is one of the filters it skips for a GIF source: GIF stays GIF.
-        let format = operations.outputFormat(sourceFormat: Self.format(of: signature.format), isAnimated: animated || skipsFilters,
-                                             hasAlpha: !image.isOpaque)
+        let format = operations.outputFormat(
+            sourceFormat: Self.format(of: signature.format), isAnimated: animated || skipsFilters,
+            hasAlpha: !image.isOpaque)
         return try encode(image, as: format, operations: operations, clock)
     }
 
-    private func decode(_ data: Data, _ options: ImageDecodingOptions, _ clock: StageClock) throws(ImageServiceError) -> DecodedImage {
+    private func decode(_ data: Data, _ options: ImageDecodingOptions, _ clock: StageClock) throws(ImageServiceError)
+        -> DecodedImage
+    {
         let start = ContinuousClock.now
         defer { clock.decode += ContinuousClock.now - start }
         do {
@@ -216,26 +243,34 @@ public struct ImageProcessor: Sendable {
     }
 
     /// Canvas, proportion, flips, turns and pixel filters, after the resample.
-    private func finish(_ input: Bitmap, plan: GeometryPlan, operations: ImageOperations, appliesFilters: Bool,
-                        watermarks: [String: Data]) throws(ImageError) -> Bitmap {
+    private func finish(
+        _ input: Bitmap, plan: GeometryPlan, operations: ImageOperations, appliesFilters: Bool,
+        watermarks: [String: Data]
+    ) throws(ImageError) -> Bitmap {
         var bitmap = input
         if let canvasWidth = plan.canvasWidth, let canvasHeight = plan.canvasHeight {
             var fill = operations.fill
             if case .auto? = fill { fill = .color(Self.medianColor(bitmap)) }
-            bitmap = try Self.canvas(bitmap, width: canvasWidth, height: canvasHeight, fill: fill, background: operations.background)
+            bitmap = try Self.canvas(
+                bitmap, width: canvasWidth, height: canvasHeight, fill: fill, background: operations.background)
         }
         if let proportion = plan.finalScale {
-            bitmap = try bitmap.resized(to: PixelSize(width: max(1, Int(Double(bitmap.width) * proportion)),
-                                                      height: max(1, Int(Double(bitmap.height) * proportion))))
+            bitmap = try bitmap.resized(
+                to: PixelSize(
+                    width: max(1, Int(Double(bitmap.width) * proportion)),
+                    height: max(1, Int(Double(bitmap.height) * proportion))))
         }
         if let padding = operations.padding, padding.count == 4, padding.contains(where: { $0 > 0 }) {
             let scale = operations.dpr
-            bitmap = try Self.pad(bitmap, top: Int(Double(padding[0]) * scale), right: Int(Double(padding[1]) * scale),
-                                  bottom: Int(Double(padding[2]) * scale), left: Int(Double(padding[3]) * scale),
-                                  color: operations.background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
+            bitmap = try Self.pad(
+                bitmap, top: Int(Double(padding[0]) * scale), right: Int(Double(padding[1]) * scale),
+                bottom: Int(Double(padding[2]) * scale), left: Int(Double(padding[3]) * scale),
+                color: operations.background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
         }
-        if plan.flipHorizontal || plan.flipVertical { bitmap = try bitmap.flipped(horizontally: plan.flipHorizontal, vertically: plan.flipVertical) }
-        if plan.rotation != 0 { bitmap = try bitmap.rotated(quarterTurns: -plan.rotation) } // the plan turns clockwise
+        if plan.flipHorizontal || plan.flipVertical {
+            bitmap = try bitmap.flipped(horizontally: plan.flipHorizontal, vertically: plan.flipVertical)
+        }
+        if plan.rotation != 0 { bitmap = try bitmap.rotated(quarterTurns: -plan.rotation) }  // the plan turns clockwise
         // thumbor runs no post-resize filter on a GIF source (see GeometryPlan's sourceIsGIF).
         for filter in operations.filters where appliesFilters {
             switch filter {
@@ -245,14 +280,16 @@ public struct ImageProcessor: Sendable {
             case .grayscale:
                 bitmap = try bitmap.grayscaled()
             case .brightness(let amount):
-                let delta = 255 * amount / 100 // C's truncating division, as thumbor's filter
+                let delta = 255 * amount / 100  // C's truncating division, as thumbor's filter
                 bitmap = try Self.mapColors(bitmap) { ($0 + delta, $1 + delta, $2 + delta) }
             case .rgb(let red, let green, let blue):
                 let (dr, dg, db) = (255 * red / 100, 255 * green / 100, 255 * blue / 100)
                 bitmap = try Self.mapColors(bitmap) { ($0 + dr, $1 + dg, $2 + db) }
             case .contrast(let amount):
                 let factor = (amount + 100) * (amount + 100) / 100
-                bitmap = try Self.mapColors(bitmap) { (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128) }
+                bitmap = try Self.mapColors(bitmap) {
+                    (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128)
+                }
             case .saturation(let change):
                 let amount = Float(change)
                 bitmap = try Self.mapColors(bitmap) { red, green, blue in
@@ -269,7 +306,9 @@ public struct ImageProcessor: Sendable {
                 // (radius 0): `amount` is the Gaussian's sigma at strength 1.
                 let (strength, sigma) = radius > 0 ? (amount, radius) : (1, amount)
                 if strength > 0, sigma > 0 {
-                    bitmap = try Self.sharpened(bitmap, strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
+                    bitmap = try Self.sharpened(
+                        bitmap, strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma),
+                        luminanceOnly: luminanceOnly)
                 }
             case .pixelate(let size):
                 if size > 1 { bitmap = try Self.pixelated(bitmap, blockSize: size) }
@@ -277,7 +316,8 @@ public struct ImageProcessor: Sendable {
                 // thumbor's noise: each channel moved by a random amount in ±`amount`; the
                 // generator is seeded with the image's size so one URL always gives the same bytes.
                 guard amount > 0 else { continue }
-                var state = UInt64(bitmap.width) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitmap.height) &+ 0xD1B5_4A32_D192_ED03
+                var state =
+                    UInt64(bitmap.width) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitmap.height) &+ 0xD1B5_4A32_D192_ED03
                 func next() -> Int {
                     state ^= state << 13
                     state ^= state >> 7
@@ -286,17 +326,24 @@ public struct ImageProcessor: Sendable {
                 }
                 bitmap = try Self.mapColors(bitmap) { ($0 + next(), $1 + next(), $2 + next()) }
             case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
-                guard let mark = watermarks[url] else { throw ImageError(.invalidArgument, "the watermark's image was not given") }
-                bitmap = try Watermark.apply(bitmap, markBytes: mark, x: x, y: y, alpha: alpha, widthRatio: widthRatio,
-                                             heightRatio: heightRatio, coders: coders, maxPixels: maxPixels)
+                guard let mark = watermarks[url] else {
+                    throw ImageError(.invalidArgument, "the watermark's image was not given")
+                }
+                bitmap = try Watermark.apply(
+                    bitmap, markBytes: mark, x: x, y: y, alpha: alpha, widthRatio: widthRatio,
+                    heightRatio: heightRatio, coders: coders, maxPixels: maxPixels)
             }
         }
-        if appliesFilters, let background = operations.background, !bitmap.isOpaque { bitmap = try Self.flatten(bitmap, onto: background) }
+        if appliesFilters, let background = operations.background, !bitmap.isOpaque {
+            bitmap = try Self.flatten(bitmap, onto: background)
+        }
         return bitmap
     }
 
-    private func encode(_ image: DecodedImage, as format: ImageOperations.Format, operations: ImageOperations,
-                        _ clock: StageClock) throws(ImageServiceError) -> ProcessedImage {
+    private func encode(
+        _ image: DecodedImage, as format: ImageOperations.Format, operations: ImageOperations,
+        _ clock: StageClock
+    ) throws(ImageServiceError) -> ProcessedImage {
         let start = ContinuousClock.now
         defer { clock.encode += ContinuousClock.now - start }
         let quality = operations.formatQuality[format] ?? operations.quality ?? defaultQuality
@@ -309,11 +356,14 @@ public struct ImageProcessor: Sendable {
         case .webp: target = .webp
         case .gif: target = .gif
         case .avif: target = .avif
-        default: throw ImageServiceError(415, code: "unsupportedOutputFormat", "\(format.rawValue) output is not supported by this build")
+        default:
+            throw ImageServiceError(
+                415, code: "unsupportedOutputFormat", "\(format.rawValue) output is not supported by this build")
         }
         do {
             let data = try coders.encode(image, as: target, options: options)
-            return ProcessedImage(data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount)
+            return ProcessedImage(
+                data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount)
         } catch {
             throw Self.serviceError(error)
         }
@@ -326,17 +376,22 @@ public struct ImageProcessor: Sendable {
     /// where it can be (nothing is decoded then) — as JSON.
     public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
         let signature = ImageSignature(data)
-        guard signature.format != .unknown else { throw ImageServiceError(415, code: "notAnImage", "the source is not an image") }
+        guard signature.format != .unknown else {
+            throw ImageServiceError(415, code: "notAnImage", "the source is not an image")
+        }
         var width: Int, height: Int, orientation = 1, frames = 1
         if let probe = ImageProbe(data), request.operations.trim == nil {
             guard probe.width * probe.height <= maxPixels else {
-                throw ImageServiceError(422, code: "tooManyPixels", "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
+                throw ImageServiceError(
+                    422, code: "tooManyPixels",
+                    "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
             }
             let swaps = request.operations.autoRotate && probe.orientation.swapsDimensions
             (width, height) = swaps ? (probe.height, probe.width) : (probe.width, probe.height)
             orientation = probe.orientation.rawValue
             if signature.format == .gif || signature.isAnimated {
-                frames = (try? coders.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1
+                frames =
+                    (try? coders.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1
             }
         } else {
             var options = ImageDecodingOptions.default
@@ -347,11 +402,16 @@ public struct ImageProcessor: Sendable {
             (width, height, frames) = (decoded.width, decoded.height, decoded.frameCount)
             orientation = decoded.orientation.rawValue
         }
-        let plan = GeometryPlan(sourceWidth: width, sourceHeight: height, sourceIsGIF: request.grammar == .thumbor && signature.format == .gif,
-                                request: request)
+        let plan = GeometryPlan(
+            sourceWidth: width, sourceHeight: height,
+            sourceIsGIF: request.grammar == .thumbor && signature.format == .gif,
+            request: request)
         let object: [String: Any] = [
-            "source": ["url": request.source.absoluteString, "format": Self.format(of: signature.format)?.rawValue ?? "\(signature.format)",
-                       "width": width, "height": height, "orientation": orientation, "frameCount": frames],
+            "source": [
+                "url": request.source.absoluteString,
+                "format": Self.format(of: signature.format)?.rawValue ?? "\(signature.format)",
+                "width": width, "height": height, "orientation": orientation, "frameCount": frames,
+            ],
             "target": ["width": plan.outputWidth, "height": plan.outputHeight],
             "operations": request.operations.canonicalKey,
         ]
@@ -366,7 +426,8 @@ public struct ImageProcessor: Sendable {
         let channels = bitmap.isOpaque ? 3 : 4
         var reference = [UInt8](repeating: 0, count: 4)
         let (referenceX, referenceY) = trim.reference == .topLeft ? (0, 0) : (width - 1, height - 1)
-        bitmap.withRow(referenceY) { row in for channel in 0..<4 { reference[channel] = row[referenceX * 4 + channel] } }
+        bitmap.withRow(referenceY) { row in for channel in 0..<4 { reference[channel] = row[referenceX * 4 + channel] }
+        }
         let limit = trim.tolerance * trim.tolerance
         var left = width, top = height, right = 0, bottom = 0
         for y in 0..<height {
@@ -406,8 +467,10 @@ public struct ImageProcessor: Sendable {
 
     /// Moves a fill crop to the gravity (thumbor: the alignment's focal point, floor-averaged;
     /// a focal region's centre; smart: the centre, as thumbor without detectors).
-    static func place(_ crop: inout GeometryPlan.Rect, in width: Int, _ height: Int, gravity: ImageOperations.Gravity,
-                      manualCrop: GeometryPlan.Rect?) {
+    static func place(
+        _ crop: inout GeometryPlan.Rect, in width: Int, _ height: Int, gravity: ImageOperations.Gravity,
+        manualCrop: GeometryPlan.Rect?
+    ) {
         var focusX: Double?, focusY: Double?
         switch gravity {
         case .west, .northWest, .southWest: focusX = 0
@@ -428,18 +491,26 @@ public struct ImageProcessor: Sendable {
             focusY = Double(top + bottom) / 2 - Double(manualCrop?.y ?? 0)
         }
         if let focusX {
-            crop.x = Int(GeometryPlan.pythonRound(min(max(focusX.rounded(.down) - Double(crop.width) / 2, 0), Double(width - crop.width))))
+            crop.x = Int(
+                GeometryPlan.pythonRound(
+                    min(max(focusX.rounded(.down) - Double(crop.width) / 2, 0), Double(width - crop.width))))
         }
         if let focusY {
-            crop.y = Int(GeometryPlan.pythonRound(min(max(focusY.rounded(.down) - Double(crop.height) / 2, 0), Double(height - crop.height))))
+            crop.y = Int(
+                GeometryPlan.pythonRound(
+                    min(max(focusY.rounded(.down) - Double(crop.height) / 2, 0), Double(height - crop.height))))
         }
     }
 
-    static func color(_ color: ImageOperations.Color) -> (UInt8, UInt8, UInt8, UInt8) { (color.red, color.green, color.blue, color.alpha) }
+    static func color(_ color: ImageOperations.Color) -> (UInt8, UInt8, UInt8, UInt8) {
+        (color.red, color.green, color.blue, color.alpha)
+    }
 
     /// A canvas of `width`×`height` in the fill colour (or the image blurred), the image centred.
-    static func canvas(_ bitmap: Bitmap, width: Int, height: Int, fill: ImageOperations.Fill?,
-                       background: ImageOperations.Color?) throws(ImageError) -> Bitmap {
+    static func canvas(
+        _ bitmap: Bitmap, width: Int, height: Int, fill: ImageOperations.Fill?,
+        background: ImageOperations.Color?
+    ) throws(ImageError) -> Bitmap {
         let buffer = try PixelBuffer(width: width, height: height)
         var base: Bitmap?
         switch fill {
@@ -455,7 +526,9 @@ public struct ImageProcessor: Sendable {
         return freeze(buffer)
     }
 
-    static func pad(_ bitmap: Bitmap, top: Int, right: Int, bottom: Int, left: Int, color: ImageOperations.Color) throws(ImageError) -> Bitmap {
+    static func pad(_ bitmap: Bitmap, top: Int, right: Int, bottom: Int, left: Int, color: ImageOperations.Color)
+        throws(ImageError) -> Bitmap
+    {
         let buffer = try PixelBuffer(width: bitmap.width + left + right, height: bitmap.height + top + bottom)
         paint(buffer, color: color)
         copy(bitmap, into: buffer, x: left, y: top)
@@ -471,8 +544,10 @@ public struct ImageProcessor: Sendable {
                 for x in 0..<bitmap.width {
                     let alpha = Int(row[x * 4 + 3])
                     target[x * 4] = UInt8((Int(row[x * 4]) * alpha + Int(color.red) * (255 - alpha) + 127) / 255)
-                    target[x * 4 + 1] = UInt8((Int(row[x * 4 + 1]) * alpha + Int(color.green) * (255 - alpha) + 127) / 255)
-                    target[x * 4 + 2] = UInt8((Int(row[x * 4 + 2]) * alpha + Int(color.blue) * (255 - alpha) + 127) / 255)
+                    target[x * 4 + 1] = UInt8(
+                        (Int(row[x * 4 + 1]) * alpha + Int(color.green) * (255 - alpha) + 127) / 255)
+                    target[x * 4 + 2] = UInt8(
+                        (Int(row[x * 4 + 2]) * alpha + Int(color.blue) * (255 - alpha) + 127) / 255)
                     target[x * 4 + 3] = 255
                 }
             }
@@ -483,7 +558,9 @@ public struct ImageProcessor: Sendable {
     /// Each pixel's colour through `transform` (alpha kept), clamped to 0…255.
     /// An unsharp mask: each pixel moved away from its Gaussian blur by `strength` times the
     /// difference (the luma's difference on every channel with `luminanceOnly`).
-    static func sharpened(_ bitmap: Bitmap, strength: Double, sigma: Double, luminanceOnly: Bool) throws(ImageError) -> Bitmap {
+    static func sharpened(_ bitmap: Bitmap, strength: Double, sigma: Double, luminanceOnly: Bool) throws(ImageError)
+        -> Bitmap
+    {
         let blurred = try bitmap.blurred(sigma: sigma)
         let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
         let amount = Float(strength)
@@ -495,9 +572,12 @@ public struct ImageProcessor: Sendable {
                         let i = x * 4
                         if luminanceOnly {
                             let sharp = 0.299 * Float(row[i]) + 0.587 * Float(row[i + 1]) + 0.114 * Float(row[i + 2])
-                            let smooth = 0.299 * Float(soft[i]) + 0.587 * Float(soft[i + 1]) + 0.114 * Float(soft[i + 2])
+                            let smooth =
+                                0.299 * Float(soft[i]) + 0.587 * Float(soft[i + 1]) + 0.114 * Float(soft[i + 2])
                             let delta = amount * (sharp - smooth)
-                            for c in 0..<3 { target[i + c] = UInt8(min(max(Float(row[i + c]) + delta, 0), 255).rounded()) }
+                            for c in 0..<3 {
+                                target[i + c] = UInt8(min(max(Float(row[i + c]) + delta, 0), 255).rounded())
+                            }
                         } else {
                             for c in 0..<3 {
                                 let value = Float(row[i + c]) + amount * (Float(row[i + c]) - Float(soft[i + c]))
@@ -522,11 +602,15 @@ public struct ImageProcessor: Sendable {
                 var sum = SIMD4<Int>.zero
                 for y in top..<bottom {
                     bitmap.withRow(y) { row in
-                        for x in left..<right { sum &+= SIMD4(Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]), Int(row[x * 4 + 3])) }
+                        for x in left..<right {
+                            sum &+= SIMD4(
+                                Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]), Int(row[x * 4 + 3]))
+                        }
                     }
                 }
                 let count = (bottom - top) * (right - left)
-                let mean = SIMD4<UInt8>(truncatingIfNeeded: (sum &+ SIMD4(repeating: count / 2)) / SIMD4(repeating: count))
+                let mean = SIMD4<UInt8>(
+                    truncatingIfNeeded: (sum &+ SIMD4(repeating: count / 2)) / SIMD4(repeating: count))
                 for y in top..<bottom {
                     let target = buffer.row(y)
                     for x in left..<right {
@@ -565,7 +649,9 @@ public struct ImageProcessor: Sendable {
         return ImageOperations.Color(red: medians[0], green: medians[1], blue: medians[2])
     }
 
-    static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError) -> Bitmap {
+    static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError)
+        -> Bitmap
+    {
         let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
         for y in 0..<bitmap.height {
             let target = buffer.row(y)
@@ -645,7 +731,8 @@ public struct ImageProcessor: Sendable {
         case .unsupportedFormat, .emptyData:
             return ImageServiceError(415, code: "notAnImage", "the source is not an image this service reads")
         case .invalidArgument: return ImageServiceError(400, code: "invalidArgument", error.message)
-        default: return ImageServiceError(500, code: "processingFailed", "the image could not be processed (\(error.code))")
+        default:
+            return ImageServiceError(500, code: "processingFailed", "the image could not be processed (\(error.code))")
         }
     }
 }

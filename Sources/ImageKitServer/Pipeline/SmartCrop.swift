@@ -10,7 +10,8 @@ enum SmartCrop {
     /// The best `size` window inside `bounds` of `bitmap` (both in the bitmap's pixels).
     static func window(of size: (width: Int, height: Int), within bounds: PixelRect, in bitmap: Bitmap) -> PixelRect {
         let freeX = bounds.width - size.width, freeY = bounds.height - size.height
-        let centred = PixelRect(x: bounds.x + max(0, freeX) / 2, y: bounds.y + max(0, freeY) / 2, width: size.width, height: size.height)
+        let centred = PixelRect(
+            x: bounds.x + max(0, freeX) / 2, y: bounds.y + max(0, freeY) / 2, width: size.width, height: size.height)
         guard freeX > 0 || freeY > 0, bounds.width >= 3, bounds.height >= 3 else { return centred }
         // One sample per `step` pixels.
         let step = max(1, max(bounds.width, bounds.height) / 160)
@@ -27,14 +28,15 @@ enum SmartCrop {
                 let high = max(r, g, b), low = min(r, g, b)
                 // Saturated colour counts where it is neither too dark nor washed out.
                 var value = (y > 20 && y < 235) ? (high - low) * 0.5 : 0
-                if r > 95, g > 40, b > 20, high - low > 15, r - g > 15, r > b { value += 60 } // skin
+                if r > 95, g > 40, b > 20, high - low > 15, r - g > 15, r > b { value += 60 }  // skin
                 score[row * columns + column] = value * Float(pixel.a) / 255
             }
         }
         for row in 1..<(rows - 1) {
             for column in 1..<(columns - 1) {
                 let index = row * columns + column
-                let laplacian = 4 * luma[index] - luma[index - 1] - luma[index + 1] - luma[index - columns] - luma[index + columns]
+                let laplacian =
+                    4 * luma[index] - luma[index - 1] - luma[index + 1] - luma[index - columns] - luma[index + columns]
                 score[index] += abs(laplacian)
             }
         }
@@ -54,7 +56,9 @@ enum SmartCrop {
         for top in 0...(rows - windowRows) {
             for left in 0...(columns - windowColumns) {
                 let bottom = top + windowRows, right = left + windowColumns
-                let sum = table[bottom * stride + right] - table[top * stride + right] - table[bottom * stride + left] + table[top * stride + left]
+                let sum =
+                    table[bottom * stride + right] - table[top * stride + right] - table[bottom * stride + left]
+                    + table[top * stride + left]
                 let distance = abs(left - centreX) + abs(top - centreY)
                 if sum > best.sum + 1e-6 || (abs(sum - best.sum) <= 1e-6 && distance < best.distance) {
                     best = (sum, distance, left, top)
@@ -62,7 +66,8 @@ enum SmartCrop {
             }
         }
         let x = min(max(0, best.x * step), max(0, freeX)), y = min(max(0, best.y * step), max(0, freeY))
-        return PixelRect(x: bounds.x + (freeX > 0 ? x : freeX / 2), y: bounds.y + (freeY > 0 ? y : freeY / 2),
-                         width: size.width, height: size.height)
+        return PixelRect(
+            x: bounds.x + (freeX > 0 ? x : freeX / 2), y: bounds.y + (freeY > 0 ? y : freeY / 2),
+            width: size.width, height: size.height)
     }
 }

@@ -35,8 +35,10 @@ enum Watermark {
     }
 
     /// The watermark's size when fitted into `widthRatio`/`heightRatio` percent of the image.
-    static func fittedSize(image: (width: Int, height: Int), mark: (width: Int, height: Int), widthRatio: Double?,
-                           heightRatio: Double?) -> (width: Int, height: Int) {
+    static func fittedSize(
+        image: (width: Int, height: Int), mark: (width: Int, height: Int), widthRatio: Double?,
+        heightRatio: Double?
+    ) -> (width: Int, height: Int) {
         let markWidth = Double(mark.width), markHeight = Double(mark.height)
         var maxWidth = widthRatio.map { Double(image.width) * $0 / 100 }
         var maxHeight = heightRatio.map { Double(image.height) * $0 / 100 }
@@ -73,19 +75,23 @@ enum Watermark {
     }
 
     /// `bitmap` with the watermark (`markBytes`, any format ImageKit reads) laid over it.
-    static func apply(_ bitmap: Bitmap, markBytes: Data, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?,
-                      coders: ImageCodersManager, maxPixels: Int) throws(ImageError) -> Bitmap {
+    static func apply(
+        _ bitmap: Bitmap, markBytes: Data, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?,
+        coders: ImageCodersManager, maxPixels: Int
+    ) throws(ImageError) -> Bitmap {
         let xPosition = try position(x, length: bitmap.width), yPosition = try position(y, length: bitmap.height)
         var options = ImageDecodingOptions.default
         options.limits.maxPixelsPerFrame = maxPixels
         var mark = try coders.decode(markBytes, options: options).frames[0].bitmap
         if widthRatio != nil || heightRatio != nil {
-            let size = fittedSize(image: (bitmap.width, bitmap.height), mark: (mark.width, mark.height), widthRatio: widthRatio,
-                                  heightRatio: heightRatio)
+            let size = fittedSize(
+                image: (bitmap.width, bitmap.height), mark: (mark.width, mark.height), widthRatio: widthRatio,
+                heightRatio: heightRatio)
             mark = try mark.resized(to: PixelSize(width: size.width, height: size.height))
         }
         // More than 100 tiles both ways: at most 6 × 6, as thumbor.
-        let tiles = xPosition == .repeated && yPosition == .repeated
+        let tiles =
+            xPosition == .repeated && yPosition == .repeated
             && (bitmap.width / mark.width) * (bitmap.height / mark.height) > 100
         let lefts = offsets(xPosition, length: bitmap.width, mark: mark.width, limitTiles: tiles)
         let tops = offsets(yPosition, length: bitmap.height, mark: mark.height, limitTiles: tiles)
@@ -106,7 +112,8 @@ enum Watermark {
                             let under = Float(target[t + 3]) / 255
                             let out = a + under * (1 - a)
                             for c in 0..<3 {
-                                let value = (Float(pixels[m + c]) * a + Float(target[t + c]) * under * (1 - a)) / max(out, 1e-6)
+                                let value =
+                                    (Float(pixels[m + c]) * a + Float(target[t + c]) * under * (1 - a)) / max(out, 1e-6)
                                 target[t + c] = UInt8(min(max(value, 0), 255).rounded())
                             }
                             target[t + 3] = UInt8(min(max(out * 255, 0), 255).rounded())

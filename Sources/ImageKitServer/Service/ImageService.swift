@@ -46,10 +46,11 @@ public final class ImageService: Sendable {
         for network in configuration.allowedNetworks where IPNetwork(network) == nil {
             throw ImageServiceError(500, code: "invalidNetwork", "'\(network)' is not an address or CIDR")
         }
-        var downloads = ImageDownloaderConfiguration(totalTimeout: configuration.timeout, maxBodySize: configuration.maxSourceBytes,
-                                                     maxRedirects: configuration.maxRedirects,
-                                                     retryPolicy: ImageRetryPolicy(maxRetries: 2, baseDelay: 0.1, maxDelay: 1, maxRetryAfter: 2),
-                                                     addressPolicy: AddressPolicy.publicOnly.allowing(networks: configuration.allowedNetworks))
+        var downloads = ImageDownloaderConfiguration(
+            totalTimeout: configuration.timeout, maxBodySize: configuration.maxSourceBytes,
+            maxRedirects: configuration.maxRedirects,
+            retryPolicy: ImageRetryPolicy(maxRetries: 2, baseDelay: 0.1, maxDelay: 1, maxRetryAfter: 2),
+            addressPolicy: AddressPolicy.publicOnly.allowing(networks: configuration.allowedNetworks))
         downloads.connectTimeout = min(configuration.timeout, 5)
         downloads.hostOverrides = configuration.hostOverrides
         // Sources get three quarters of the disk budget, results the rest.
@@ -57,8 +58,10 @@ public final class ImageService: Sendable {
         let cache: ImageCache
         if let directory = configuration.cacheDirectory {
             do {
-                let disk = try DiskCache(directory: directory.appendingPathComponent("sources"),
-                                         configuration: DiskCacheConfiguration(maxSize: diskLimit.map { max(1, $0 / 4 * 3) } ?? DiskCacheConfiguration.automaticMaxSize))
+                let disk = try DiskCache(
+                    directory: directory.appendingPathComponent("sources"),
+                    configuration: DiskCacheConfiguration(
+                        maxSize: diskLimit.map { max(1, $0 / 4 * 3) } ?? DiskCacheConfiguration.automaticMaxSize))
                 sourceDisk = disk
                 cache = ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: disk)
             } catch {
@@ -66,20 +69,24 @@ public final class ImageService: Sendable {
             }
         } else {
             sourceDisk = nil
-            cache = ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: UnavailableDiskCache())
+            cache = ImageCache(
+                memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: UnavailableDiskCache())
         }
         // The service never decodes through the manager: only bytes are loaded (and cached).
         var managerConfiguration = ImageManagerConfiguration(failedURLTimeToLive: 60)
         managerConfiguration.storeErrorHandler = nil
-        manager = ImageManager(cache: cache, loader: ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads)]),
-                               configuration: managerConfiguration)
+        manager = ImageManager(
+            cache: cache, loader: ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads)]),
+            configuration: managerConfiguration)
         processor = ImageProcessor(maxPixels: configuration.maxPixels)
         let metrics = ServiceMetrics()
         self.metrics = metrics
-        pool = WorkerPool(width: configuration.workers, queueLimit: configuration.queueLimit, onWait: { metrics.waited($0) })
-        results = ResultCache(memoryBytes: configuration.resultMemoryBytes,
-                              directory: configuration.cacheDirectory?.appendingPathComponent("results"),
-                              diskLimit: diskLimit.map { max(1, $0 / 4) })
+        pool = WorkerPool(
+            width: configuration.workers, queueLimit: configuration.queueLimit, onWait: { metrics.waited($0) })
+        results = ResultCache(
+            memoryBytes: configuration.resultMemoryBytes,
+            directory: configuration.cacheDirectory?.appendingPathComponent("results"),
+            diskLimit: diskLimit.map { max(1, $0 / 4) })
     }
 
     /// Answers one request. Never throws: every failure is a status and a JSON body.
@@ -102,8 +109,9 @@ public final class ImageService: Sendable {
         response.cacheTier = trace.tier
         if let tier = trace.tier, response.status == 200 || response.status == 304 { metrics.served(from: tier) }
         metrics.queueLength(pool.waitingCount)
-        metrics.requestFinished(grammar: trace.grammar?.rawValue ?? "none", status: response.status,
-                                duration: ContinuousClock.now - started)
+        metrics.requestFinished(
+            grammar: trace.grammar?.rawValue ?? "none", status: response.status,
+            duration: ContinuousClock.now - started)
         return response
     }
 
@@ -127,30 +135,43 @@ public final class ImageService: Sendable {
     /// `path` as the access log shows it: a signature in the first segment is replaced by `-`
     /// (`unsafe`, `insecure` and `_` are kept), and the query is dropped.
     public static func loggablePath(_ path: String) -> String {
-        let rawPath = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let rawPath =
+            path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         var segments = rawPath.split(separator: "/", omittingEmptySubsequences: false)
         guard segments.count > 2, segments[0].isEmpty else { return rawPath }
         if !["unsafe", "insecure", "_"].contains(segments[1]) { segments[1] = "-" }
         return segments.joined(separator: "/")
     }
 
-    private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError) -> ImageServiceResponse {
+    private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError)
+        -> ImageServiceResponse
+    {
         let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         let (request, operationsKey) = try parsed(rawPath)
         trace.grammar = request.grammar
         try authorize(request)
         let operations = request.operations
         let now = Int(Date().timeIntervalSince1970)
-        if let expires = operations.expires, expires <= now { throw ImageServiceError(404, code: "expired", "the URL has expired") }
-        guard allows(request.source) else { throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed") }
+        if let expires = operations.expires, expires <= now {
+            throw ImageServiceError(404, code: "expired", "the URL has expired")
+        }
+        guard allows(request.source) else {
+            throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed")
+        }
 
         if operations.metadataOnly {
             let source = try await loadSource(request.source, trace: trace)
             let processor = self.processor
-            let body = try await runOnPool { () throws(ImageServiceError) -> Data in try processor.metadata(source.data, request: request) }
-            return ImageServiceResponse(status: 200, headers: [(name: "Content-Type", value: "application/json"),
-                                                               (name: "Content-Length", value: String(body.count)),
-                                                               (name: "Cache-Control", value: cacheControl(operations, now: now))], body: body)
+            let body = try await runOnPool { () throws(ImageServiceError) -> Data in
+                try processor.metadata(source.data, request: request)
+            }
+            return ImageServiceResponse(
+                status: 200,
+                headers: [
+                    (name: "Content-Type", value: "application/json"),
+                    (name: "Content-Length", value: String(body.count)),
+                    (name: "Cache-Control", value: cacheControl(operations, now: now)),
+                ], body: body)
         }
         // The format asked, or the class of client (what its Accept allows): results are kept per
         // class, so a result hit needs neither the source nor a decode.
@@ -158,8 +179,11 @@ public final class ImageService: Sendable {
         let negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
         var offered: ImageOperations.Format?
         if negotiable {
-            if configuration.autoAVIF, accept.contains("image/avif") { offered = .avif }
-            else if configuration.autoWebP, accept.contains("image/webp") { offered = .webp }
+            if configuration.autoAVIF, accept.contains("image/avif") {
+                offered = .avif
+            } else if configuration.autoWebP, accept.contains("image/webp") {
+                offered = .webp
+            }
         }
         let formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
         let resultKey = operationsKey + "|" + formatClass
@@ -177,24 +201,31 @@ public final class ImageService: Sendable {
         let signature = ImageSignature(source.data)
         // An animation and a GIF keep their format: nothing is negotiated for them.
         var effective = request
-        if negotiable, !signature.isAnimated, signature.format != .gif, let offered { effective.operations.format = offered }
+        if negotiable, !signature.isAnimated, signature.format != .gif, let offered {
+            effective.operations.format = offered
+        }
         let sourceIdentity = source.identity
         let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceIdentity).utf8)).prefix(16).hexString + "\""
         let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
         if let stale, stale.etag == etag {
             // The source has not changed since the result was made: it stands for another period.
-            let renewed = CachedResult(image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
+            let renewed = CachedResult(
+                image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
             results.set(resultKey, renewed)
             return respond(with: renewed, operations: operations, negotiable: negotiable, headers: headers, now: now)
         }
         if Self.matches(headers["if-none-match"], etag) {
             // A GIF stays a GIF whatever Accept says: no Vary, as its 200 would have none.
             let varies = negotiable && signature.format != .gif
-            return ImageServiceResponse(status: 304, headers: validators(etag: etag, lastModified: source.lastModified, varies: varies,
-                                                                         operations: operations, now: now))
+            return ImageServiceResponse(
+                status: 304,
+                headers: validators(
+                    etag: etag, lastModified: source.lastModified, varies: varies,
+                    operations: operations, now: now))
         }
         let watermarks = try await loadWatermarks(operations, trace: trace)
-        let processed = try await process(source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
+        let processed = try await process(
+            source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
@@ -208,7 +239,7 @@ public final class ImageService: Sendable {
         let request = try ImageRequest.parse(path: path, presets: configuration.presets)
         let entry = (request, effectiveKey(request.operations) + "|" + request.source.absoluteString)
         parsedPaths.withLock { paths in
-            if paths.count >= 4096 { paths.removeAll(keepingCapacity: true) } // a few MB at most
+            if paths.count >= 4096 { paths.removeAll(keepingCapacity: true) }  // a few MB at most
             paths[path] = entry
         }
         return entry
@@ -234,35 +265,54 @@ public final class ImageService: Sendable {
     }
 
     /// The headers a 200 and a 304 of one result share.
-    private func validators(etag: String, lastModified: String?, varies: Bool, operations: ImageOperations,
-                            now: Int) -> [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [("ETag", etag), ("Cache-Control", cacheControl(operations, now: now))]
+    private func validators(
+        etag: String, lastModified: String?, varies: Bool, operations: ImageOperations,
+        now: Int
+    ) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = [
+            ("ETag", etag), ("Cache-Control", cacheControl(operations, now: now)),
+        ]
         if let lastModified { fields.append(("Last-Modified", lastModified)) }
         if varies { fields.append(("Vary", "Accept")) }
         return fields
     }
 
     /// A result's response: 304 when the client holds it already.
-    private func respond(with result: CachedResult, operations: ImageOperations, negotiable: Bool, headers: [String: String],
-                         now: Int) -> ImageServiceResponse {
-        let common = validators(etag: result.etag, lastModified: result.lastModified, varies: negotiable && result.image.format != .gif,
-                                operations: operations, now: now)
-        if Self.matches(headers["if-none-match"], result.etag) { return ImageServiceResponse(status: 304, headers: common) }
+    private func respond(
+        with result: CachedResult, operations: ImageOperations, negotiable: Bool, headers: [String: String],
+        now: Int
+    ) -> ImageServiceResponse {
+        let common = validators(
+            etag: result.etag, lastModified: result.lastModified, varies: negotiable && result.image.format != .gif,
+            operations: operations, now: now)
+        if Self.matches(headers["if-none-match"], result.etag) {
+            return ImageServiceResponse(status: 304, headers: common)
+        }
         let processed = result.image
-        var fields: [(String, String)] = [("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count))]
+        var fields: [(String, String)] = [
+            ("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count)),
+        ]
         fields += common.map { ($0.name, $0.value) }
         if operations.filename != nil || operations.returnAttachment {
-            let name = (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
+            let name =
+                (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
             let safe = String(name.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 })
-            fields.append(("Content-Disposition", (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""))
+            fields.append(
+                (
+                    "Content-Disposition",
+                    (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""
+                ))
         }
-        return ImageServiceResponse(status: 200, headers: fields.map { (name: $0.0, value: $0.1) }, body: processed.data)
+        return ImageServiceResponse(
+            status: 200, headers: fields.map { (name: $0.0, value: $0.1) }, body: processed.data)
     }
 
     /// A signed URL must carry a valid signature for its grammar; an unsigned one needs `allowsUnsafe`.
     private func authorize(_ request: ImageRequest) throws(ImageServiceError) {
         guard let signature = request.signature else {
-            guard configuration.allowsUnsafe else { throw ImageServiceError(403, code: "unsignedURL", "unsigned URLs are not allowed") }
+            guard configuration.allowsUnsafe else {
+                throw ImageServiceError(403, code: "unsignedURL", "unsigned URLs are not allowed")
+            }
             return
         }
         let valid: Bool
@@ -303,15 +353,19 @@ public final class ImageService: Sendable {
         do {
             // The disk write is awaited: the next request for this source (a second size of it,
             // often moments later) must find it, not race a background write to the origin.
-            let result = try await manager.loadImage(url, options: [.avoidDecodeImage, .waitStoreCache],
-                                                     context: ImageLoadContext(storeCacheType: sourceDisk == nil ? .none : .all))
-            guard let data = result.data, !data.isEmpty else { throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes") }
+            let result = try await manager.loadImage(
+                url, options: [.avoidDecodeImage, .waitStoreCache],
+                context: ImageLoadContext(storeCacheType: sourceDisk == nil ? .none : .all))
+            guard let data = result.data, !data.isEmpty else {
+                throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes")
+            }
             let fromOrigin = result.cacheType == .none
             trace.tier = fromOrigin ? .origin : .sourceDisk
             metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fromOrigin)
             let headers = result.httpHeaders ?? sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http
             // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
-            let identity = headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
+            let identity =
+                headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
                 ?? SHA256.hash(data: data).prefix(12).hexString
             return Source(data: data, lastModified: headers?.lastModified, identity: identity)
         } catch let error as ImageServiceError {
@@ -329,33 +383,44 @@ public final class ImageService: Sendable {
         case .invalidStatusCode where error.httpStatusCode == 404 || error.httpStatusCode == 410:
             return ImageServiceError(404, code: "sourceNotFound", "the origin answered \(error.httpStatusCode!)")
         case .invalidStatusCode:
-            return ImageServiceError(502, code: "originFailed", "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
+            return ImageServiceError(
+                502, code: "originFailed", "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
         case .timedOut: return ImageServiceError(504, code: "originTimeout", "the origin did not answer in time")
-        case .forbiddenAddress: return ImageServiceError(403, code: "addressNotAllowed", "the source resolves to an address that is not allowed")
-        case .responseTooLarge: return ImageServiceError(413, code: "sourceTooLarge", "the source is larger than the limit")
+        case .forbiddenAddress:
+            return ImageServiceError(
+                403, code: "addressNotAllowed", "the source resolves to an address that is not allowed")
+        case .responseTooLarge:
+            return ImageServiceError(413, code: "sourceTooLarge", "the source is larger than the limit")
         case .invalidURL: return ImageServiceError(400, code: "invalidSource", "the source URL cannot be fetched")
-        case .blacklisted: return ImageServiceError(404, code: "sourceNotFound", "the source failed permanently a moment ago")
+        case .blacklisted:
+            return ImageServiceError(404, code: "sourceNotFound", "the source failed permanently a moment ago")
         default: return ImageServiceError(502, code: "originFailed", "the source could not be fetched (\(error.code))")
         }
     }
 
     /// Each `watermark()` image, fetched as a source is (allowed hosts, address policy, limits,
     /// the source cache); by the URL as the filter names it.
-    private func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError) -> [String: Data] {
+    private func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError)
+        -> [String: Data]
+    {
         var watermarks: [String: Data] = [:]
         for case .watermark(let text, _, _, _, _, _) in operations.filters where watermarks[text] == nil {
             let url = try ImageRequest.sourceURL(text, addsScheme: true)
-            guard allows(url) else { throw ImageServiceError(403, code: "sourceNotAllowed", "the watermark's host is not allowed") }
+            guard allows(url) else {
+                throw ImageServiceError(403, code: "sourceNotAllowed", "the watermark's host is not allowed")
+            }
             let tier = trace.tier
             watermarks[text] = try await loadSource(url, trace: trace).data
-            trace.tier = tier // the response's tier is its source's
+            trace.tier = tier  // the response's tier is its source's
         }
         return watermarks
     }
 
     /// The processing of one result: joined with identical requests in flight, run on the pool.
-    private func process(_ source: Data, request: ImageRequest, watermarks: [String: Data] = [:],
-                         key: String) async throws(ImageServiceError) -> ProcessedImage {
+    private func process(
+        _ source: Data, request: ImageRequest, watermarks: [String: Data] = [:],
+        key: String
+    ) async throws(ImageServiceError) -> ProcessedImage {
         let processor = self.processor
         let pool = self.pool
         let task = inFlight.withLock { tasks -> Task<Result<ProcessedImage, ImageServiceError>, Never> in
@@ -383,7 +448,9 @@ public final class ImageService: Sendable {
     }
 
     /// Runs `body` on the worker pool (503 when it is full).
-    private func runOnPool<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageServiceError) -> Output) async throws(ImageServiceError) -> Output {
+    private func runOnPool<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageServiceError) -> Output)
+        async throws(ImageServiceError) -> Output
+    {
         let outcome = await pool.run { () -> Result<Output, ImageServiceError> in
             do throws(ImageServiceError) { return .success(try body()) } catch { return .failure(error) }
         }
@@ -432,7 +499,9 @@ final class ResultCache: Sendable {
     init(memoryBytes: Int, directory: URL?, diskLimit: Int? = nil) {
         self.memoryBytes = memoryBytes
         disk = directory.flatMap {
-            try? DiskCache(directory: $0, configuration: DiskCacheConfiguration(maxSize: diskLimit ?? DiskCacheConfiguration.automaticMaxSize))
+            try? DiskCache(
+                directory: $0,
+                configuration: DiskCacheConfiguration(maxSize: diskLimit ?? DiskCacheConfiguration.automaticMaxSize))
         }
     }
 
@@ -440,10 +509,13 @@ final class ResultCache: Sendable {
         if let hit = memory.withLock({ $0.entries[key] }) {
             return hit.expires > now ? .fresh(hit, .resultMemory) : .stale(hit)
         }
-        guard let disk, let (data, metadata) = disk.entry(forKey: Self.diskKey(key)), let format = Self.format(of: data),
-              let etag = metadata?.http?.etag else { return .miss }
-        let result = CachedResult(image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
-                                  lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
+        guard let disk, let (data, metadata) = disk.entry(forKey: Self.diskKey(key)),
+            let format = Self.format(of: data),
+            let etag = metadata?.http?.etag
+        else { return .miss }
+        let result = CachedResult(
+            image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
+            lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
         guard result.expires > now else { return .stale(result) }
         insert(key, result)
         return .fresh(result, .resultDisk)
@@ -451,8 +523,9 @@ final class ResultCache: Sendable {
 
     func set(_ key: String, _ result: CachedResult) {
         insert(key, result)
-        try? disk?.store(result.image.data, forKey: Self.diskKey(key), expiryDate: result.expires,
-                         http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified))
+        try? disk?.store(
+            result.image.data, forKey: Self.diskKey(key), expiryDate: result.expires,
+            http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified))
     }
 
     private func insert(_ key: String, _ result: CachedResult) {

@@ -29,9 +29,12 @@ public struct ImageServiceResponse: Sendable {
     static func error(_ error: ImageServiceError) -> ImageServiceResponse {
         let object = ["error": error.code, "message": error.message]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        var headers: [(String, String)] = [("Content-Type", "application/json"), ("Content-Length", String(body.count))]
+        var headers: [(String, String)] = [
+            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
+        ]
         headers.append(("Cache-Control", error.status == 404 ? "public, max-age=60" : "no-cache"))
         if error.status == 503 { headers.append(("Retry-After", "1")) }
-        return ImageServiceResponse(status: error.status, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+        return ImageServiceResponse(
+            status: error.status, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
     }
 }

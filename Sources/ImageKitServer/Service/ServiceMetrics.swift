@@ -62,29 +62,37 @@ struct ServiceMetrics: Sendable {
         residentGauge = Gauge(label: "imagekit_process_resident_memory_bytes", factory: factory)
         var tiers: [ImageServiceCacheTier: Counter] = [:]
         for tier in [ImageServiceCacheTier.resultMemory, .resultDisk, .sourceDisk, .origin] {
-            tiers[tier] = Counter(label: "imagekit_cache_hits_total", dimensions: [("tier", tier.rawValue)], factory: factory)
+            tiers[tier] = Counter(
+                label: "imagekit_cache_hits_total", dimensions: [("tier", tier.rawValue)], factory: factory)
         }
         tierCounters = tiers
     }
 
     func requestStarted() {
-        inFlightGauge.record(inFlight.withLock { count in
-            count += 1
-            return count
-        })
+        inFlightGauge.record(
+            inFlight.withLock { count in
+                count += 1
+                return count
+            })
     }
 
     func requestFinished(grammar: String, status: Int, duration: Duration) {
-        inFlightGauge.record(inFlight.withLock { count in
-            count -= 1
-            return count
-        })
+        inFlightGauge.record(
+            inFlight.withLock { count in
+                count -= 1
+                return count
+            })
         let key = grammar + " " + String(status)
         let factory = self.factory
         let (counter, timer) = requestHandles.withLock { handles in
             if let made = handles[key] { return made }
-            let made = (Counter(label: "imagekit_requests_total", dimensions: [("grammar", grammar), ("status", String(status))], factory: factory),
-                        CoreMetrics.Timer(label: "imagekit_request_duration_seconds", dimensions: [("grammar", grammar)], factory: factory))
+            let made = (
+                Counter(
+                    label: "imagekit_requests_total", dimensions: [("grammar", grammar), ("status", String(status))],
+                    factory: factory),
+                CoreMetrics.Timer(
+                    label: "imagekit_request_duration_seconds", dimensions: [("grammar", grammar)], factory: factory)
+            )
             handles[key] = made
             return made
         }

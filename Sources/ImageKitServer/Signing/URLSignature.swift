@@ -24,7 +24,9 @@ public struct ThumborSigner: Sendable {
     /// The signature of `path` with the first key.
     public func sign(_ path: String) -> String {
         guard let key = keys.first else { return "" }
-        return Base64URL.encode(Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(path.utf8), using: SymmetricKey(data: key))), padded: true)
+        return Base64URL.encode(
+            Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(path.utf8), using: SymmetricKey(data: key))),
+            padded: true)
     }
 
     /// Whether `signature` (percent-decoded: `%3D` is `=`) signs `path` with any key, compared
@@ -35,7 +37,9 @@ public struct ThumborSigner: Sendable {
         var valid = false
         for key in keys {
             // Every key is checked, so the time does not tell which one matched.
-            valid = HMAC<Insecure.SHA1>.isValidAuthenticationCode(mac, authenticating: message, using: SymmetricKey(data: key)) || valid
+            valid =
+                HMAC<Insecure.SHA1>.isValidAuthenticationCode(
+                    mac, authenticating: message, using: SymmetricKey(data: key)) || valid
         }
         return valid
     }
@@ -68,7 +72,9 @@ public struct ImgproxySigner: Sendable {
     /// The signature of `path` (with its leading `/`) with the first key pair.
     public func sign(_ path: String) -> String {
         guard let (key, salt) = pairs.first else { return "" }
-        return Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: salt + Data(path.utf8), using: SymmetricKey(data: key))), padded: false)
+        return Base64URL.encode(
+            Data(HMAC<SHA256>.authenticationCode(for: salt + Data(path.utf8), using: SymmetricKey(data: key))),
+            padded: false)
     }
 
     /// Whether `signature` signs `path` with any key pair, compared in constant time.
@@ -76,7 +82,9 @@ public struct ImgproxySigner: Sendable {
         guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount else { return false }
         var valid = false
         for (key, salt) in pairs {
-            valid = HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: salt + Data(path.utf8), using: SymmetricKey(data: key)) || valid
+            valid =
+                HMAC<SHA256>.isValidAuthenticationCode(
+                    mac, authenticating: salt + Data(path.utf8), using: SymmetricKey(data: key)) || valid
         }
         return valid
     }
@@ -85,17 +93,20 @@ public struct ImgproxySigner: Sendable {
 /// URL-safe Base64 (RFC 4648 §5).
 enum Base64URL {
     static func encode(_ data: Data, padded: Bool) -> String {
-        var text = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        var text = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_")
         if !padded { while text.hasSuffix("=") { text.removeLast() } }
         return text
     }
 
     /// Decodes with or without padding; also accepts the standard alphabet. nil for anything else.
     static func decode(_ text: String) -> Data? {
-        guard text.utf8.allSatisfy({ byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == 0x2D || byte == 0x5F || byte == 0x2B || byte == 0x2F || byte == 0x3D
-        }) else { return nil }
+        guard
+            text.utf8.allSatisfy({ byte in
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                    || byte == 0x2D || byte == 0x5F || byte == 0x2B || byte == 0x2F || byte == 0x3D
+            })
+        else { return nil }
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard = standard.trimmingCharacters(in: CharacterSet(charactersIn: "="))
         while standard.count % 4 != 0 { standard += "=" }

@@ -26,18 +26,22 @@ enum Corpus {
             return URL(fileURLWithPath: override)
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/\(name)")
     }
 
     static let entries: [Entry] = {
-        guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else { return [] }
+        guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else {
+            return []
+        }
         return text.split(separator: "\n").dropFirst().compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard fields.count >= 10 else { return nil }
-            return Entry(path: fields[0], format: fields[1], width: Int(fields[2]), height: Int(fields[3]),
-                         frames: Int(fields[4]), isValid: fields[5] == "yes", features: fields[6],
-                         referenceSHA256: fields[9].isEmpty ? nil : fields[9])
+            return Entry(
+                path: fields[0], format: fields[1], width: Int(fields[2]), height: Int(fields[3]),
+                frames: Int(fields[4]), isValid: fields[5] == "yes", features: fields[6],
+                referenceSHA256: fields[9].isEmpty ? nil : fields[9])
         }
     }()
 

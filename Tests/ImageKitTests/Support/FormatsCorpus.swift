@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ImageKit
 
 /// The formats corpus (`../shared/formats-corpus` beside the checkout): HEIF, AVIF, JPEG XL,
@@ -32,25 +33,33 @@ enum FormatsCorpus {
     static let root = Corpus.sharedFolder("formats-corpus", environment: "IMAGEKIT_FORMATS_CORPUS")
 
     static let entries: [Entry] = {
-        guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else { return [] }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else {
+            return []
+        }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        }
         guard let header = lines.first else { return [] }
         lines.removeFirst()
         func column(_ name: String) -> Int { header.firstIndex(of: name) ?? Int.max }
         let path = column("path"), format = column("format"), kind = column("kind"), valid = column("valid")
         let width = column("width"), height = column("height"), frames = column("frames"), also = column("also")
-        let compare = column("compare"), effect = column("icc_effect_db"), ref = column("ref_sha256"), alt = column("alt_sha256")
+        let compare = column("compare"), effect = column("icc_effect_db"), ref = column("ref_sha256"),
+            alt = column("alt_sha256")
         let altPSNR = column("alt_psnr")
         return lines.compactMap { fields in
             func field(_ index: Int) -> String { index < fields.count ? fields[index] : "" }
             guard !field(path).isEmpty else { return nil }
             var alternates: [String: Double] = [:]
             let words = field(altPSNR).split(separator: " ")
-            for pair in stride(from: 0, to: words.count - 1, by: 2) { alternates[String(words[pair])] = Double(words[pair + 1]) }
-            return Entry(path: field(path), format: field(format), kind: field(kind), isValid: field(valid) == "yes",
-                         width: Int(field(width)), height: Int(field(height)), frames: Int(field(frames)), also: field(also),
-                         compare: field(compare), iccEffectDB: Double(field(effect)), referenceSHA256: field(ref),
-                         alternateSHA256: field(alt), alternatePSNR: alternates)
+            for pair in stride(from: 0, to: words.count - 1, by: 2) {
+                alternates[String(words[pair])] = Double(words[pair + 1])
+            }
+            return Entry(
+                path: field(path), format: field(format), kind: field(kind), isValid: field(valid) == "yes",
+                width: Int(field(width)), height: Int(field(height)), frames: Int(field(frames)), also: field(also),
+                compare: field(compare), iccEffectDB: Double(field(effect)), referenceSHA256: field(ref),
+                alternateSHA256: field(alt), alternatePSNR: alternates)
         }
     }()
 

@@ -1,12 +1,17 @@
 import Foundation
+
 @testable import ImageKit
 
 /// Small files whose headers claim huge images (decompression bombs), built byte by byte.
 enum HostileImages {
     static func u16be(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-    static func u32be(_ value: Int) -> [UInt8] { [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    static func u32be(_ value: Int) -> [UInt8] {
+        [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
     static func u16le(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
-    static func u24le(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF)] }
+    static func u24le(_ value: Int) -> [UInt8] {
+        [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF)]
+    }
     static func u32le(_ value: Int) -> [UInt8] { u16le(value & 0xFFFF) + u16le(value >> 16) }
 
     /// A JPEG with 4:2:0 YCbCr, one-code Huffman tables, a first scan and `padding` zero bytes
@@ -14,8 +19,11 @@ enum HostileImages {
     static func jpeg(marker: UInt8, width: Int, height: Int, padding: Int = 1200, scanComponents: Int = 3) -> Data {
         var bytes: [UInt8] = [0xFF, 0xD8]
         bytes += [0xFF, 0xDB] + u16be(67) + [0] + [UInt8](repeating: 1, count: 64)
-        bytes += [0xFF, marker] + u16be(17) + [8] + u16be(height) + u16be(width) + [3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0]
-        for table: UInt8 in [0x00, 0x10] { bytes += [0xFF, 0xC4] + u16be(20) + [table, 1] + [UInt8](repeating: 0, count: 15) + [0] }
+        bytes +=
+            [0xFF, marker] + u16be(17) + [8] + u16be(height) + u16be(width) + [3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0]
+        for table: UInt8 in [0x00, 0x10] {
+            bytes += [0xFF, 0xC4] + u16be(20) + [table, 1] + [UInt8](repeating: 0, count: 15) + [0]
+        }
         bytes += [0xFF, 0xDA] + u16be(6 + 2 * scanComponents) + [UInt8(scanComponents)]
         for component in 0..<scanComponents { bytes += [UInt8(component + 1), 0] }
         bytes += [0, marker == 0xC2 ? 0 : 63, 0]
@@ -43,7 +51,8 @@ enum HostileImages {
         bytes += chunk("IHDR", u32be(width) + u32be(height) + [8, 6, 0, 0, interlaced ? 1 : 0])
         if animated {
             bytes += chunk("acTL", u32be(1) + u32be(0))
-            bytes += chunk("fcTL", u32be(0) + u32be(width) + u32be(height) + u32be(0) + u32be(0) + u16be(1) + u16be(10) + [0, 0])
+            bytes += chunk(
+                "fcTL", u32be(0) + u32be(width) + u32be(height) + u32be(0) + u32be(0) + u16be(1) + u16be(10) + [0, 0])
         }
         // A zlib stream of a few zero bytes: rows 0 … of filter type 0.
         bytes += chunk("IDAT", [0x78, 0x9C, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])

@@ -1,5 +1,6 @@
-import XCTest
 import Foundation
+import XCTest
+
 @testable import ImageKit
 
 /// Test images made from code, so tests do not depend on files for simple cases.
@@ -77,7 +78,8 @@ extension XCTestCase {
 /// Whether two bitmaps hold the same pixels, byte for byte (row padding aside).
 func samePixels(_ a: Bitmap, _ b: Bitmap) -> Bool {
     guard a.width == b.width, a.height == b.height else { return false }
-    for y in 0..<a.height where memcmp(a.baseAddress + y * a.bytesPerRow, b.baseAddress + y * b.bytesPerRow, a.width * 4) != 0 {
+    for y in 0..<a.height
+    where memcmp(a.baseAddress + y * a.bytesPerRow, b.baseAddress + y * b.bytesPerRow, a.width * 4) != 0 {
         return false
     }
     return true

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import ImageKit
 
 /// A scripted loader: answers per URL path, counts requests, records them, and can hold loads
@@ -63,9 +64,11 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
         private(set) var wasCancelled = false
         private let onEnd: @Sendable () -> Void
 
-        init(request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-             completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void,
-             onEnd: @escaping @Sendable () -> Void = {}) {
+        init(
+            request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+            completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void,
+            onEnd: @escaping @Sendable () -> Void = {}
+        ) {
             self.request = request
             self.progress = progress
             self.completion = completion
@@ -92,9 +95,13 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
     }
 
     @discardableResult
-    func load(_ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
-              completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void) -> any ImageLoadCancellable {
-        let token = Token(request: request, progress: progress, completion: completion) { [weak self] in self?.loadEnded() }
+    func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
+        let token = Token(request: request, progress: progress, completion: completion) { [weak self] in
+            self?.loadEnded()
+        }
         lock.lock()
         inFlight += 1
         mostInFlight = max(mostInFlight, inFlight)
@@ -119,7 +126,10 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
             token.finish(.failure(error))
         case .data(let data, let headers, let chunks, let delay):
             if let validators = token.request.cachedValidators, let etag = validators.etag, etag == headers["etag"] {
-                token.finish(.success(ImageLoadResponse(url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true)))
+                token.finish(
+                    .success(
+                        ImageLoadResponse(
+                            url: url, data: Data(), statusCode: 304, headers: headers, isNotModified: true)))
                 return
             }
             let size = max(1, (data.count + chunks - 1) / max(1, chunks))

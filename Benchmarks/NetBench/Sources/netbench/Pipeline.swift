@@ -57,14 +57,15 @@ struct Pipeline {
             }
         }
         let bitmap = buffer.freeze(isOpaque: true)
-        return try ImageCodersManager.shared.encode(DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg), as: .jpeg,
-                                                    options: .init(quality: 0.85))
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg), as: .jpeg,
+            options: .init(quality: 0.85))
     }
 
     func run() async throws -> Result {
         let files = try writePhotos()
         var pipeline: [Double] = [], download: [Double] = [], decode: [Double] = []
-        _ = try await managerRound() // warm-up: page cache, nginx, lazy libraries
+        _ = try await managerRound()  // warm-up: page cache, nginx, lazy libraries
         for _ in 0..<runs {
             pipeline.append(try await managerRound())
             download.append(await downloadRound())
@@ -74,8 +75,9 @@ struct Pipeline {
     }
 
     private var downloaderConfiguration: ImageDownloaderConfiguration {
-        ImageDownloaderConfiguration(maxConcurrentDownloads: Self.concurrency, allowsInvalidSSLCertificates: true,
-                                     maxConnectionsPerHost: Self.concurrency)
+        ImageDownloaderConfiguration(
+            maxConcurrentDownloads: Self.concurrency, allowsInvalidSSLCertificates: true,
+            maxConnectionsPerHost: Self.concurrency)
     }
 
     /// Images per second through a fresh manager with an empty cache directory.
@@ -88,7 +90,10 @@ struct Pipeline {
         let start = now()
         let failures = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<count {
-                group.addTask { (try? await manager.loadImage(URL(string: "\(prefix)/p\(index).jpg")!, context: context))?.image == nil }
+                group.addTask {
+                    (try? await manager.loadImage(URL(string: "\(prefix)/p\(index).jpg")!, context: context))?.image
+                        == nil
+                }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }

@@ -47,7 +47,9 @@ extension PNGCoder: AnimatedImageDecoding {
     }
 
     /// A cursor that composites the APNG frames in order (the eager decode's frame loop).
-    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
+    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
+    {
         try APNGAnimationCursor(data: data, animation: apngAnimation(data).animation, limits: limits)
     }
 
@@ -56,7 +58,11 @@ extension PNGCoder: AnimatedImageDecoding {
             throw ImageError(.badImageData, "the APNG's animation chunks are inconsistent")
         }
         let durations = animation.frames.map(\.delay)
-        return (animation, AnimationInfo(canvasSize: PixelSize(width: animation.width, height: animation.height), durations: durations,
-                                         loopCount: durations.count > 1 ? animation.playCount : 1))
+        return (
+            animation,
+            AnimationInfo(
+                canvasSize: PixelSize(width: animation.width, height: animation.height), durations: durations,
+                loopCount: durations.count > 1 ? animation.playCount : 1)
+        )
     }
 }

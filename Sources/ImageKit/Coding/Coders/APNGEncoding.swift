@@ -26,15 +26,19 @@ enum APNGEncoding {
         var sequence: UInt32 = 0
         var colourType: UInt8?
         for (index, frame) in frames.enumerated() {
-            let rect = index == 0 ? PixelRect(x: 0, y: 0, width: width, height: height)
-                                  : changedRect(from: frames[index - 1].bitmap, to: frame.bitmap)
+            let rect =
+                index == 0
+                ? PixelRect(x: 0, y: 0, width: width, height: height)
+                : changedRect(from: frames[index - 1].bitmap, to: frame.bitmap)
             let png = try encodeRegion(frame.bitmap, rect, keepAlpha: keepAlpha, level: level)
             var idat: [UInt8] = []
             var ihdr: (start: Int, count: Int)?
             png.withUnsafeBytes { bytes in
                 PNGChunks.forEach(bytes) { chunk in
                     if chunk.type == PNGChunks.IHDR { ihdr = (chunk.dataStart, chunk.dataCount) }
-                    if chunk.type == PNGChunks.IDAT { idat += bytes[chunk.dataStart..<chunk.dataStart + chunk.dataCount] }
+                    if chunk.type == PNGChunks.IDAT {
+                        idat += bytes[chunk.dataStart..<chunk.dataStart + chunk.dataCount]
+                    }
                     return true
                 }
             }
@@ -48,9 +52,11 @@ enum APNGEncoding {
                 throw ImageError(.encodingFailed, "APNG: frame \(index) came out with another colour type")
             }
             let (numerator, denominator) = delayFraction(frame.duration)
-            writer.chunk("fcTL", be32(sequence) + be32(UInt32(rect.width)) + be32(UInt32(rect.height))
-                         + be32(UInt32(rect.x)) + be32(UInt32(rect.y)) + be16(numerator) + be16(denominator)
-                         + [0 /* dispose NONE */, 0 /* blend SOURCE */])
+            writer.chunk(
+                "fcTL",
+                be32(sequence) + be32(UInt32(rect.width)) + be32(UInt32(rect.height))
+                    + be32(UInt32(rect.x)) + be32(UInt32(rect.y)) + be16(numerator) + be16(denominator)
+                    + [0 /* dispose NONE */, 0 /* blend SOURCE */])
             sequence += 1
             if index == 0 {
                 writer.chunk("IDAT", idat)
@@ -89,7 +95,8 @@ enum APNGEncoding {
                 var left = current.width, right = -1
                 for y in top...bottom {
                     let (a, b) = row(y)
-                    let pixelsA = a.assumingMemoryBound(to: UInt32.self), pixelsB = b.assumingMemoryBound(to: UInt32.self)
+                    let pixelsA = a.assumingMemoryBound(to: UInt32.self),
+                        pixelsB = b.assumingMemoryBound(to: UInt32.self)
                     var x = 0
                     while x < left, pixelsA[x] == pixelsB[x] { x += 1 }
                     left = min(left, x)
@@ -103,10 +110,13 @@ enum APNGEncoding {
     }
 
     /// `rect` of `bitmap` as a standalone PNG, encoded straight from the bitmap's rows (no copy).
-    private static func encodeRegion(_ bitmap: Bitmap, _ rect: PixelRect, keepAlpha: Bool, level: Int) throws(ImageError) -> Data {
+    private static func encodeRegion(_ bitmap: Bitmap, _ rect: PixelRect, keepAlpha: Bool, level: Int)
+        throws(ImageError) -> Data
+    {
         try bitmap.withUnsafeBytes { pixels throws(ImageError) in
-            try PNGCoder.encodeRows(pixels.baseAddress! + rect.y * bitmap.bytesPerRow + rect.x * 4, width: rect.width,
-                                    height: rect.height, bytesPerRow: bitmap.bytesPerRow, keepAlpha: keepAlpha, level: level)
+            try PNGCoder.encodeRows(
+                pixels.baseAddress! + rect.y * bitmap.bytesPerRow + rect.x * 4, width: rect.width,
+                height: rect.height, bytesPerRow: bitmap.bytesPerRow, keepAlpha: keepAlpha, level: level)
         }
     }
 

@@ -23,9 +23,13 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
             let decoder = try AVIFCoder.makeDecoder(bytes)
             defer { avifDecoderDestroy(decoder) }
             guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }
-            let icc = first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
-            return (PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height)), AVIFCoder.Geometry(first.pointee),
-                    decoder.pointee.alphaPresent != 0, icc)
+            let icc =
+                first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
+            return (
+                PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height)),
+                AVIFCoder.Geometry(first.pointee),
+                decoder.pointee.alphaPresent != 0, icc
+            )
         }
         (stored, geometry, hasAlpha, icc) = facts
     }
@@ -34,7 +38,9 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
         if let decoder { avifDecoderDestroy(decoder) }
     }
 
-    private func withDecoder<Result>(_ body: (UnsafeMutablePointer<avifDecoder>) throws(ImageError) -> Result) throws(ImageError) -> Result {
+    private func withDecoder<Result>(_ body: (UnsafeMutablePointer<avifDecoder>) throws(ImageError) -> Result)
+        throws(ImageError) -> Result
+    {
         try data.withImageBytes { bytes throws(ImageError) in
             if decoder == nil || lentAt != bytes.baseAddress {
                 if let decoder { avifDecoderDestroy(decoder) }
@@ -42,7 +48,10 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
                 let fresh = try AVIFCoder.makeDecoder(bytes)
                 decoder = fresh
                 lentAt = bytes.baseAddress
-                if nextIndex > 0 { try AVIFCoder.check(avifDecoderNthImage(fresh, UInt32(nextIndex - 1)), fresh, "seeking to frame \(nextIndex - 1)") }
+                if nextIndex > 0 {
+                    try AVIFCoder.check(
+                        avifDecoderNthImage(fresh, UInt32(nextIndex - 1)), fresh, "seeking to frame \(nextIndex - 1)")
+                }
             }
             return try body(decoder!)
         }
@@ -51,7 +60,8 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
     func decodeNext() throws(ImageError) -> Bitmap {
         try withDecoder { decoder throws(ImageError) in
             try AVIFCoder.check(avifDecoderNextImage(decoder), decoder, "decoding frame \(nextIndex)")
-            let bitmap = try AVIFCoder.currentFrame(decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: nextIndex)
+            let bitmap = try AVIFCoder.currentFrame(
+                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: nextIndex)
             ColorManagement.convertToSRGB(bitmap, from: icc)
             nextIndex += 1
             return bitmap
@@ -65,7 +75,9 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
         }
     }
 
-    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> { AnimationCheckpoint(canvas: nil, position: nextIndex) }
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> {
+        AnimationCheckpoint(canvas: nil, position: nextIndex)
+    }
 
     func restore(_ checkpoint: AnimationCheckpoint<Int>) throws(ImageError) {
         // A fresh decoder seeks to the frame before (from its key frame) when it is next used.
@@ -91,15 +103,19 @@ extension AVIFCoder: AnimatedImageDecoding {
             var durations: [Double] = []
             for index in 0..<count {
                 var timing = avifImageTiming()
-                try AVIFCoder.check(avifDecoderNthImageTiming(decoder, UInt32(index), &timing), decoder, "timing of frame \(index)")
+                try AVIFCoder.check(
+                    avifDecoderNthImageTiming(decoder, UInt32(index), &timing), decoder, "timing of frame \(index)")
                 durations.append(timing.duration)
             }
-            return AnimationInfo(canvasSize: Geometry(first.pointee).displayedSize(stored), durations: durations, loopCount: 0)
+            return AnimationInfo(
+                canvasSize: Geometry(first.pointee).displayedSize(stored), durations: durations, loopCount: 0)
         }
     }
 
     /// A cursor that decodes the sequence's frames in order with libavif.
-    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
+    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
+    {
         try AVIFAnimationCursor(data: data)
     }
 }

@@ -31,7 +31,9 @@ public struct AVIFCoder: ImageCoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         let decoder = try makeDecoder(bytes)
         defer { avifDecoderDestroy(decoder) }
         guard let first = decoder.pointee.image else { throw ImageError(.badImageData, "AVIF: no image") }
@@ -52,8 +54,9 @@ public struct AVIFCoder: ImageCoding {
         try options.limits.check(width: target.width, height: target.height, frames: frameCount)
         // libavif's own planes: YUV (up to 2 bytes a sample, 3 planes) and alpha, per frame.
         let depthBytes = first.pointee.depth > 8 ? 2 : 1
-        try options.limits.checkWorking(stored.pixelCount * (3 + 1) * depthBytes + stored.pixelCount * 4,
-                                        outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) AVIF planes")
+        try options.limits.checkWorking(
+            stored.pixelCount * (3 + 1) * depthBytes + stored.pixelCount * 4,
+            outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) AVIF planes")
         let hasAlpha = decoder.pointee.alphaPresent != 0
         let icc = first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
 
@@ -63,9 +66,11 @@ public struct AVIFCoder: ImageCoding {
             let result = avifDecoderNextImage(decoder)
             if result == AVIF_RESULT_NO_IMAGES_REMAINING, !frames.isEmpty { break }
             try check(result, decoder, "decoding frame \(frames.count)")
-            var bitmap = try currentFrame(decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: frames.count)
+            var bitmap = try currentFrame(
+                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: frames.count)
             if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
-            frames.append(ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
+            frames.append(
+                ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
         }
         var decoded = DecodedImage(frames: frames, loopCount: frames.count > 1 ? 0 : 1, format: .avif)
         ColorManagement.apply(icc, to: &decoded, options: options)
@@ -76,14 +81,18 @@ public struct AVIFCoder: ImageCoding {
     /// lenient. libavif's own size limit (16384 × 16384) stays as a backstop: parsing allocates no
     /// pixels, and ImageKit's limits are checked against the parsed header by the caller.
     static func makeDecoder(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> UnsafeMutablePointer<avifDecoder> {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the AVIF data is empty") }
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the AVIF data is empty")
+        }
         guard let decoder = avifDecoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
         decoder.pointee.maxThreads = 1
         decoder.pointee.ignoreExif = 1
         decoder.pointee.ignoreXMP = 1
         decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
         do throws(ImageError) {
-            try check(avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder, "reading")
+            try check(
+                avifDecoderSetIOMemory(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count), decoder,
+                "reading")
             try check(avifDecoderParse(decoder), decoder, "parsing")
         } catch {
             avifDecoderDestroy(decoder)
@@ -93,9 +102,13 @@ public struct AVIFCoder: ImageCoding {
     }
 
     /// The frame libavif just decoded, as RGBA of the displayed geometry (not yet colour managed).
-    static func currentFrame(_ decoder: UnsafeMutablePointer<avifDecoder>, stored: PixelSize, geometry: Geometry, hasAlpha: Bool,
-                             index: Int) throws(ImageError) -> Bitmap {
-        guard let image = decoder.pointee.image, Int(image.pointee.width) == stored.width, Int(image.pointee.height) == stored.height else {
+    static func currentFrame(
+        _ decoder: UnsafeMutablePointer<avifDecoder>, stored: PixelSize, geometry: Geometry, hasAlpha: Bool,
+        index: Int
+    ) throws(ImageError) -> Bitmap {
+        guard let image = decoder.pointee.image, Int(image.pointee.width) == stored.width,
+            Int(image.pointee.height) == stored.height
+        else {
             throw ImageError(.badImageData, "AVIF: frame \(index) changes size")
         }
         let buffer = try PixelBuffer(width: stored.width, height: stored.height)
@@ -121,8 +134,10 @@ public struct AVIFCoder: ImageCoding {
                 var rect = avifCropRect()
                 var diagnostics = avifDiagnostics()
                 var clap = image.clap
-                if avifCropRectConvertCleanApertureBox(&rect, &clap, image.width, image.height, image.yuvFormat, &diagnostics) != 0,
-                   rect.width > 0, rect.height > 0, rect.width != image.width || rect.height != image.height {
+                if avifCropRectConvertCleanApertureBox(
+                    &rect, &clap, image.width, image.height, image.yuvFormat, &diagnostics) != 0,
+                    rect.width > 0, rect.height > 0, rect.width != image.width || rect.height != image.height
+                {
                     crop = PixelRect(x: Int(rect.x), y: Int(rect.y), width: Int(rect.width), height: Int(rect.height))
                 }
             }
@@ -144,7 +159,9 @@ public struct AVIFCoder: ImageCoding {
         }
     }
 
-    static func check(_ result: avifResult, _ decoder: UnsafeMutablePointer<avifDecoder>?, _ what: String) throws(ImageError) {
+    static func check(_ result: avifResult, _ decoder: UnsafeMutablePointer<avifDecoder>?, _ what: String)
+        throws(ImageError)
+    {
         guard result != AVIF_RESULT_OK else { return }
         var message = String(cString: avifResultToString(result))
         if let decoder {
@@ -170,12 +187,17 @@ public struct AVIFCoder: ImageCoding {
 
     // MARK: - Encoding
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard format == .avif else { throw ImageError(.encodingFailed, "AVIFCoder writes AVIF, not \(format)") }
         let bitmap = image.bitmap
         let lossless = options.lossless
-        guard let avif = avifImageCreate(UInt32(bitmap.width), UInt32(bitmap.height), 8,
-                                         lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420) else {
+        guard
+            let avif = avifImageCreate(
+                UInt32(bitmap.width), UInt32(bitmap.height), 8,
+                lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420)
+        else {
             throw ImageError(.internalError, "libavif: out of memory")
         }
         defer { avifImageDestroy(avif) }
@@ -184,7 +206,9 @@ public struct AVIFCoder: ImageCoding {
             avif.pointee.yuvRange = AVIF_RANGE_FULL
         }
         if let profile = image.colorProfile {
-            profile.iccData.withUnsafeBytes { avifImageSetProfileICC(avif, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
+            profile.iccData.withUnsafeBytes {
+                avifImageSetProfileICC(avif, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count)
+            }
         }
         var rgb = avifRGBImage()
         avifRGBImageSetDefaults(&rgb, avif)
@@ -207,7 +231,9 @@ public struct AVIFCoder: ImageCoding {
         var output = avifRWData()
         defer { avifRWDataFree(&output) }
         try encodeCheck(avifEncoderWrite(encoder, avif, &output), "encoding")
-        guard let data = output.data, output.size > 0 else { throw ImageError(.encodingFailed, "AVIF: the encoder wrote nothing") }
+        guard let data = output.data, output.size > 0 else {
+            throw ImageError(.encodingFailed, "AVIF: the encoder wrote nothing")
+        }
         return Data(bytes: data, count: output.size)
     }
 

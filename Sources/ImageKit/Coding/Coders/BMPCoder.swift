@@ -29,7 +29,9 @@ public struct BMPCoder: ImageCoding {
         }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         throw ImageError(.encodingFailed, "ImageKit does not write BMP")
     }
 }
@@ -57,7 +59,8 @@ struct BMPReader {
     }
 
     static func u32(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(
+            bytes[offset + 3]) << 24
     }
 
     /// Parses the DIB header at `headerOffset`; the pixels are at `pixelOffset` (nil: right after
@@ -70,7 +73,9 @@ struct BMPReader {
         guard [12, 16, 40, 52, 56, 64, 108, 124].contains(headerSize) else {
             throw ImageError(.badImageData, "BMP: unknown header size \(headerSize)")
         }
-        guard headerOffset + headerSize <= bytes.count else { throw ImageError(.truncatedData, "BMP: the header is cut short") }
+        guard headerOffset + headerSize <= bytes.count else {
+            throw ImageError(.truncatedData, "BMP: the header is cut short")
+        }
         var storedHeight: Int
         var compression: UInt32 = Self.rgb
         var colorsUsed = 0
@@ -96,9 +101,13 @@ struct BMPReader {
                 // Masks inside V2+ headers, after a 40-byte INFO header otherwise.
                 let maskOffset = headerOffset + 40
                 let maskCount = headerSize >= 56 || compression == Self.alphaBitfields ? 4 : 3
-                guard maskOffset + maskCount * 4 <= bytes.count else { throw ImageError(.truncatedData, "BMP: the bit masks are cut short") }
-                masks = (Self.u32(bytes, maskOffset), Self.u32(bytes, maskOffset + 4), Self.u32(bytes, maskOffset + 8),
-                         maskCount == 4 ? Self.u32(bytes, maskOffset + 12) : 0)
+                guard maskOffset + maskCount * 4 <= bytes.count else {
+                    throw ImageError(.truncatedData, "BMP: the bit masks are cut short")
+                }
+                masks = (
+                    Self.u32(bytes, maskOffset), Self.u32(bytes, maskOffset + 4), Self.u32(bytes, maskOffset + 8),
+                    maskCount == 4 ? Self.u32(bytes, maskOffset + 12) : 0
+                )
                 if headerSize == 40 { paletteOffset += maskCount * 4 }
             } else if headerSize >= 56 && (bitCount == 16 || bitCount == 32) {
                 // V3+ headers may carry an alpha mask for BI_RGB data; Windows ignores it: opaque.
@@ -112,18 +121,23 @@ struct BMPReader {
         guard width > 0, height > 0 else { throw ImageError(.zeroPixels, "BMP declares \(width)×\(height) pixels") }
         switch (compression, bitCount) {
         case (Self.rgb, 1), (Self.rgb, 2), (Self.rgb, 4), (Self.rgb, 8), (Self.rgb, 16), (Self.rgb, 24), (Self.rgb, 32),
-             (Self.rle8, 8), (Self.rle4, 4), (Self.bitfields, 16), (Self.bitfields, 32),
-             (Self.alphaBitfields, 16), (Self.alphaBitfields, 32):
+            (Self.rle8, 8), (Self.rle4, 4), (Self.bitfields, 16), (Self.bitfields, 32),
+            (Self.alphaBitfields, 16), (Self.alphaBitfields, 32):
             break
         case (4, _), (5, _):
-            throw ImageError(.unsupportedFormat, "BMP with embedded \(compression == 4 ? "JPEG" : "PNG") data is not supported")
+            throw ImageError(
+                .unsupportedFormat, "BMP with embedded \(compression == 4 ? "JPEG" : "PNG") data is not supported")
         default:
-            throw ImageError(.badImageData, "BMP: \(bitCount) bits per pixel with compression \(compression) is not a valid combination")
+            throw ImageError(
+                .badImageData,
+                "BMP: \(bitCount) bits per pixel with compression \(compression) is not a valid combination")
         }
         if compression == Self.rgb && bitCount == 16 { masks = (0x7C00, 0x03E0, 0x001F, 0) }
         if compression == Self.rgb && (bitCount == 24 || bitCount == 32) { masks = (0xFF0000, 0xFF00, 0xFF, 0) }
         if bitCount == 16 || bitCount == 32 {
-            guard masks.r != 0 || masks.g != 0 || masks.b != 0 else { throw ImageError(.badImageData, "BMP: empty bit masks") }
+            guard masks.r != 0 || masks.g != 0 || masks.b != 0 else {
+                throw ImageError(.badImageData, "BMP: empty bit masks")
+            }
         }
         self.masks = masks
 
@@ -145,7 +159,9 @@ struct BMPReader {
         }
         self.palette = palette
         let start = pixelOffset ?? paletteOffset
-        guard start >= 0, start < bytes.count else { throw ImageError(.truncatedData, "BMP: the pixel data is missing") }
+        guard start >= 0, start < bytes.count else {
+            throw ImageError(.truncatedData, "BMP: the pixel data is missing")
+        }
         self.pixelOffset = start
     }
 
@@ -158,7 +174,9 @@ struct BMPReader {
     func decode(options: ImageDecodingOptions) throws(ImageError) -> Bitmap {
         let full = PixelSize(width: width, height: height)
         let target = DecodeTarget.size(for: full, options: options)
-        if target == full { try options.limits.check(width: width, height: height) } else {
+        if target == full {
+            try options.limits.check(width: width, height: height)
+        } else {
             try options.limits.checkPixels(width: width, height: height)
             try options.limits.check(width: target.width, height: target.height)
         }
@@ -166,12 +184,17 @@ struct BMPReader {
         if isRLE || isIconImage {
             // Whole: RLE rows only follow from the ones before; an icon's mask comes after all rows.
             if target != full {
-                try options.limits.checkWorking(full.pixelCount * 4, outputBytes: target.pixelCount * 4, "a \(full) run-length BMP")
+                try options.limits.checkWorking(
+                    full.pixelCount * 4, outputBytes: target.pixelCount * 4, "a \(full) run-length BMP")
             }
             var buffer = try PixelBuffer(width: width, height: height)
-            if isRLE { try expandRLE(into: &buffer) } else { try readRows { y, row in
-                buffer.row(y).update(from: row, count: width * 4)
-            } }
+            if isRLE {
+                try expandRLE(into: &buffer)
+            } else {
+                try readRows { y, row in
+                    buffer.row(y).update(from: row, count: width * 4)
+                }
+            }
             if isIconImage { applyIconMask(&buffer) }
             let bitmap = buffer.freeze(isOpaque: !hasAlpha)
             return target == full ? bitmap : try bitmap.resized(to: target)
@@ -192,7 +215,10 @@ struct BMPReader {
     private func readRows(_ body: (Int, UnsafeMutablePointer<UInt8>) -> Void) throws(ImageError) {
         let (needed, overflow) = rowStride.multipliedReportingOverflow(by: height)
         guard !overflow, needed <= bytes.count - pixelOffset else {
-            throw ImageError(.truncatedData, "BMP: the pixel data ends early (\(bytes.count - pixelOffset) bytes for \(height) rows of \(rowStride))")
+            throw ImageError(
+                .truncatedData,
+                "BMP: the pixel data ends early (\(bytes.count - pixelOffset) bytes for \(height) rows of \(rowStride))"
+            )
         }
         let row = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
         defer { row.deallocate() }
@@ -205,7 +231,8 @@ struct BMPReader {
         }
     }
 
-    private func unpack(_ source: UnsafeRawBufferPointer, into row: UnsafeMutablePointer<UInt8>, channels: MaskChannels) {
+    private func unpack(_ source: UnsafeRawBufferPointer, into row: UnsafeMutablePointer<UInt8>, channels: MaskChannels)
+    {
         let out = UnsafeMutableRawPointer(row)
         switch bitCount {
         case 1, 2, 4, 8:
@@ -226,10 +253,12 @@ struct BMPReader {
             for x in 0..<width {
                 channels.store(UInt32(source[x * 2]) | UInt32(source[x * 2 + 1]) << 8, to: row + x * 4)
             }
-        default: // 32
+        default:  // 32
             for x in 0..<width {
                 let o = x * 4
-                let value = UInt32(source[o]) | UInt32(source[o + 1]) << 8 | UInt32(source[o + 2]) << 16 | UInt32(source[o + 3]) << 24
+                let value =
+                    UInt32(source[o]) | UInt32(source[o + 1]) << 8 | UInt32(source[o + 2]) << 16 | UInt32(source[o + 3])
+                    << 24
                 channels.store(value, to: row + o)
             }
         }
@@ -248,11 +277,14 @@ struct BMPReader {
         func put(_ index: Int) {
             guard x < width, line < height else { return }
             let y = topDown ? line : height - 1 - line
-            UnsafeMutableRawPointer(buffer.row(y)).storeBytes(of: palette[index].littleEndian, toByteOffset: x * 4, as: UInt32.self)
+            UnsafeMutableRawPointer(buffer.row(y)).storeBytes(
+                of: palette[index].littleEndian, toByteOffset: x * 4, as: UInt32.self)
             x += 1
         }
         while line < height {
-            guard offset + 2 <= bytes.count else { throw ImageError(.truncatedData, "BMP: the run-length data ends early") }
+            guard offset + 2 <= bytes.count else {
+                throw ImageError(.truncatedData, "BMP: the run-length data ends early")
+            }
             let count = Int(bytes[offset]), value = Int(bytes[offset + 1])
             offset += 2
             if count > 0 {
@@ -260,15 +292,19 @@ struct BMPReader {
                 continue
             }
             switch value {
-            case 0: line += 1; x = 0 // end of line
-            case 1: return // end of bitmap
+            case 0: line += 1; x = 0  // end of line
+            case 1: return  // end of bitmap
             case 2:
-                guard offset + 2 <= bytes.count else { throw ImageError(.truncatedData, "BMP: the run-length data ends early") }
+                guard offset + 2 <= bytes.count else {
+                    throw ImageError(.truncatedData, "BMP: the run-length data ends early")
+                }
                 x += Int(bytes[offset]); line += Int(bytes[offset + 1])
                 offset += 2
-            default: // absolute run of `value` pixels, padded to 2 bytes
+            default:  // absolute run of `value` pixels, padded to 2 bytes
                 let byteCount = isRLE4 ? (value + 1) / 2 : value
-                guard offset + byteCount <= bytes.count else { throw ImageError(.truncatedData, "BMP: the run-length data ends early") }
+                guard offset + byteCount <= bytes.count else {
+                    throw ImageError(.truncatedData, "BMP: the run-length data ends early")
+                }
                 for i in 0..<value {
                     let byte = Int(bytes[offset + (isRLE4 ? i / 2 : i)])
                     put(isRLE4 ? (i % 2 == 0 ? byte >> 4 : byte & 0x0F) : byte)
@@ -293,7 +329,7 @@ struct BMPReader {
         }
         let maskStride = ((width + 31) / 32) * 4
         let maskOffset = pixelOffset + rowStride * height
-        guard maskOffset + maskStride * height <= bytes.count else { return } // no mask: opaque
+        guard maskOffset + maskStride * height <= bytes.count else { return }  // no mask: opaque
         for y in 0..<height {
             let stored = topDown ? y : height - 1 - y
             let row = buffer.row(y)

@@ -99,7 +99,9 @@ extension GIFCoder: AnimatedImageDecoding {
     }
 
     /// A cursor that runs the GIF record loop a frame at a time on one giflib session.
-    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
+    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
+    {
         try GIFAnimationCursor(data: data, screen: info.canvasSize, limits: limits)
     }
 }

@@ -22,12 +22,16 @@ public struct GIFCoder: ImageCoding {
 
     /// With `completeFramesOnly`, data that ends early yields the frames completed before the
     /// end (progressive loading) instead of an error; at least one frame must be complete.
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions,
-                       completeFramesOnly: Bool) throws(ImageError) -> DecodedImage {
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions,
+        completeFramesOnly: Bool
+    ) throws(ImageError) -> DecodedImage {
         try GIFDecoding(bytes: bytes, options: options, completeFramesOnly: completeFramesOnly).run()
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard format == .gif else { throw ImageError(.encodingFailed, "GIFCoder cannot encode \(format)") }
         return try GIFEncoding.encode(image, firstFrameOnly: options.firstFrameOnly)
     }

@@ -13,9 +13,12 @@ struct GIFDecoding {
     }
 
     /// Opens `bytes` with giflib (header, screen descriptor, global palette) and runs `body`.
-    static func withOpenFile<Result>(_ bytes: UnsafeRawBufferPointer,
-                                     _ body: (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) throws(ImageError) -> Result)
-        throws(ImageError) -> Result {
+    static func withOpenFile<Result>(
+        _ bytes: UnsafeRawBufferPointer,
+        _ body: (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) throws(ImageError) -> Result
+    )
+        throws(ImageError) -> Result
+    {
         let (gif, reader) = try open(bytes)
         defer { close(gif) }
         return try withExtendedLifetime(reader) { () throws(ImageError) -> Result in try body(gif, reader) }
@@ -23,7 +26,9 @@ struct GIFDecoding {
 
     /// A giflib session over `bytes`, which must stay valid until ``close(_:)``; the reader
     /// must be kept alive as long (giflib holds it unretained).
-    static func open(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> (UnsafeMutablePointer<GifFileType>, GIFMemoryReader) {
+    static func open(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> (
+        UnsafeMutablePointer<GifFileType>, GIFMemoryReader
+    ) {
         guard bytes.count > 0 else { throw ImageError(.emptyData, "the GIF data is empty") }
         let reader = GIFMemoryReader(bytes)
         var openError: Int32 = 0
@@ -31,7 +36,8 @@ struct GIFDecoding {
             DGifOpen(Unmanaged.passUnretained(reader).toOpaque(), GIFMemoryReader.read, &openError)
         }
         guard let gif = opened else {
-            throw reader.hitEnd ? ImageError(.truncatedData, "GIF header is cut short")
+            throw reader.hitEnd
+                ? ImageError(.truncatedData, "GIF header is cut short")
                 : ImageError(.badImageData, "GIF: \(message(openError))")
         }
         return (gif, reader)
@@ -47,7 +53,9 @@ struct GIFDecoding {
         return "giflib error \(code)"
     }
 
-    private func failure(_ gif: UnsafeMutablePointer<GifFileType>, _ reader: GIFMemoryReader, _ what: String) -> ImageError {
+    private func failure(_ gif: UnsafeMutablePointer<GifFileType>, _ reader: GIFMemoryReader, _ what: String)
+        -> ImageError
+    {
         if reader.hitEnd {
             return ImageError(.truncatedData, "GIF data ends inside \(what) (\(Self.message(gif.pointee.Error)))")
         }
@@ -58,26 +66,32 @@ struct GIFDecoding {
     }
 
     /// The whole image: every frame, scaled to the decode target, the last one without a copy.
-    private func decodeAll(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError) -> DecodedImage {
+    private func decodeAll(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader) throws(ImageError)
+        -> DecodedImage
+    {
         let screenWidth = Int(gif.pointee.SWidth), screenHeight = Int(gif.pointee.SHeight)
         let screen = PixelSize(width: screenWidth, height: screenHeight)
         // The scale-down budget is shared by all frames, so count them first (a walk over the
         // block structure, no LZW decoding) — only when it matters.
-        let frameCount = options.scaleDownLimitBytes != nil && !options.firstFrameOnly ? GIFStructure.imageCount(bytes) : 1
+        let frameCount =
+            options.scaleDownLimitBytes != nil && !options.firstFrameOnly ? GIFStructure.imageCount(bytes) : 1
         let target = DecodeTarget.size(for: screen, frames: max(frameCount, 1), options: options)
         try options.limits.checkPixels(width: screenWidth, height: screenHeight)
-        try options.limits.check(width: screenWidth, height: screenHeight) // the canvas is always full size
+        try options.limits.check(width: screenWidth, height: screenHeight)  // the canvas is always full size
         // The canvas and a copy of it for dispose-to-previous, whatever the output size.
-        try options.limits.checkWorking(2 * screenWidth * screenHeight * 4, outputBytes: target.width * target.height * 4 * max(frameCount, 1),
-                                        "the GIF's \(screen) canvas")
+        try options.limits.checkWorking(
+            2 * screenWidth * screenHeight * 4, outputBytes: target.width * target.height * 4 * max(frameCount, 1),
+            "the GIF's \(screen) canvas")
         let frameBytes = target.width * target.height * 4
 
         var state = try GIFRunState(screen: screen)
         var frames: [ImageFrame] = []
-        let early = try advance(gif, reader: reader, state: &state) { (canvas: borrowing AnimationCanvas, duration: Double) throws(ImageError) -> Bool in
+        let early = try advance(gif, reader: reader, state: &state) {
+            (canvas: borrowing AnimationCanvas, duration: Double) throws(ImageError) -> Bool in
             let total = (frames.count + 1) * frameBytes + 2 * screenWidth * screenHeight * 4
             guard total <= options.limits.maxTotalBytes else {
-                throw ImageError(.decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
+                throw ImageError(
+                    .decompressionBomb, "the GIF's frames need more than \(options.limits.maxTotalBytes) bytes")
             }
             frames.append(ImageFrame(bitmap: try canvas.frame(size: target), duration: duration))
             return true
@@ -104,8 +118,10 @@ struct GIFDecoding {
     /// the data ends. `emit` returning false stops the loop right after that frame, with `state`
     /// ready to resume at the next one. Returns an early result only for the partial-image and
     /// complete-frames-only endings.
-    func advance(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, state: inout GIFRunState,
-                 emit: (borrowing AnimationCanvas, Double) throws(ImageError) -> Bool) throws(ImageError) -> EarlyEnd? {
+    func advance(
+        _ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader, state: inout GIFRunState,
+        emit: (borrowing AnimationCanvas, Double) throws(ImageError) -> Bool
+    ) throws(ImageError) -> EarlyEnd? {
         // Resuming in the same session after a stop: the reader stands after the descriptor.
         var suspended = state.suspendedInSession
         state.suspendedInSession = nil
@@ -116,121 +132,139 @@ struct GIFDecoding {
         var partialDelay: Int32 = 0
 
         while !done {
-          do throws(ImageError) {
-            var record = UNDEFINED_RECORD_TYPE
-            var descriptorStart = 0
-            var wide: WideCodeFrame?
-            if let resumed = suspended {
-                suspended = nil
-                record = IMAGE_DESC_RECORD_TYPE
-                descriptorStart = resumed.descriptorStart
-                wide = resumed.wide
-            } else {
-                // Between records, as browsers do: the end of the data after a frame is the end
-                // of the image (a missing trailer), and a byte that starts no record is skipped
-                // (giflib's stream reader stops at both).
-                if reader.offset >= bytes.count && state.position.pending != nil {
+            do throws(ImageError) {
+                var record = UNDEFINED_RECORD_TYPE
+                var descriptorStart = 0
+                var wide: WideCodeFrame?
+                if let resumed = suspended {
+                    suspended = nil
+                    record = IMAGE_DESC_RECORD_TYPE
+                    descriptorStart = resumed.descriptorStart
+                    wide = resumed.wide
+                } else {
+                    // Between records, as browsers do: the end of the data after a frame is the end
+                    // of the image (a missing trailer), and a byte that starts no record is skipped
+                    // (giflib's stream reader stops at both).
+                    if reader.offset >= bytes.count && state.position.pending != nil {
+                        done = true
+                        continue
+                    }
+                    if reader.offset < bytes.count, ![0x2C, 0x21, 0x3B].contains(bytes[reader.offset]) {
+                        reader.offset += 1
+                        continue
+                    }
+                    guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
+                    if record == IMAGE_DESC_RECORD_TYPE {
+                        // Police the frame's extent from the raw descriptor before giflib sets up
+                        // its decoder: the extent is what giflib decodes, and its far corner is the
+                        // canvas other decoders grow to.
+                        try checkFrameExtent(reader)
+                        descriptorStart = reader.offset
+                        if DGifGetImageDesc(gif) != GIF_OK {
+                            // giflib sets up LZW for code sizes up to 8 (the GIF maximum); browsers
+                            // decode up to 11. Any other failure stays giflib's.
+                            guard let frame = WideCodeFrame(bytes, descriptorAt: descriptorStart) else {
+                                throw failure(gif, reader, "an image descriptor")
+                            }
+                            wide = frame
+                        }
+                        // giflib keeps a record per image it has read; a long playback must not grow it.
+                        GifFreeSavedImages(gif)
+                        gif.pointee.ImageCount = 0
+                    }
+                }
+                switch record {
+                case IMAGE_DESC_RECORD_TYPE:
+                    // Finish the previous frame: hand its picture over, then dispose of it.
+                    if let previous = state.position.pending {
+                        if !state.position.pendingEmitted {
+                            state.position.pendingEmitted = true
+                            state.position.emittedCount += 1
+                            if try !emit(state.canvas, previous.duration) {
+                                // A new session resumes at this descriptor's record byte and reads it
+                                // again; this one goes on from here.
+                                state.position.offset = descriptorStart - 1
+                                state.suspendedInSession = (descriptorStart, wide)
+                                return nil
+                            }
+                        }
+                        if previous.disposal == DISPOSE_BACKGROUND {
+                            state.canvas.clear(previous.rect)
+                        } else if previous.disposal == DISPOSE_PREVIOUS, let saved = previous.saved {
+                            state.canvas.restore(previous.rect, from: saved)
+                        }
+                    }
+                    let desc = gif.pointee.Image
+                    let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
+                    let rect = state.canvas.clip(
+                        x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
+                    let saved =
+                        state.position.control.DisposalMode == DISPOSE_PREVIOUS
+                        ? try state.canvas.snapshot(isOpaque: false) : nil
+                    let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
+                    drawing = true
+                    partialDelay = state.position.control.DelayTime
+                    let transparent = Int(state.position.control.TransparentColor)
+                    try drawFrame(
+                        desc: desc, descriptorStart: descriptorStart, strict: wide != nil, reader: reader,
+                        canvas: &state.canvas, colorMap: colorMap, transparent: transparent, indices: &indices)
+                    drawing = false
+                    state.position.pending = (
+                        GIFStructure.duration(centiseconds: Int(state.position.control.DelayTime)),
+                        state.position.control.DisposalMode, rect, saved
+                    )
+                    state.position.pendingEmitted = false
+                    state.position.control = GIFRunState.noControl
+                    if options.firstFrameOnly { done = true }
+
+                case EXTENSION_RECORD_TYPE:
+                    try readExtension(
+                        gif, reader: reader, control: &state.position.control, loopCount: &state.position.loopCount)
+
+                case TERMINATE_RECORD_TYPE:
                     done = true
-                    continue
-                }
-                if reader.offset < bytes.count, ![0x2C, 0x21, 0x3B].contains(bytes[reader.offset]) {
-                    reader.offset += 1
-                    continue
-                }
-                guard DGifGetRecordType(gif, &record) == GIF_OK else { throw failure(gif, reader, "a record") }
-                if record == IMAGE_DESC_RECORD_TYPE {
-                    // Police the frame's extent from the raw descriptor before giflib sets up
-                    // its decoder: the extent is what giflib decodes, and its far corner is the
-                    // canvas other decoders grow to.
-                    try checkFrameExtent(reader)
-                    descriptorStart = reader.offset
-                    if DGifGetImageDesc(gif) != GIF_OK {
-                        // giflib sets up LZW for code sizes up to 8 (the GIF maximum); browsers
-                        // decode up to 11. Any other failure stays giflib's.
-                        guard let frame = WideCodeFrame(bytes, descriptorAt: descriptorStart) else {
-                            throw failure(gif, reader, "an image descriptor")
-                        }
-                        wide = frame
-                    }
-                    // giflib keeps a record per image it has read; a long playback must not grow it.
-                    GifFreeSavedImages(gif)
-                    gif.pointee.ImageCount = 0
-                }
-            }
-            switch record {
-            case IMAGE_DESC_RECORD_TYPE:
-                // Finish the previous frame: hand its picture over, then dispose of it.
-                if let previous = state.position.pending {
-                    if !state.position.pendingEmitted {
-                        state.position.pendingEmitted = true
-                        state.position.emittedCount += 1
-                        if try !emit(state.canvas, previous.duration) {
-                            // A new session resumes at this descriptor's record byte and reads it
-                            // again; this one goes on from here.
-                            state.position.offset = descriptorStart - 1
-                            state.suspendedInSession = (descriptorStart, wide)
-                            return nil
-                        }
-                    }
-                    if previous.disposal == DISPOSE_BACKGROUND {
-                        state.canvas.clear(previous.rect)
-                    } else if previous.disposal == DISPOSE_PREVIOUS, let saved = previous.saved {
-                        state.canvas.restore(previous.rect, from: saved)
-                    }
-                }
-                let desc = gif.pointee.Image
-                let frameWidth = Int(desc.Width), frameHeight = Int(desc.Height)
-                let rect = state.canvas.clip(x: Int(desc.Left), y: Int(desc.Top), width: frameWidth, height: frameHeight)
-                let saved = state.position.control.DisposalMode == DISPOSE_PREVIOUS ? try state.canvas.snapshot(isOpaque: false) : nil
-                let colorMap = desc.ColorMap ?? gif.pointee.SColorMap
-                drawing = true
-                partialDelay = state.position.control.DelayTime
-                let transparent = Int(state.position.control.TransparentColor)
-                try drawFrame(desc: desc, descriptorStart: descriptorStart, strict: wide != nil, reader: reader,
-                              canvas: &state.canvas, colorMap: colorMap, transparent: transparent, indices: &indices)
-                drawing = false
-                state.position.pending = (GIFStructure.duration(centiseconds: Int(state.position.control.DelayTime)), state.position.control.DisposalMode, rect, saved)
-                state.position.pendingEmitted = false
-                state.position.control = GIFRunState.noControl
-                if options.firstFrameOnly { done = true }
 
-            case EXTENSION_RECORD_TYPE:
-                try readExtension(gif, reader: reader, control: &state.position.control, loopCount: &state.position.loopCount)
-
-            case TERMINATE_RECORD_TYPE:
+                default:
+                    throw ImageError(.badImageData, "GIF: unknown record type")
+                }
+            } catch
+                where !completeFramesOnly && error.code == .truncatedData && !drawing && state.position.pending != nil
+            {
+                // Cut between or inside the blocks after a complete frame: the frames are all here.
                 done = true
-
-            default:
-                throw ImageError(.badImageData, "GIF: unknown record type")
-            }
-          } catch where !completeFramesOnly && error.code == .truncatedData && !drawing && state.position.pending != nil {
-            // Cut between or inside the blocks after a complete frame: the frames are all here.
-            done = true
-          } catch where !completeFramesOnly && error.code == .truncatedData && drawing && options.allowsPartialImages {
-            // Cut inside image data: what was drawn, as a partial last frame (never cached).
-            let loopCount = state.position.loopCount
-            let partial = try state.canvas.snapshot(isOpaque: false)
-            let centiseconds = Int(partialDelay)
-            return { (emitted: [ImageFrame], target: PixelSize) throws(ImageError) -> DecodedImage in
-                var frames = emitted
-                var last = partial
-                if target != PixelSize(width: last.width, height: last.height) { last = try last.resized(to: target) }
-                frames.append(ImageFrame(bitmap: last, duration: GIFStructure.duration(centiseconds: centiseconds)))
-                if frames.count == 1 { frames[0].duration = 0 }
-                return DecodedImage(frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true)
-            }
-          } catch where completeFramesOnly && error.code == .truncatedData && (state.position.pending != nil || state.position.emittedCount > 0) {
-            // Keep what is complete: a frame cut mid-draw is dropped (its predecessor was
-            // already emitted, and the canvas now holds half a frame).
-            if drawing {
+            } catch  where !completeFramesOnly && error.code == .truncatedData && drawing && options.allowsPartialImages
+            {
+                // Cut inside image data: what was drawn, as a partial last frame (never cached).
                 let loopCount = state.position.loopCount
-                return { (emitted: [ImageFrame], _: PixelSize) throws(ImageError) -> DecodedImage in
-                    guard !emitted.isEmpty else { throw error }
-                    return DecodedImage(frames: emitted, loopCount: loopCount ?? 1, format: .gif)
+                let partial = try state.canvas.snapshot(isOpaque: false)
+                let centiseconds = Int(partialDelay)
+                return { (emitted: [ImageFrame], target: PixelSize) throws(ImageError) -> DecodedImage in
+                    var frames = emitted
+                    var last = partial
+                    if target != PixelSize(width: last.width, height: last.height) {
+                        last = try last.resized(to: target)
+                    }
+                    frames.append(ImageFrame(bitmap: last, duration: GIFStructure.duration(centiseconds: centiseconds)))
+                    if frames.count == 1 { frames[0].duration = 0 }
+                    return DecodedImage(
+                        frames: frames, loopCount: frames.count == 1 ? 1 : loopCount ?? 1, format: .gif, isPartial: true
+                    )
                 }
+            } catch
+                where completeFramesOnly && error.code == .truncatedData
+                && (state.position.pending != nil || state.position.emittedCount > 0)
+            {
+                // Keep what is complete: a frame cut mid-draw is dropped (its predecessor was
+                // already emitted, and the canvas now holds half a frame).
+                if drawing {
+                    let loopCount = state.position.loopCount
+                    return { (emitted: [ImageFrame], _: PixelSize) throws(ImageError) -> DecodedImage in
+                        guard !emitted.isEmpty else { throw error }
+                        return DecodedImage(frames: emitted, loopCount: loopCount ?? 1, format: .gif)
+                    }
+                }
+                done = true
             }
-            done = true
-          }
         }
         state.position.offset = reader.offset
         state.position.isAtEnd = true
@@ -241,7 +275,7 @@ struct GIFDecoding {
     /// height: little-endian 16-bit values).
     private func checkFrameExtent(_ reader: GIFMemoryReader) throws(ImageError) {
         let start = reader.offset
-        guard start + 8 <= bytes.count else { return } // giflib reports the truncation
+        guard start + 8 <= bytes.count else { return }  // giflib reports the truncation
         func u16(_ at: Int) -> Int { Int(bytes[start + at]) | Int(bytes[start + at + 1]) << 8 }
         let left = u16(0), top = u16(2), width = u16(4), height = u16(6)
         guard width > 0, height > 0 else { return }
@@ -249,8 +283,10 @@ struct GIFDecoding {
         try options.limits.check(width: left + width, height: top + height)
     }
 
-    private func readExtension(_ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader,
-                               control: inout GraphicsControlBlock, loopCount: inout Int?) throws(ImageError) {
+    private func readExtension(
+        _ gif: UnsafeMutablePointer<GifFileType>, reader: GIFMemoryReader,
+        control: inout GraphicsControlBlock, loopCount: inout Int?
+    ) throws(ImageError) {
         var code: Int32 = 0
         var block: UnsafeMutablePointer<GifByteType>?
         guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw failure(gif, reader, "an extension") }
@@ -275,9 +311,11 @@ struct GIFDecoding {
     /// 0x2C) straight from the bytes and draws it onto the canvas, leaving the reader after its
     /// block terminator. `strict`: the browsers' rules for the code sizes giflib refuses (9-11);
     /// otherwise giflib's, whose decoder this replaces (its errors and its partial lines too).
-    private func drawFrame(desc: GifImageDesc, descriptorStart: Int, strict: Bool, reader: GIFMemoryReader,
-                           canvas: inout AnimationCanvas, colorMap: UnsafeMutablePointer<ColorMapObject>?, transparent: Int,
-                           indices: inout [UInt8]) throws(ImageError) {
+    private func drawFrame(
+        desc: GifImageDesc, descriptorStart: Int, strict: Bool, reader: GIFMemoryReader,
+        canvas: inout AnimationCanvas, colorMap: UnsafeMutablePointer<ColorMapObject>?, transparent: Int,
+        indices: inout [UInt8]
+    ) throws(ImageError) {
         let width = Int(desc.Width), height = Int(desc.Height)
         guard width > 0, height > 0 else { return }
         // Palette as RGBA words; indices past the palette's end draw opaque black.
@@ -293,9 +331,10 @@ struct GIFDecoding {
         if indices.count < pixelCount + 8 { indices = [UInt8](repeating: 0, count: pixelCount + 8) }
         var decoded = 0, end = 0
         let status = indices.withUnsafeMutableBufferPointer { output in
-            ik_gif_lzw_decode(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
-                              GIFStructure.imageDataOffset(bytes, descriptorAt: descriptorStart), strict ? 1 : 0,
-                              output.baseAddress!, pixelCount, &decoded, &end)
+            ik_gif_lzw_decode(
+                bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
+                GIFStructure.imageDataOffset(bytes, descriptorAt: descriptorStart), strict ? 1 : 0,
+                output.baseAddress!, pixelCount, &decoded, &end)
         }
         // giflib drew a line once it was whole and read the next; its last line failed when the
         // blocks after it were cut short.
@@ -303,9 +342,10 @@ struct GIFDecoding {
         if drawn >= width {
             indices.withUnsafeBufferPointer { indices in
                 palette.withUnsafeBufferPointer { palette in
-                    ik_gif_draw(indices.baseAddress!, drawn, Int32(width), Int32(height), desc.Interlace ? 1 : 0,
-                                Int32(desc.Left), Int32(desc.Top), palette.baseAddress!, Int32(transparent),
-                                canvas.pixels.row(0), canvas.pixels.bytesPerRow, Int32(canvas.width), Int32(canvas.height))
+                    ik_gif_draw(
+                        indices.baseAddress!, drawn, Int32(width), Int32(height), desc.Interlace ? 1 : 0,
+                        Int32(desc.Left), Int32(desc.Top), palette.baseAddress!, Int32(transparent),
+                        canvas.pixels.row(0), canvas.pixels.bytesPerRow, Int32(canvas.width), Int32(canvas.height))
                 }
             }
         }
@@ -317,20 +357,23 @@ struct GIFDecoding {
             reader.hitEnd = true
             throw ImageError(.truncatedData, "GIF data ends inside image data (\(decoded) of \(pixelCount) pixels)")
         case IK_GIF_LZW_EARLY_END where strict, IK_GIF_LZW_SHORT_DATA where strict:
-            throw ImageError(.truncatedData, "GIF: the wide-code frame's data ends after \(decoded) of \(pixelCount) pixels")
+            throw ImageError(
+                .truncatedData, "GIF: the wide-code frame's data ends after \(decoded) of \(pixelCount) pixels")
         case IK_GIF_LZW_EARLY_END:
             throw ImageError(.badImageData, "GIF image data: an end code after \(decoded) of \(pixelCount) pixels")
         case IK_GIF_LZW_SHORT_DATA:
             throw ImageError(.badImageData, "GIF image data: the blocks end after \(decoded) of \(pixelCount) pixels")
         default:
-            throw ImageError(.badImageData, "GIF image data: an LZW code that cannot be decoded after \(decoded) pixels")
+            throw ImageError(
+                .badImageData, "GIF image data: an LZW code that cannot be decoded after \(decoded) pixels")
         }
     }
 }
 
 /// Where a GIF decode stands between frames: enough to resume it in a new giflib session.
 struct GIFRunState: AnimationRunState, ~Copyable {
-    static let noControl = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+    static let noControl = GraphicsControlBlock(
+        DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
 
     /// Everything but the canvas: what a checkpoint keeps beside a copy of it.
     struct Position {

@@ -30,7 +30,9 @@ enum GIFEncoding {
         var closed = false
         defer { if !closed { EGifCloseFile(gif, &error) } }
         func check(_ status: Int32, _ what: String) throws(ImageError) {
-            if status != GIF_OK { throw ImageError(.encodingFailed, "GIF \(what): \(String(cString: GifErrorString(gif.pointee.Error)))") }
+            if status != GIF_OK {
+                throw ImageError(.encodingFailed, "GIF \(what): \(String(cString: GifErrorString(gif.pointee.Error)))")
+            }
         }
         return try withExtendedLifetime(output) { () throws(ImageError) -> Data in
             EGifSetGifVersion(gif, true)
@@ -55,7 +57,8 @@ enum GIFEncoding {
                     TransparentColor: Int32(transparent ?? -1))
                 var extensionBytes = [GifByteType](repeating: 0, count: 4)
                 let length = EGifGCBToExtension(&control, &extensionBytes)
-                try check(EGifPutExtension(gif, GRAPHICS_EXT_FUNC_CODE, Int32(length), &extensionBytes), "frame control")
+                try check(
+                    EGifPutExtension(gif, GRAPHICS_EXT_FUNC_CODE, Int32(length), &extensionBytes), "frame control")
                 guard let map = palette.withUnsafeBufferPointer({ GifMakeMapObject(256, $0.baseAddress) }) else {
                     throw ImageError(.internalError, "GIF: out of memory for a palette")
                 }

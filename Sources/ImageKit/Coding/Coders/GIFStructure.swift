@@ -11,7 +11,9 @@ enum GIFStructure {
     /// The screen size, the durations of the frames and the loop count, read from the blocks
     /// alone (the same rules as a decode: a byte that starts no record is skipped, the end of
     /// the data ends the image; one frame: duration 0, loop count 1).
-    static func animationInfo(_ bytes: UnsafeRawBufferPointer) -> (screen: PixelSize, durations: [Double], loopCount: Int)? {
+    static func animationInfo(_ bytes: UnsafeRawBufferPointer) -> (
+        screen: PixelSize, durations: [Double], loopCount: Int
+    )? {
         guard bytes.count >= 13 else { return nil }
         let screen = PixelSize(width: Int(bytes[6]) | Int(bytes[7]) << 8, height: Int(bytes[8]) | Int(bytes[9]) << 8)
         var offset = 13
@@ -28,7 +30,8 @@ enum GIFStructure {
                 if label == 0xF9, first + 4 < bytes.count, bytes[first] >= 4 {
                     delay = Int(bytes[first + 2]) | Int(bytes[first + 3]) << 8
                 } else if label == 0xFF, loopCount == nil, first + 12 + 4 < bytes.count, bytes[first] == 11 {
-                    let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[first + 1..<first + 12]), as: UTF8.self)
+                    let name = String(
+                        decoding: UnsafeRawBufferPointer(rebasing: bytes[first + 1..<first + 12]), as: UTF8.self)
                     let sub = first + 12
                     if name == "NETSCAPE2.0" || name == "ANIMEXTS1.0", bytes[sub] >= 3, bytes[sub + 1] == 1 {
                         loopCount = Int(bytes[sub + 2]) | Int(bytes[sub + 3]) << 8

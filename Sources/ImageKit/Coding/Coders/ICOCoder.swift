@@ -24,7 +24,9 @@ public struct ICOCoder: ImageCoding {
         return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .ico)
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         throw ImageError(.encodingFailed, "ImageKit does not write ICO")
     }
 
@@ -37,7 +39,9 @@ public struct ICOCoder: ImageCoding {
     static func largestEntry(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> Entry {
         guard bytes.count >= 6 else { throw ImageError(.truncatedData, "ICO: the header is cut short") }
         let type = BMPReader.u16(bytes, 2), count = Int(BMPReader.u16(bytes, 4))
-        guard BMPReader.u16(bytes, 0) == 0, type == 1 || type == 2 else { throw ImageError(.badImageData, "ICO: not an icon directory") }
+        guard BMPReader.u16(bytes, 0) == 0, type == 1 || type == 2 else {
+            throw ImageError(.badImageData, "ICO: not an icon directory")
+        }
         guard count > 0 else { throw ImageError(.zeroPixels, "ICO: the directory has no entries") }
         var best: Entry?
         for index in 0..<count {
@@ -48,13 +52,19 @@ public struct ICOCoder: ImageCoding {
             let bitCount = type == 1 ? Int(BMPReader.u16(bytes, o + 6)) : 0
             let size = Int(BMPReader.u32(bytes, o + 8)), offset = Int(BMPReader.u32(bytes, o + 12))
             guard size > 0, offset >= 6, offset < bytes.count else { continue }
-            let entry = Entry(width: width, height: height, bitCount: bitCount, offset: offset, size: min(size, bytes.count - offset))
+            let entry = Entry(
+                width: width, height: height, bitCount: bitCount, offset: offset, size: min(size, bytes.count - offset))
             if let current = best,
-               (current.width * current.height, current.bitCount) >= (width * height, bitCount) { continue }
+                (current.width * current.height, current.bitCount) >= (width * height, bitCount)
+            {
+                continue
+            }
             best = entry
         }
         guard let best else {
-            throw ImageError(6 + count * 16 > bytes.count ? .truncatedData : .badImageData, "ICO: no entry has its image inside the file")
+            throw ImageError(
+                6 + count * 16 > bytes.count ? .truncatedData : .badImageData,
+                "ICO: no entry has its image inside the file")
         }
         return best
     }

@@ -21,8 +21,12 @@ public struct JPEGCoder: ImageCoding {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-        guard bytes.count > 0, let base = bytes.baseAddress else { throw ImageError(.emptyData, "the JPEG data is empty") }
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
+        guard bytes.count > 0, let base = bytes.baseAddress else {
+            throw ImageError(.emptyData, "the JPEG data is empty")
+        }
         let markers = JPEGMarkers(bytes)
         if let reason = markers.unsupportedReason { throw ImageError(.unsupportedFormat, reason) }
 
@@ -33,13 +37,16 @@ public struct JPEGCoder: ImageCoding {
 
         var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
         let source = base.assumingMemoryBound(to: UInt8.self)
-        let headerStatus = tjDecompressHeader3(handle.raw, source, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
+        let headerStatus = tjDecompressHeader3(
+            handle.raw, source, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
         if headerStatus != 0 {
             let message = handle.errorMessage
             // Usable anyway: a warning (stray bytes between markers), or TurboJPEG 2.1 failing to
             // name an unusual subsampling, which tjDecompress2 does not need.
-            let usable = width > 0 && height > 0 && (tjGetErrorCode(handle.raw) == Int32(TJERR_WARNING.rawValue)
-                || message.contains("Could not determine subsampling"))
+            let usable =
+                width > 0 && height > 0
+                && (tjGetErrorCode(handle.raw) == Int32(TJERR_WARNING.rawValue)
+                    || message.contains("Could not determine subsampling"))
             if !usable {
                 if message.contains("not supported") || message.contains("Unsupported") {
                     throw ImageError(.unsupportedFormat, "JPEG: \(message)")
@@ -54,8 +61,12 @@ public struct JPEGCoder: ImageCoding {
         let full = PixelSize(width: Int(width), height: Int(height))
         let (target, decoded, extent, usesDC) = Self.scaledDecode(markers, full: full, options: options)
         if options.stopsAfterDCScans {
-            guard usesDC, markers.isProgressive, colorspace != Int32(TJCS_CMYK.rawValue), colorspace != Int32(TJCS_YCCK.rawValue) else {
-                throw ImageError(.truncatedData, "the JPEG's first scans do not make this image (only a progressive file's ≤ 1/8 thumbnails)")
+            guard usesDC, markers.isProgressive, colorspace != Int32(TJCS_CMYK.rawValue),
+                colorspace != Int32(TJCS_YCCK.rawValue)
+            else {
+                throw ImageError(
+                    .truncatedData,
+                    "the JPEG's first scans do not make this image (only a progressive file's ≤ 1/8 thumbnails)")
             }
             try options.limits.check(width: decoded.width, height: decoded.height)
         } else {
@@ -71,14 +82,18 @@ public struct JPEGCoder: ImageCoding {
         // 1/8 scale of a clean baseline or progressive file: DC coefficients only (see
         // ik_jpeg_dc.c), when that is libjpeg's 1/8 output (no chroma subsampling) or is reduced
         // enough afterwards that subsampled chroma's 2x2 IDCT and its DC become the same.
-        if !isCMYK, usesDC, Self.decodeDC(source, bytes.count, into: buffer,
-                                          flags: options.stopsAfterDCScans ? Int32(IK_JPEG_DC_PARTIAL) : 0) {
+        if !isCMYK, usesDC,
+            Self.decodeDC(
+                source, bytes.count, into: buffer,
+                flags: options.stopsAfterDCScans ? Int32(IK_JPEG_DC_PARTIAL) : 0)
+        {
             status = 0
         } else if options.stopsAfterDCScans {
             throw ImageError(.truncatedData, "the JPEG's DC scans are incomplete or damaged")
         } else {
-            status = tjDecompress2(handle.raw, source, UInt(bytes.count), buffer.row(0), Int32(decoded.width),
-                                   Int32(buffer.bytesPerRow), Int32(decoded.height), Int32(format.rawValue), flags)
+            status = tjDecompress2(
+                handle.raw, source, UInt(bytes.count), buffer.row(0), Int32(decoded.width),
+                Int32(buffer.bytesPerRow), Int32(decoded.height), Int32(format.rawValue), flags)
         }
         var isPartial = false
         if status != 0 {
@@ -102,8 +117,9 @@ public struct JPEGCoder: ImageCoding {
         if isCMYK {
             // A CMYK profile converts through Little CMS; without one, the plain formula.
             if let conversion = ColorManagement.cmykConversion(icc) {
-                _ = conversion.convertCMYK(buffer.baseAddress, width: buffer.width, height: buffer.height,
-                                           bytesPerRow: buffer.bytesPerRow, inverted: markers.hasAdobeMarker)
+                _ = conversion.convertCMYK(
+                    buffer.baseAddress, width: buffer.width, height: buffer.height,
+                    bytesPerRow: buffer.bytesPerRow, inverted: markers.hasAdobeMarker)
             } else {
                 convertCMYKToRGBA(&buffer, inverted: markers.hasAdobeMarker)
             }
@@ -112,9 +128,12 @@ public struct JPEGCoder: ImageCoding {
         var bitmap = buffer.freeze(isOpaque: true)
         // A DCT-scaled intermediate is already an average of 8×8 (4×4, 2×2) blocks: box-reducing
         // it further before Lanczos costs little quality and a third of the filter work.
-        if decoded != target { bitmap = try bitmap.resized(to: target, extent: extent, reducingGap: extent == nil ? 2 : 1) }
-        var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg,
-                                 orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
+        if decoded != target {
+            bitmap = try bitmap.resized(to: target, extent: extent, reducingGap: extent == nil ? 2 : 1)
+        }
+        var image = DecodedImage(
+            frames: [ImageFrame(bitmap: bitmap)], format: .jpeg,
+            orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
         // After scaling: a thumbnail converts a few thousand pixels, not the whole photo.
         ColorManagement.apply(icc, to: &image, options: options)
         if options.appliesOrientation { image = try image.applyingOrientation() }
@@ -128,7 +147,8 @@ public struct JPEGCoder: ImageCoding {
     /// otherwise when the result is reduced at least 1.5x further (≥ 40 dB of TurboJPEG's 1/8
     /// decode + the same resample on the corpus and real photos: `JPEGDCDecoderTests`).
     static func scaledDecode(_ markers: JPEGMarkers, full: PixelSize, options: ImageDecodingOptions)
-        -> (target: PixelSize, decoded: PixelSize, extent: (width: Double, height: Double)?, usesDC: Bool) {
+        -> (target: PixelSize, decoded: PixelSize, extent: (width: Double, height: Double)?, usesDC: Bool)
+    {
         let orientation = options.appliesOrientation ? markers.orientation ?? .up : .up
         let target = DecodeTarget.storedSize(for: full, orientation: orientation, frames: 1, options: options)
         let (decoded, extent) = target == full ? (full, nil) : Self.scaledSize(full, covering: target)
@@ -146,8 +166,10 @@ public struct JPEGCoder: ImageCoding {
     /// streams, bounded by ``DecodingLimits/maxStreamedPixels``. Data too short to describe every
     /// block of the declared size is refused as truncated before libjpeg pads it with hours of
     /// grey (unless partial images are wanted).
-    private static func checkMemory(_ markers: JPEGMarkers, full: PixelSize, decoded: PixelSize, options: ImageDecodingOptions,
-                                    dataCount: Int) throws(ImageError) {
+    private static func checkMemory(
+        _ markers: JPEGMarkers, full: PixelSize, decoded: PixelSize, options: ImageDecodingOptions,
+        dataCount: Int
+    ) throws(ImageError) {
         let limits = options.limits
         try limits.check(width: decoded.width, height: decoded.height)
         let streams = decoded != full && !markers.buffersWholeImage
@@ -158,18 +180,24 @@ public struct JPEGCoder: ImageCoding {
         } else {
             try limits.check(width: full.width, height: full.height)
         }
-        try limits.checkWorking(markers.coefficientBytes, outputBytes: decoded.width * decoded.height * 4,
-                                "the JPEG's coefficient buffers (\(full.width)×\(full.height), progressive or multi-scan)")
+        try limits.checkWorking(
+            markers.coefficientBytes, outputBytes: decoded.width * decoded.height * 4,
+            "the JPEG's coefficient buffers (\(full.width)×\(full.height), progressive or multi-scan)")
         guard !options.allowsPartialImages else { return }
         if let minimum = markers.minimumScanBytes, dataCount < minimum {
-            throw ImageError(.truncatedData, "\(dataCount) bytes cannot hold the \(full.width)×\(full.height) JPEG's scans (at least \(minimum) bytes)")
+            throw ImageError(
+                .truncatedData,
+                "\(dataCount) bytes cannot hold the \(full.width)×\(full.height) JPEG's scans (at least \(minimum) bytes)"
+            )
         }
     }
 
     /// Without partial images, data that ends before its end-of-image marker is refused before
     /// the output buffer and libjpeg's arrays exist (libjpeg would decode all of it, pad the
     /// rest, and only then warn).
-    private static func checkComplete(_ markers: JPEGMarkers, _ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) {
+    private static func checkComplete(
+        _ markers: JPEGMarkers, _ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions
+    ) throws(ImageError) {
         guard !options.allowsPartialImages, markers.firstScanOffset != nil, !markers.hasEndMarker(bytes) else { return }
         throw ImageError(.truncatedData, "JPEG data ends before its end-of-image marker")
     }
@@ -179,24 +207,35 @@ public struct JPEGCoder: ImageCoding {
     /// With `partial`, the DC decoder takes a progressive file's data up to its DC scans only.
     static func eighthScale(_ data: Data, dcOnly: Bool, partial: Bool = false) -> Bitmap? {
         data.withUnsafeBytes { bytes -> Bitmap? in
-            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), let handle = try? TurboJPEGHandle.decompressor() else { return nil }
+            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                let handle = try? TurboJPEGHandle.decompressor()
+            else { return nil }
             var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-            guard tjDecompressHeader3(handle.raw, base, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0,
-                  let buffer = try? PixelBuffer(width: (Int(width) + 7) / 8, height: (Int(height) + 7) / 8) else { return nil }
-            let status = dcOnly
-                ? (Self.decodeDC(base, bytes.count, into: buffer, flags: partial ? Int32(IK_JPEG_DC_PARTIAL) : 0) ? 0 : -1)
-                : tjDecompress2(handle.raw, base, UInt(bytes.count), buffer.row(0), Int32(buffer.width), Int32(buffer.bytesPerRow),
-                                Int32(buffer.height), Int32(TJPF_RGBA.rawValue), 0)
+            guard
+                tjDecompressHeader3(handle.raw, base, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
+                    == 0,
+                let buffer = try? PixelBuffer(width: (Int(width) + 7) / 8, height: (Int(height) + 7) / 8)
+            else { return nil }
+            let status =
+                dcOnly
+                ? (Self.decodeDC(base, bytes.count, into: buffer, flags: partial ? Int32(IK_JPEG_DC_PARTIAL) : 0)
+                    ? 0 : -1)
+                : tjDecompress2(
+                    handle.raw, base, UInt(bytes.count), buffer.row(0), Int32(buffer.width), Int32(buffer.bytesPerRow),
+                    Int32(buffer.height), Int32(TJPF_RGBA.rawValue), 0)
             return status == 0 ? buffer.freeze(isOpaque: true) : nil
         }
     }
 
     /// The DC decoder into `buffer` (1/8 of the frame); `flags` as `ik_jpeg_decode_dc_scans`'s
     /// (a progressive file's prefix up to its DC scans).
-    static func decodeDC(_ data: UnsafePointer<UInt8>, _ count: Int, into buffer: borrowing PixelBuffer, flags: Int32) -> Bool {
+    static func decodeDC(_ data: UnsafePointer<UInt8>, _ count: Int, into buffer: borrowing PixelBuffer, flags: Int32)
+        -> Bool
+    {
         var end = 0
-        return ik_jpeg_decode_dc_scans(data, count, buffer.row(0), buffer.bytesPerRow, Int32(buffer.width), Int32(buffer.height),
-                                       flags, &end) == Int32(IK_JPEG_DC_OK)
+        return ik_jpeg_decode_dc_scans(
+            data, count, buffer.row(0), buffer.bytesPerRow, Int32(buffer.width), Int32(buffer.height),
+            flags, &end) == Int32(IK_JPEG_DC_OK)
     }
 
     /// Whether `data`, the start of a download, holds what its thumbnail under `options` needs
@@ -206,13 +245,17 @@ public struct JPEGCoder: ImageCoding {
     static func firstScans(_ data: Data, options: ImageDecodingOptions) -> ImagePrefixVerdict {
         guard options.thumbnailPixelSize != nil else { return .never }
         return data.withUnsafeBytes { bytes -> ImagePrefixVerdict in
-            guard bytes.count >= 2, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .pending }
+            guard bytes.count >= 2, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+                return .pending
+            }
             guard bytes[0] == 0xFF, bytes[1] == 0xD8 else { return .never }
             let markers = JPEGMarkers(bytes)
             guard markers.firstScanOffset != nil else { return .pending }
             guard markers.isProgressive, !markers.isArithmetic, markers.frameWidth > 0, markers.frameHeight > 0,
-                  markers.sampling.count != 4,
-                  Self.scaledDecode(markers, full: PixelSize(width: markers.frameWidth, height: markers.frameHeight), options: options).usesDC
+                markers.sampling.count != 4,
+                Self.scaledDecode(
+                    markers, full: PixelSize(width: markers.frameWidth, height: markers.frameHeight), options: options
+                ).usesDC
             else { return .never }
             let end = ik_jpeg_dc_scans_end(base, bytes.count)
             return end > 0 ? .ready(byteCount: end) : .pending
@@ -229,7 +272,8 @@ public struct JPEGCoder: ImageCoding {
             guard bytes.count > 4, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
             let markers = JPEGMarkers(bytes)
             guard markers.isProgressive, !markers.isArithmetic, markers.frameWidth >= 16, markers.frameHeight >= 16,
-                  markers.sampling.count != 4 else { return nil }
+                markers.sampling.count != 4
+            else { return nil }
             let full = PixelSize(width: markers.frameWidth, height: markers.frameHeight)
             let target = Self.scaledDecode(markers, full: full, options: options).target
             let eighth = PixelSize(width: (full.width + 7) / 8, height: (full.height + 7) / 8)
@@ -237,17 +281,22 @@ public struct JPEGCoder: ImageCoding {
             // of the scans so far (bench: full-size 16-chunk previews 2.7-3.5x one-shot with it,
             // 2.1-2.3x without).
             guard 4 * target.width <= full.width + 3, 4 * target.height <= full.height + 3,
-                  (try? options.limits.check(width: target.width, height: target.height)) != nil,
-                  let buffer = try? PixelBuffer(width: eighth.width, height: eighth.height),
-                  Self.decodeDC(base, bytes.count, into: buffer, flags: Int32(IK_JPEG_DC_FIRST_SCANS)) else { return nil }
+                (try? options.limits.check(width: target.width, height: target.height)) != nil,
+                let buffer = try? PixelBuffer(width: eighth.width, height: eighth.height),
+                Self.decodeDC(base, bytes.count, into: buffer, flags: Int32(IK_JPEG_DC_FIRST_SCANS))
+            else { return nil }
             var bitmap = buffer.freeze(isOpaque: true)
             if target != eighth {
-                guard let resized = try? bitmap.resized(to: target, extent: (Double(full.width) / 8, Double(full.height) / 8),
-                                                        reducingGap: 1) else { return nil }
+                guard
+                    let resized = try? bitmap.resized(
+                        to: target, extent: (Double(full.width) / 8, Double(full.height) / 8),
+                        reducingGap: 1)
+                else { return nil }
                 bitmap = resized
             }
-            var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .jpeg, orientation: markers.orientation ?? .up,
-                                     isOrientationApplied: false, isPartial: true)
+            var image = DecodedImage(
+                frames: [ImageFrame(bitmap: bitmap)], format: .jpeg, orientation: markers.orientation ?? .up,
+                isOrientationApplied: false, isPartial: true)
             if options.appliesOrientation { image = (try? image.applyingOrientation()) ?? image }
             return image
         }
@@ -263,11 +312,14 @@ public struct JPEGCoder: ImageCoding {
     /// The smallest DCT-scaled size (TJSCALED: ceil(size × num / denom)) that is at least
     /// `target` on both sides; the full size when no factor below 1 covers it.
     /// Also returns the picture's exact (fractional) extent at that scale.
-    static func scaledSize(_ full: PixelSize, covering target: PixelSize) -> (PixelSize, (width: Double, height: Double)?) {
+    static func scaledSize(_ full: PixelSize, covering target: PixelSize) -> (
+        PixelSize, (width: Double, height: Double)?
+    ) {
         var best = full
         var extent: (width: Double, height: Double)?
         for (num, denom) in scalingFactors where num < denom {
-            let scaled = PixelSize(width: (full.width * num + denom - 1) / denom, height: (full.height * num + denom - 1) / denom)
+            let scaled = PixelSize(
+                width: (full.width * num + denom - 1) / denom, height: (full.height * num + denom - 1) / denom)
             if scaled.width >= target.width && scaled.height >= target.height && scaled.pixelCount < best.pixelCount {
                 best = scaled
                 extent = (Double(full.width * num) / Double(denom), Double(full.height * num) / Double(denom))
@@ -293,7 +345,9 @@ public struct JPEGCoder: ImageCoding {
         }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard format == .jpeg else { throw ImageError(.encodingFailed, "JPEGCoder cannot encode \(format)") }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         let bitmap = frame.bitmap
@@ -302,9 +356,10 @@ public struct JPEGCoder: ImageCoding {
         var size: UInt = 0
         let quality = Int32((min(max(options.quality, 0), 1) * 100).rounded())
         let status = bitmap.withUnsafeBytes { pixels in
-            tjCompress2(handle.raw, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bitmap.width),
-                        Int32(bitmap.bytesPerRow), Int32(bitmap.height), Int32(TJPF_RGBA.rawValue), &output, &size,
-                        Int32(TJSAMP_420.rawValue), max(quality, 1), options.progressive ? TJFLAG_PROGRESSIVE : 0)
+            tjCompress2(
+                handle.raw, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bitmap.width),
+                Int32(bitmap.bytesPerRow), Int32(bitmap.height), Int32(TJPF_RGBA.rawValue), &output, &size,
+                Int32(TJSAMP_420.rawValue), max(quality, 1), options.progressive ? TJFLAG_PROGRESSIVE : 0)
         }
         defer { if let output { tjFree(output) } }
         guard status == 0, let output else { throw ImageError(.encodingFailed, "JPEG: \(handle.errorMessage)") }

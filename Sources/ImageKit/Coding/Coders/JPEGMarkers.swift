@@ -27,7 +27,7 @@ struct JPEGMarkers {
         let count = bytes.count
         while offset + 4 <= count {
             guard bytes[offset] == 0xFF else {
-                offset += 1 // junk between segments: resynchronise on the next 0xFF
+                offset += 1  // junk between segments: resynchronise on the next 0xFF
                 continue
             }
             let marker = bytes[offset + 1]
@@ -59,7 +59,8 @@ struct JPEGMarkers {
                 }
             case 0xEE:
                 if payload.count >= 5, payload[0] == 0x41, payload[1] == 0x64, payload[2] == 0x6F,
-                   payload[3] == 0x62, payload[4] == 0x65 { // "Adobe"
+                    payload[3] == 0x62, payload[4] == 0x65
+                {  // "Adobe"
                     hasAdobeMarker = true
                 }
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC, 0xF7:

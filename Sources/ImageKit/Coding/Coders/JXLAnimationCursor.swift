@@ -26,7 +26,8 @@ final class JXLAnimationCursor: AnimationFrameCursor {
     }
 
     /// A decoder past the headers and colour encoding, standing before frame `nextIndex`.
-    private func withDecoder<Result>(_ body: (OpaquePointer) throws(ImageError) -> Result) throws(ImageError) -> Result {
+    private func withDecoder<Result>(_ body: (OpaquePointer) throws(ImageError) -> Result) throws(ImageError) -> Result
+    {
         try data.withImageBytes { bytes throws(ImageError) in
             if decoder == nil || lentAt != bytes.baseAddress {
                 if let decoder { JxlDecoderDestroy(decoder) }
@@ -41,12 +42,15 @@ final class JXLAnimationCursor: AnimationFrameCursor {
     }
 
     private func makeDecoder(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> OpaquePointer {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the JPEG XL data is empty") }
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the JPEG XL data is empty")
+        }
         guard let decoder = JxlDecoderCreate(nil) else { throw ImageError(.internalError, "libjxl: out of memory") }
         let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FULL_IMAGE.rawValue
         guard JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS,
-              JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
-              JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS else {
+            JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
+            JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS
+        else {
             JxlDecoderDestroy(decoder)
             throw ImageError(.internalError, "libjxl refused its settings")
         }
@@ -75,14 +79,18 @@ final class JXLAnimationCursor: AnimationFrameCursor {
 
     func decodeNext() throws(ImageError) -> Bitmap {
         try withDecoder { decoder throws(ImageError) in
-            var format = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+            var format = JxlPixelFormat(
+                num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
             var pending: Bitmap?
             while true {
                 switch JxlDecoderProcessInput(decoder) {
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
-                    pending = try JXLCoder.setOutputBuffer(decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                    pending = try JXLCoder.setOutputBuffer(
+                        decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
                 case JXL_DEC_FULL_IMAGE:
-                    guard let bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
+                    guard let bitmap = pending else {
+                        throw ImageError(.badImageData, "JPEG XL: a frame without pixels")
+                    }
                     ColorManagement.convertToSRGB(bitmap, from: dataProfile)
                     nextIndex += 1
                     return bitmap
@@ -102,7 +110,9 @@ final class JXLAnimationCursor: AnimationFrameCursor {
         nextIndex += 1
     }
 
-    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> { AnimationCheckpoint(canvas: nil, position: nextIndex) }
+    func checkpoint() throws(ImageError) -> AnimationCheckpoint<Int> {
+        AnimationCheckpoint(canvas: nil, position: nextIndex)
+    }
 
     func restore(_ checkpoint: AnimationCheckpoint<Int>) throws(ImageError) {
         // A fresh decoder skips to the position when it is next used.
@@ -119,12 +129,15 @@ extension JXLCoder: AnimatedImageDecoding {
     /// (libjxl skips the pixels when only the headers are asked for); nil for a still.
     public func animationInfo(_ data: Data, limits: DecodingLimits) throws(ImageError) -> AnimationInfo? {
         try data.withImageBytes { bytes throws(ImageError) -> AnimationInfo? in
-            guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the JPEG XL data is empty") }
+            guard let base = bytes.baseAddress, bytes.count > 0 else {
+                throw ImageError(.emptyData, "the JPEG XL data is empty")
+            }
             guard let decoder = JxlDecoderCreate(nil) else { throw ImageError(.internalError, "libjxl: out of memory") }
             defer { JxlDecoderDestroy(decoder) }
             let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_FRAME.rawValue
             guard JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS,
-                  JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS else {
+                JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS
+            else {
                 throw ImageError(.internalError, "libjxl refused its settings")
             }
             JxlDecoderCloseInput(decoder)
@@ -133,19 +146,26 @@ extension JXLCoder: AnimatedImageDecoding {
             while true {
                 switch JxlDecoderProcessInput(decoder) {
                 case JXL_DEC_BASIC_INFO:
-                    guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { throw ImageError(.badImageData, "JPEG XL: bad header") }
+                    guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else {
+                        throw ImageError(.badImageData, "JPEG XL: bad header")
+                    }
                     guard info.have_animation != 0 else { return nil }
                     try limits.checkPixels(width: Int(info.xsize), height: Int(info.ysize))
                 case JXL_DEC_FRAME:
                     var header = JxlFrameHeader()
-                    guard JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS else { throw ImageError(.badImageData, "JPEG XL: bad frame header") }
-                    durations.append(info.animation.tps_numerator > 0
-                        ? Double(header.duration) * Double(info.animation.tps_denominator) / Double(info.animation.tps_numerator) : 0)
+                    guard JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS else {
+                        throw ImageError(.badImageData, "JPEG XL: bad frame header")
+                    }
+                    durations.append(
+                        info.animation.tps_numerator > 0
+                            ? Double(header.duration) * Double(info.animation.tps_denominator)
+                                / Double(info.animation.tps_numerator) : 0)
                 case JXL_DEC_SUCCESS:
                     guard durations.count > 1 else { return nil }
                     let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
-                    return AnimationInfo(canvasSize: info.orientation.rawValue > 4 ? stored.transposed : stored, durations: durations,
-                                         loopCount: Int(info.animation.num_loops))
+                    return AnimationInfo(
+                        canvasSize: info.orientation.rawValue > 4 ? stored.transposed : stored, durations: durations,
+                        loopCount: Int(info.animation.num_loops))
                 case JXL_DEC_NEED_MORE_INPUT:
                     throw ImageError(.truncatedData, "JPEG XL: the data ends early")
                 default:
@@ -156,7 +176,9 @@ extension JXLCoder: AnimatedImageDecoding {
     }
 
     /// A cursor that takes libjxl's coalesced frames one at a time.
-    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
+    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
+    {
         JXLAnimationCursor(data: data)
     }
 }

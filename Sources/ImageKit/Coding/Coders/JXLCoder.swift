@@ -17,7 +17,9 @@ public struct JXLCoder: ImageCoding {
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpegXL }
     public func canEncode(_ format: ImageFormat) -> Bool { false }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         throw ImageError(.encodingFailed, "ImageKit does not write JPEG XL")
     }
 
@@ -25,14 +27,21 @@ public struct JXLCoder: ImageCoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the JPEG XL data is empty") }
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the JPEG XL data is empty")
+        }
         guard let decoder = JxlDecoderCreate(nil) else { throw ImageError(.internalError, "libjxl: out of memory") }
         defer { JxlDecoderDestroy(decoder) }
-        let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue
+        let events =
+            JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue
+            | JXL_DEC_FULL_IMAGE.rawValue
         guard JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS,
-              JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
-              JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS else {
+            JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
+            JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS
+        else {
             throw ImageError(.internalError, "libjxl refused its settings")
         }
         JxlDecoderCloseInput(decoder)
@@ -50,7 +59,9 @@ public struct JXLCoder: ImageCoding {
             let status = JxlDecoderProcessInput(decoder)
             switch status {
             case JXL_DEC_BASIC_INFO:
-                guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { throw ImageError(.badImageData, "JPEG XL: bad header") }
+                guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else {
+                    throw ImageError(.badImageData, "JPEG XL: bad header")
+                }
                 let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
                 try options.limits.checkPixels(width: stored.width, height: stored.height)
                 shown = info.orientation.rawValue > 4 ? stored.transposed : stored
@@ -58,21 +69,26 @@ public struct JXLCoder: ImageCoding {
                 // The frame count is not in the header: the budget is checked per frame below.
                 target = DecodeTarget.size(for: shown, frames: 1, options: options)
                 try options.limits.check(width: target.width, height: target.height)
-                try options.limits.checkWorking(Self.workingBytes(info), outputBytes: target.pixelCount * 4,
-                                                "the \(stored) JPEG XL frame's planes")
+                try options.limits.checkWorking(
+                    Self.workingBytes(info), outputBytes: target.pixelCount * 4,
+                    "the \(stored) JPEG XL frame's planes")
             case JXL_DEC_COLOR_ENCODING:
                 sourceProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_ORIGINAL)
                 dataProfile = Self.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
             case JXL_DEC_FRAME:
                 var header = JxlFrameHeader()
                 if info.have_animation != 0, JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS,
-                   info.animation.tps_numerator > 0 {
-                    pendingDuration = Double(header.duration) * Double(info.animation.tps_denominator) / Double(info.animation.tps_numerator)
+                    info.animation.tps_numerator > 0
+                {
+                    pendingDuration =
+                        Double(header.duration) * Double(info.animation.tps_denominator)
+                        / Double(info.animation.tps_numerator)
                 }
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 try options.limits.check(width: target.width, height: target.height, frames: frames.count + 1)
                 // libjxl writes the oriented frame: the displayed size.
-                pending = try Self.setOutputBuffer(decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                pending = try Self.setOutputBuffer(
+                    decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
             case JXL_DEC_FULL_IMAGE:
                 guard var bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
                 pending = nil
@@ -91,18 +107,23 @@ public struct JXLCoder: ImageCoding {
         let loopCount = frames.count > 1 ? Int(info.animation.num_loops) : 1
         var image = DecodedImage(frames: frames, loopCount: loopCount, format: .jpegXL)
         ColorManagement.apply(dataProfile, to: &image, options: options)
-        if let sourceProfile, image.sourceColorProfile == nil { image.sourceColorProfile = ColorManagement.profile(sourceProfile) }
+        if let sourceProfile, image.sourceColorProfile == nil {
+            image.sourceColorProfile = ColorManagement.profile(sourceProfile)
+        }
         return image
     }
 
     /// A bitmap of `size` that libjxl will write the next frame into (RGBA8, rows as the bitmap's).
-    static func setOutputBuffer(_ decoder: OpaquePointer, format: inout JxlPixelFormat, size: PixelSize,
-                                isOpaque: Bool) throws(ImageError) -> Bitmap {
+    static func setOutputBuffer(
+        _ decoder: OpaquePointer, format: inout JxlPixelFormat, size: PixelSize,
+        isOpaque: Bool
+    ) throws(ImageError) -> Bitmap {
         let output = try PixelBuffer(width: size.width, height: size.height).freeze(isOpaque: isOpaque)
         format.align = output.bytesPerRow
         var needed = 0
         guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= output.byteCount,
-              JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS else {
+            JxlDecoderSetImageOutBuffer(decoder, &format, output.baseAddress, output.byteCount) == JXL_DEC_SUCCESS
+        else {
             throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
         }
         return output
@@ -113,7 +134,8 @@ public struct JXLCoder: ImageCoding {
     /// whole, 4 bytes a sample.
     static func workingBytes(_ info: JxlBasicInfo) -> Int {
         let pixels = Int(info.xsize) * Int(info.ysize)
-        let perPixel = info.uses_original_profile != 0 ? 4 * Int(info.num_color_channels + (info.alpha_bits > 0 ? 1 : 0)) : 4
+        let perPixel =
+            info.uses_original_profile != 0 ? 4 * Int(info.num_color_channels + (info.alpha_bits > 0 ? 1 : 0)) : 4
         return pixels.multipliedReportingOverflow(by: perPixel).overflow ? Int.max : pixels * perPixel
     }
 
@@ -132,10 +154,12 @@ public struct JXLCoder: ImageCoding {
     /// The ICC profile libjxl reports for `target` (the file's original, or the pixels' own).
     static func iccProfile(_ decoder: OpaquePointer, _ target: JxlColorProfileTarget) -> Data? {
         var size = 0
-        guard JxlDecoderGetICCProfileSize(decoder, nil, target, &size) == JXL_DEC_SUCCESS, size > 0, size < 64 << 20 else { return nil }
+        guard JxlDecoderGetICCProfileSize(decoder, nil, target, &size) == JXL_DEC_SUCCESS, size > 0, size < 64 << 20
+        else { return nil }
         var data = Data(count: size)
         let status = data.withUnsafeMutableBytes { raw in
-            JxlDecoderGetColorAsICCProfile(decoder, nil, target, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
+            JxlDecoderGetColorAsICCProfile(
+                decoder, nil, target, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
         }
         return status == JXL_DEC_SUCCESS ? data : nil
     }

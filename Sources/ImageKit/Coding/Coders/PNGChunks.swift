@@ -1,5 +1,6 @@
 import CDeflate
 import Foundation
+
 /// What the PNG coder reads from the chunks: the ICC profile, header defects, and the APNG
 /// animation they describe.
 extension PNGChunks {
@@ -29,7 +30,8 @@ extension PNGChunks {
             var output = Data(count: capacity)
             var written = 0
             let result = output.withUnsafeMutableBytes { out in
-                libdeflate_zlib_decompress(decompressor, compressed.baseAddress, compressed.count, out.baseAddress, capacity, &written)
+                libdeflate_zlib_decompress(
+                    decompressor, compressed.baseAddress, compressed.count, out.baseAddress, capacity, &written)
             }
             if result == LIBDEFLATE_SUCCESS { return output.prefix(written) }
             guard result == LIBDEFLATE_INSUFFICIENT_SPACE else { return nil }
@@ -106,10 +108,11 @@ struct APNGAnimation {
                 let numerator = Double(PNGChunks.u16(bytes, d + 20))
                 let denominator = Double(PNGChunks.u16(bytes, d + 22))
                 var delay = numerator / (denominator == 0 ? 100 : denominator)
-                if delay <= 0.010 { delay = 0.1 } // what browsers do with (near-)zero delays
-                current = Frame(width: Int(PNGChunks.u32(bytes, d + 4)), height: Int(PNGChunks.u32(bytes, d + 8)),
-                                x: Int(PNGChunks.u32(bytes, d + 12)), y: Int(PNGChunks.u32(bytes, d + 16)),
-                                delay: delay, dispose: bytes[d + 24], blend: bytes[d + 25])
+                if delay <= 0.010 { delay = 0.1 }  // what browsers do with (near-)zero delays
+                current = Frame(
+                    width: Int(PNGChunks.u32(bytes, d + 4)), height: Int(PNGChunks.u32(bytes, d + 8)),
+                    x: Int(PNGChunks.u32(bytes, d + 12)), y: Int(PNGChunks.u32(bytes, d + 16)),
+                    delay: delay, dispose: bytes[d + 24], blend: bytes[d + 25])
                 if !seenIDAT { current?.usesDefaultImage = true; defaultImageHidden = false }
             case PNGChunks.IDAT:
                 seenIDAT = true
@@ -127,7 +130,8 @@ struct APNGAnimation {
         guard valid, declaredFrames > 0, !frames.isEmpty, width > 0, height > 0 else { return nil }
         for frame in frames {
             guard frame.width > 0, frame.height > 0, frame.x + frame.width <= width,
-                  frame.y + frame.height <= height, !frame.dataChunks.isEmpty else { return nil }
+                frame.y + frame.height <= height, !frame.dataChunks.isEmpty
+            else { return nil }
         }
     }
 
@@ -136,16 +140,22 @@ struct APNGAnimation {
     func standalonePNG(for frame: Frame, from bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var out: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         func append32(_ value: UInt32) {
-            out.append(contentsOf: [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
+            out.append(contentsOf: [
+                UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF),
+            ])
         }
         for range in sharedChunks {
             let start = out.count
             out.append(contentsOf: bytes[range])
             if PNGChunks.u32(bytes, range.lowerBound + 4) == PNGChunks.IHDR {
-                out.replaceSubrange(start + 8..<start + 16, with: [
-                    UInt8(frame.width >> 24 & 0xFF), UInt8(frame.width >> 16 & 0xFF), UInt8(frame.width >> 8 & 0xFF), UInt8(frame.width & 0xFF),
-                    UInt8(frame.height >> 24 & 0xFF), UInt8(frame.height >> 16 & 0xFF), UInt8(frame.height >> 8 & 0xFF), UInt8(frame.height & 0xFF),
-                ])
+                out.replaceSubrange(
+                    start + 8..<start + 16,
+                    with: [
+                        UInt8(frame.width >> 24 & 0xFF), UInt8(frame.width >> 16 & 0xFF),
+                        UInt8(frame.width >> 8 & 0xFF), UInt8(frame.width & 0xFF),
+                        UInt8(frame.height >> 24 & 0xFF), UInt8(frame.height >> 16 & 0xFF),
+                        UInt8(frame.height >> 8 & 0xFF), UInt8(frame.height & 0xFF),
+                    ])
             }
         }
         for range in frame.dataChunks {

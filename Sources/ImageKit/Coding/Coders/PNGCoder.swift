@@ -31,9 +31,12 @@ public struct PNGCoder: ImageCoding {
     }
 
     /// The image as stored, before colour management.
-    private static func decodePixels(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    private static func decodePixels(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         if PNGChunks.hasAnimationControl(bytes), let animation = APNGAnimation(bytes),
-           !(options.firstFrameOnly && animation.defaultImageHidden) {
+            !(options.firstFrameOnly && animation.defaultImageHidden)
+        {
             return try Self.decodeAnimation(animation, bytes: bytes, options: options)
         }
         // Scaled decodes of large non-interlaced PNGs stream: rows are shrunk as libpng reads
@@ -63,8 +66,10 @@ public struct PNGCoder: ImageCoding {
     /// Decodes one complete PNG stream (the default image): the fast path when it takes the
     /// file, else libpng.
     /// (`usesFastPath` false: libpng only, for tests that compare the two.)
-    static func decodeStill(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool,
-                            usesFastPath: Bool = true) throws(ImageError) -> Bitmap {
+    static func decodeStill(
+        _ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool,
+        usesFastPath: Bool = true
+    ) throws(ImageError) -> Bitmap {
         guard bytes.baseAddress != nil, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
         // IHDR's method bytes: libpng accepts some values the PNG specification does not.
         if bytes.count >= 29, PNGChunks.u32(bytes, 12) == PNGChunks.IHDR {
@@ -73,26 +78,40 @@ public struct PNGCoder: ImageCoding {
             }
         }
         if !ignoreCRC, let defect = PNGChunks.headerDefect(bytes) { throw ImageError(.badImageData, "PNG: \(defect)") }
-        if usesFastPath, let bitmap = try decodeStillFast(bytes, limits: limits, checksCRC: !ignoreCRC) { return bitmap }
+        if usesFastPath, let bitmap = try decodeStillFast(bytes, limits: limits, checksCRC: !ignoreCRC) {
+            return bitmap
+        }
         return try decodeStillWithLibpng(bytes, limits: limits, ignoreCRC: ignoreCRC)
     }
 
     /// The one-shot path (`ik_png_fast.c`: libdeflate inflate, SSE2 unfilter, the same pixels as
     /// libpng); nil when it leaves the file to libpng (damage, chunks libpng treats specially,
     /// APNG). Its inflated stream counts against ``DecodingLimits/maxWorkingBytes``.
-    static func decodeStillFast(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, checksCRC: Bool) throws(ImageError) -> Bitmap? {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
+    static func decodeStillFast(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, checksCRC: Bool)
+        throws(ImageError) -> Bitmap?
+    {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the PNG data is empty")
+        }
         return try decodeRGBA(limits: limits, checksWorkingBytes: true) { alloc, context, info, message, count in
             ik_png_fast_decode(base, bytes.count, checksCRC ? 1 : 0, alloc, context, info, message, count)
         }
     }
 
     /// libpng's decode of a whole PNG.
-    static func decodeStillWithLibpng(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool) throws(ImageError) -> Bitmap {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the PNG data is empty") }
-        guard let bitmap = try decodeRGBA(limits: limits, checksWorkingBytes: false, { alloc, context, info, message, count in
-            ik_png_decode_rgba(base, bytes.count, ignoreCRC ? 1 : 0, alloc, context, info, message, count)
-        }) else {
+    static func decodeStillWithLibpng(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, ignoreCRC: Bool)
+        throws(ImageError) -> Bitmap
+    {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the PNG data is empty")
+        }
+        guard
+            let bitmap = try decodeRGBA(
+                limits: limits, checksWorkingBytes: false,
+                { alloc, context, info, message, count in
+                    ik_png_decode_rgba(base, bytes.count, ignoreCRC ? 1 : 0, alloc, context, info, message, count)
+                })
+        else {
             throw ImageError(.internalError, "libpng declined the PNG")
         }
         return bitmap
@@ -102,7 +121,10 @@ public struct PNGCoder: ImageCoding {
     /// limits there, and maps its status to a bitmap, nil (`IK_ERR_UNSUPPORTED`) or an error.
     private static func decodeRGBA(
         limits: DecodingLimits, checksWorkingBytes: Bool,
-        _ decode: (ik_png_alloc_fn, UnsafeMutableRawPointer, UnsafeMutablePointer<ik_png_info>, UnsafeMutablePointer<CChar>, Int) -> ik_status
+        _ decode: (
+            ik_png_alloc_fn, UnsafeMutableRawPointer, UnsafeMutablePointer<ik_png_info>, UnsafeMutablePointer<CChar>,
+            Int
+        ) -> ik_status
     ) throws(ImageError) -> Bitmap? {
         final class Allocation {
             let limits: DecodingLimits
@@ -122,35 +144,40 @@ public struct PNGCoder: ImageCoding {
         var message = [CChar](repeating: 0, count: 256)
         let status = withExtendedLifetime(allocation) {
             message.withUnsafeMutableBufferPointer { message in
-                decode({ context, info, stride in
-                    let allocation = Unmanaged<Allocation>.fromOpaque(context!).takeUnretainedValue()
-                    let width = Int(info.pointee.width), height = Int(info.pointee.height)
-                    do throws(ImageError) {
-                        try allocation.limits.check(width: width, height: height)
-                        if allocation.checksWorkingBytes {
-                            try allocation.limits.checkWorking(Int(clamping: info.pointee.working_bytes), outputBytes: width * height * 4,
-                                                               "the PNG's inflated data")
+                decode(
+                    { context, info, stride in
+                        let allocation = Unmanaged<Allocation>.fromOpaque(context!).takeUnretainedValue()
+                        let width = Int(info.pointee.width), height = Int(info.pointee.height)
+                        do throws(ImageError) {
+                            try allocation.limits.check(width: width, height: height)
+                            if allocation.checksWorkingBytes {
+                                try allocation.limits.checkWorking(
+                                    Int(clamping: info.pointee.working_bytes), outputBytes: width * height * 4,
+                                    "the PNG's inflated data")
+                            }
+                            let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
+                            allocation.pixels = pixels
+                            allocation.bytesPerRow = bytesPerRow
+                            allocation.byteCount = bytesPerRow * height
+                            stride.pointee = bytesPerRow
+                            return pixels
+                        } catch {
+                            allocation.error = error
+                            return nil
                         }
-                        let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
-                        allocation.pixels = pixels
-                        allocation.bytesPerRow = bytesPerRow
-                        allocation.byteCount = bytesPerRow * height
-                        stride.pointee = bytesPerRow
-                        return pixels
-                    } catch {
-                        allocation.error = error
-                        return nil
-                    }
-                }, Unmanaged.passUnretained(allocation).toOpaque(), &info, message.baseAddress!, message.count)
+                    }, Unmanaged.passUnretained(allocation).toOpaque(), &info, message.baseAddress!, message.count)
             }
         }
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         switch status {
         case IK_OK:
-            guard let pixels = allocation.pixels else { throw ImageError(.internalError, "the PNG decoder returned no pixels") }
+            guard let pixels = allocation.pixels else {
+                throw ImageError(.internalError, "the PNG decoder returned no pixels")
+            }
             allocation.pixels = nil
-            let buffer = PixelBuffer(adopting: pixels, width: Int(info.width), height: Int(info.height),
-                                     bytesPerRow: allocation.bytesPerRow)
+            let buffer = PixelBuffer(
+                adopting: pixels, width: Int(info.width), height: Int(info.height),
+                bytesPerRow: allocation.bytesPerRow)
             return buffer.freeze(isOpaque: info.has_alpha == 0)
         case IK_ERR_UNSUPPORTED:
             return nil
@@ -161,7 +188,9 @@ public struct PNGCoder: ImageCoding {
         case IK_ERR_INTERNAL:
             throw ImageError(.internalError, "PNG: \(text.isEmpty ? "out of memory" : text)")
         default:
-            if text.contains("IHDR") || text.contains("bit depth") || text.contains("color type") || text.contains("dimensions") {
+            if text.contains("IHDR") || text.contains("bit depth") || text.contains("color type")
+                || text.contains("dimensions")
+            {
                 if info.width == 0 || info.height == 0, text.contains("dimension") {
                     throw ImageError(.zeroPixels, "PNG: \(text)")
                 }
@@ -171,7 +200,9 @@ public struct PNGCoder: ImageCoding {
     }
 
     /// Decodes row by row into a ``Resampler``: peak memory is the output plus a few rows.
-    static func decodeStreaming(_ bytes: UnsafeRawBufferPointer, target: PixelSize, limits: DecodingLimits) throws(ImageError) -> Bitmap {
+    static func decodeStreaming(_ bytes: UnsafeRawBufferPointer, target: PixelSize, limits: DecodingLimits)
+        throws(ImageError) -> Bitmap
+    {
         if let defect = PNGChunks.headerDefect(bytes) { throw ImageError(.badImageData, "PNG: \(defect)") }
         guard bytes[26] == 0, bytes[27] == 0 else {
             throw ImageError(.badImageData, "PNG: unknown compression, filter or interlace method in IHDR")
@@ -187,22 +218,26 @@ public struct PNGCoder: ImageCoding {
         var info = ik_png_info()
         var message = [CChar](repeating: 0, count: 256)
         let status = withExtendedLifetime(sink) {
-            ik_png_decode_rows(bytes.baseAddress!, bytes.count, { context, info in
-                let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
-                let full = PixelSize(width: Int(info.pointee.width), height: Int(info.pointee.height))
-                do throws(ImageError) {
-                    try sink.limits.checkPixels(width: full.width, height: full.height)
-                    try sink.limits.check(width: sink.target.width, height: sink.target.height)
-                    sink.resampler = try Resampler(source: full, target: sink.target, isOpaque: info.pointee.has_alpha == 0)
-                    return 0
-                } catch {
-                    sink.error = error
-                    return 1
-                }
-            }, { context, row, _ in
-                let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
-                sink.resampler?.push(row: row)
-            }, Unmanaged.passUnretained(sink).toOpaque(), &info, &message, message.count)
+            ik_png_decode_rows(
+                bytes.baseAddress!, bytes.count,
+                { context, info in
+                    let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+                    let full = PixelSize(width: Int(info.pointee.width), height: Int(info.pointee.height))
+                    do throws(ImageError) {
+                        try sink.limits.checkPixels(width: full.width, height: full.height)
+                        try sink.limits.check(width: sink.target.width, height: sink.target.height)
+                        sink.resampler = try Resampler(
+                            source: full, target: sink.target, isOpaque: info.pointee.has_alpha == 0)
+                        return 0
+                    } catch {
+                        sink.error = error
+                        return 1
+                    }
+                },
+                { context, row, _ in
+                    let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+                    sink.resampler?.push(row: row)
+                }, Unmanaged.passUnretained(sink).toOpaque(), &info, &message, message.count)
         }
         let text = string(fromCBuffer: message)
         switch status {
@@ -216,16 +251,19 @@ public struct PNGCoder: ImageCoding {
         }
     }
 
-    private static func decodeAnimation(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer,
-                                        options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    private static func decodeAnimation(
+        _ animation: APNGAnimation, bytes: UnsafeRawBufferPointer,
+        options: ImageDecodingOptions
+    ) throws(ImageError) -> DecodedImage {
         let frameCount = options.firstFrameOnly ? 1 : animation.frames.count
         let canvasSize = PixelSize(width: animation.width, height: animation.height)
         let target = DecodeTarget.size(for: canvasSize, frames: frameCount, options: options)
         try options.limits.checkPixels(width: canvasSize.width, height: canvasSize.height)
         try options.limits.check(width: target.width, height: target.height, frames: frameCount)
         // The full-size canvas and a copy of it for dispose-to-previous.
-        try options.limits.checkWorking(2 * canvasSize.pixelCount * 4, outputBytes: target.pixelCount * 4 * frameCount,
-                                        "the APNG's \(canvasSize) canvas")
+        try options.limits.checkWorking(
+            2 * canvasSize.pixelCount * 4, outputBytes: target.pixelCount * 4 * frameCount,
+            "the APNG's \(canvasSize) canvas")
         var state = try APNGRunState(animation)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
@@ -241,8 +279,10 @@ public struct PNGCoder: ImageCoding {
     /// Draws frame `state.position.nextIndex` of `animation` onto the canvas (after disposing of the
     /// frame before it) and returns its duration. The canvas then shows the frame; its own
     /// disposal waits for the next call.
-    static func drawNextFrame(_ animation: APNGAnimation, bytes: UnsafeRawBufferPointer, limits: DecodingLimits,
-                              state: inout APNGRunState) throws(ImageError) -> Double {
+    static func drawNextFrame(
+        _ animation: APNGAnimation, bytes: UnsafeRawBufferPointer, limits: DecodingLimits,
+        state: inout APNGRunState
+    ) throws(ImageError) -> Double {
         if let pending = state.position.pending {
             switch pending.dispose {
             case 1: state.canvas.clear(pending.rect)
@@ -255,7 +295,7 @@ public struct PNGCoder: ImageCoding {
         let frame = animation.frames[index]
         let rect = state.canvas.clip(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
         var dispose = frame.dispose
-        if index == 0 && dispose == 2 { dispose = 1 } // nothing to go back to: clear instead
+        if index == 0 && dispose == 2 { dispose = 1 }  // nothing to go back to: clear instead
         let saved = dispose == 2 ? try state.canvas.snapshot(isOpaque: false) : nil
 
         let pixels: Bitmap
@@ -273,31 +313,38 @@ public struct PNGCoder: ImageCoding {
         return frame.delay
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard format == .png else { throw ImageError(.encodingFailed, "PNGCoder cannot encode \(format)") }
         if image.isAnimated && !options.firstFrameOnly {
             return try APNGEncoding.encode(try image.loadingAllFrames(), level: options.compressionLevel ?? 6)
         }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
-        let data = try Self.encode(frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
+        let data = try Self.encode(
+            frame.bitmap, keepAlpha: !frame.bitmap.scanIsOpaque(), level: options.compressionLevel ?? 6)
         return image.colorProfile.map { ColorProfileEmbedding.png(data, $0) } ?? data
     }
 
     static func encode(_ bitmap: Bitmap, keepAlpha: Bool, level: Int = 6) throws(ImageError) -> Data {
         try bitmap.withUnsafeBytes { pixels throws(ImageError) in
-            try encodeRows(pixels.baseAddress!, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow,
-                           keepAlpha: keepAlpha, level: level)
+            try encodeRows(
+                pixels.baseAddress!, width: bitmap.width, height: bitmap.height, bytesPerRow: bitmap.bytesPerRow,
+                keepAlpha: keepAlpha, level: level)
         }
     }
 
     /// `width × height` RGBA8 pixels at `pixels` (rows `bytesPerRow` apart) as an 8-bit RGB or
     /// RGBA PNG: libpng's row-filter heuristic, one libdeflate compression at `level` (0...12).
-    static func encodeRows(_ pixels: UnsafeRawPointer, width: Int, height: Int, bytesPerRow: Int, keepAlpha: Bool,
-                           level: Int) throws(ImageError) -> Data {
+    static func encodeRows(
+        _ pixels: UnsafeRawPointer, width: Int, height: Int, bytesPerRow: Int, keepAlpha: Bool,
+        level: Int
+    ) throws(ImageError) -> Data {
         var output: UnsafeMutableRawPointer?
         var size = 0
-        let status = ik_png_fast_encode(pixels, UInt32(width), UInt32(height), bytesPerRow, keepAlpha ? 1 : 0,
-                                        Int32(min(max(level, 0), 12)), &output, &size)
+        let status = ik_png_fast_encode(
+            pixels, UInt32(width), UInt32(height), bytesPerRow, keepAlpha ? 1 : 0,
+            Int32(min(max(level, 0), 12)), &output, &size)
         guard status == IK_OK, let output else {
             throw ImageError(.encodingFailed, "PNG: could not encode \(width)×\(height) pixels")
         }

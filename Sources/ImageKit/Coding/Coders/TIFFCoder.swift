@@ -23,7 +23,9 @@ public struct TIFFCoder: ImageCoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         throw ImageError(.encodingFailed, "ImageKit does not write TIFF")
     }
 
@@ -34,7 +36,9 @@ public struct TIFFCoder: ImageCoding {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         try TIFFFile.open(bytes) { tiff throws(ImageError) in
             let pageCount = Int(TIFFNumberOfDirectories(tiff.handle))
             switch options.pages {
@@ -50,8 +54,10 @@ public struct TIFFCoder: ImageCoding {
                     try tiff.select(page: index, of: pageCount)
                     let page = try decodePage(tiff, options: options)
                     if let first, page.bitmap.size != first.bitmap.size {
-                        throw ImageError(.unsupportedFormat, "TIFF: page \(index) is \(page.bitmap.size), page 0 \(first.bitmap.size): "
-                                         + "pages of different sizes are decoded one at a time (.page(n))")
+                        throw ImageError(
+                            .unsupportedFormat,
+                            "TIFF: page \(index) is \(page.bitmap.size), page 0 \(first.bitmap.size): "
+                                + "pages of different sizes are decoded one at a time (.page(n))")
                     }
                     first = first ?? page
                     frames.append(ImageFrame(bitmap: page.bitmap))
@@ -72,11 +78,13 @@ public struct TIFFCoder: ImageCoding {
         let orientationTag = Int(tiff.field(UInt32(TIFFTAG_ORIENTATION), UInt16.self, defaulted: true) ?? 1)
         let orientation = ImageOrientation(rawValue: orientationTag) ?? .up
         let full = PixelSize(width: width, height: height)
-        let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
-                                             frames: 1, options: options)
+        let target = DecodeTarget.storedSize(
+            for: full, orientation: options.appliesOrientation ? orientation : .up,
+            frames: 1, options: options)
         try options.limits.check(width: target.width, height: target.height)
         if target != full {
-            try options.limits.checkWorking(full.pixelCount * 4, outputBytes: target.pixelCount * 4, "a \(full) TIFF decoded whole before scaling")
+            try options.limits.checkWorking(
+                full.pixelCount * 4, outputBytes: target.pixelCount * 4, "a \(full) TIFF decoded whole before scaling")
         } else {
             try options.limits.check(width: width, height: height)
         }
@@ -85,8 +93,9 @@ public struct TIFFCoder: ImageCoding {
         let isOpaque = try tiff.readPixels(into: &buffer, icc: icc)
         var bitmap = buffer.freeze(isOpaque: isOpaque)
         if target != full { bitmap = try bitmap.resized(to: target) }
-        var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .tiff, orientation: orientation,
-                                 isOrientationApplied: orientation == .up)
+        var image = DecodedImage(
+            frames: [ImageFrame(bitmap: bitmap)], format: .tiff, orientation: orientation,
+            isOrientationApplied: orientation == .up)
         ColorManagement.apply(icc, to: &image, options: options)
         if options.appliesOrientation { image = try image.applyingOrientation() }
         return image
@@ -110,47 +119,64 @@ private final class TIFFFile {
         self.source = source
     }
 
-    static func open<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (TIFFFile) throws(ImageError) -> Result) throws(ImageError) -> Result {
+    static func open<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (TIFFFile) throws(ImageError) -> Result)
+        throws(ImageError) -> Result
+    {
         guard bytes.count >= 8 else { throw ImageError(.truncatedData, "TIFF: the header is cut short") }
         let source = MemorySource(bytes)
         let context = Unmanaged.passUnretained(source).toOpaque()
         let openOptions = TIFFOpenOptionsAlloc()
         defer { TIFFOpenOptionsFree(openOptions) }
-        TIFFOpenOptionsSetErrorHandlerExtR(openOptions, { _, user, module, format, arguments in
-            guard let user, let format, let arguments else { return 1 }
-            var message = [CChar](repeating: 0, count: 512)
-            _ = vsnprintf(&message, message.count, format, arguments)
-            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let source = Unmanaged<MemorySource>.fromOpaque(user).takeUnretainedValue()
-            if source.lastError == nil { source.lastError = module.map { String(cString: $0) + ": " + text } ?? text }
-            return 1
-        }, context)
+        TIFFOpenOptionsSetErrorHandlerExtR(
+            openOptions,
+            { _, user, module, format, arguments in
+                guard let user, let format, let arguments else { return 1 }
+                var message = [CChar](repeating: 0, count: 512)
+                _ = vsnprintf(&message, message.count, format, arguments)
+                let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let source = Unmanaged<MemorySource>.fromOpaque(user).takeUnretainedValue()
+                if source.lastError == nil {
+                    source.lastError = module.map { String(cString: $0) + ": " + text } ?? text
+                }
+                return 1
+            }, context)
         TIFFOpenOptionsSetWarningHandlerExtR(openOptions, { _, _, _, _, _ in 1 }, nil)
         // One allocation libtiff makes for a strip or tile may not exceed the working limit.
         TIFFOpenOptionsSetMaxSingleMemAlloc(openOptions, 256 << 20)
-        guard let handle = TIFFClientOpenExt("memory", "rm", context, { context, buffer, size in
-            let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
-            let count = max(0, min(Int(size), source.bytes.count - source.position))
-            if count > 0, let buffer { buffer.copyMemory(from: source.bytes.baseAddress! + source.position, byteCount: count) }
-            source.position += count
-            return tmsize_t(count)
-        }, { _, _, _ in 0 }, { context, offset, whence in
-            let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
-            let base: Int
-            switch whence {
-            case SEEK_CUR: base = source.position
-            case SEEK_END: base = source.bytes.count
-            default: base = 0
-            }
-            let (position, overflow) = base.addingReportingOverflow(Int(truncatingIfNeeded: Int64(bitPattern: offset)))
-            guard !overflow, position >= 0 else { return UInt64.max }
-            source.position = position
-            return UInt64(position)
-        }, { _ in 0 }, { context in
-            UInt64(Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue().bytes.count)
-        }, { _, _, _ in 0 }, { _, _, _ in }, openOptions) else {
+        guard
+            let handle = TIFFClientOpenExt(
+                "memory", "rm", context,
+                { context, buffer, size in
+                    let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
+                    let count = max(0, min(Int(size), source.bytes.count - source.position))
+                    if count > 0, let buffer {
+                        buffer.copyMemory(from: source.bytes.baseAddress! + source.position, byteCount: count)
+                    }
+                    source.position += count
+                    return tmsize_t(count)
+                }, { _, _, _ in 0 },
+                { context, offset, whence in
+                    let source = Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue()
+                    let base: Int
+                    switch whence {
+                    case SEEK_CUR: base = source.position
+                    case SEEK_END: base = source.bytes.count
+                    default: base = 0
+                    }
+                    let (position, overflow) = base.addingReportingOverflow(
+                        Int(truncatingIfNeeded: Int64(bitPattern: offset)))
+                    guard !overflow, position >= 0 else { return UInt64.max }
+                    source.position = position
+                    return UInt64(position)
+                }, { _ in 0 },
+                { context in
+                    UInt64(Unmanaged<MemorySource>.fromOpaque(context!).takeUnretainedValue().bytes.count)
+                }, { _, _, _ in 0 }, { _, _, _ in }, openOptions)
+        else {
             let message = source.lastError ?? "not a readable TIFF"
-            throw ImageError(message.contains("Cannot read") || message.contains("EOF") ? .truncatedData : .badImageData, "TIFF: \(message)")
+            throw ImageError(
+                message.contains("Cannot read") || message.contains("EOF") ? .truncatedData : .badImageData,
+                "TIFF: \(message)")
         }
         let file = TIFFFile(handle: handle, source: source)
         defer { TIFFClose(handle) }
@@ -160,14 +186,18 @@ private final class TIFFFile {
     /// An integer tag; with `defaulted`, libtiff's default when the file has none.
     /// Makes page `index` the current directory.
     func select(page index: Int, of count: Int) throws(ImageError) {
-        guard index >= 0, index < count else { throw ImageError(.invalidArgument, "page \(index) of a TIFF of \(count) page(s)") }
+        guard index >= 0, index < count else {
+            throw ImageError(.invalidArgument, "page \(index) of a TIFF of \(count) page(s)")
+        }
         guard TIFFSetDirectory(handle, UInt32(index)) == 1 else { throw failure("reading page \(index)") }
     }
 
     func field<Value: FixedWidthInteger>(_ tag: UInt32, _ type: Value.Type, defaulted: Bool = false) -> Value? {
         var value: Value = 0
         let found = withUnsafeMutablePointer(to: &value) { pointer in
-            withVaList([pointer]) { defaulted ? TIFFVGetFieldDefaulted(handle, tag, $0) : TIFFVGetField(handle, tag, $0) }
+            withVaList([pointer]) {
+                defaulted ? TIFFVGetFieldDefaulted(handle, tag, $0) : TIFFVGetField(handle, tag, $0)
+            }
         }
         return found == 1 ? value : nil
     }
@@ -222,16 +252,19 @@ private final class TIFFFile {
         default: colorSamples = 0
         }
         let hasStraightAlpha = samples == colorSamples + 1 && alpha == UInt16(EXTRASAMPLE_UNASSALPHA)
-        let hasAnyAlpha = samples > colorSamples && colorSamples > 0
+        let hasAnyAlpha =
+            samples > colorSamples && colorSamples > 0
             && (alpha == UInt16(EXTRASAMPLE_UNASSALPHA) || alpha == UInt16(EXTRASAMPLE_ASSOCALPHA))
         let inkSet = field(UInt32(TIFFTAG_INKSET), UInt16.self, defaulted: true) ?? UInt16(INKSET_CMYK)
         if direct, colorSamples == 4, samples == 4, inkSet == UInt16(INKSET_CMYK),
-           let conversion = ColorManagement.cmykConversion(icc) {
+            let conversion = ColorManagement.cmykConversion(icc)
+        {
             try readScanlines(into: &buffer) { source, row, width in
                 row.update(from: source, count: width * 4)
             }
-            _ = conversion.convertCMYK(buffer.baseAddress, width: buffer.width, height: buffer.height,
-                                       bytesPerRow: buffer.bytesPerRow, inverted: false)
+            _ = conversion.convertCMYK(
+                buffer.baseAddress, width: buffer.width, height: buffer.height,
+                bytesPerRow: buffer.bytesPerRow, inverted: false)
             return true
         }
         if direct, (colorSamples == 3 || colorSamples == 1), samples == colorSamples || hasStraightAlpha {
@@ -241,7 +274,8 @@ private final class TIFFFile {
             return samples == colorSamples
         }
         if (9...15).contains(bits), planar == UInt16(PLANARCONFIG_CONTIG), TIFFIsTiled(handle) == 0, sampleFormat == 1,
-           colorSamples == 3 || colorSamples == 1, samples == colorSamples || hasStraightAlpha {
+            colorSamples == 3 || colorSamples == 1, samples == colorSamples || hasStraightAlpha
+        {
             // libtiff's RGBA reader takes 1, 2, 4, 8 and 16 bits only ("can not handle images
             // with 12-bit samples"): the packed samples are read and scaled here, as the RGBA
             // reader scales 16-bit ones.
@@ -260,10 +294,13 @@ private final class TIFFFile {
 
     /// Reads strip after strip (the whole strip in one libtiff call) and hands each row to
     /// `convert`.
-    private func readScanlines(into buffer: inout PixelBuffer,
-                               _ convert: (UnsafePointer<UInt8>, UnsafeMutablePointer<UInt8>, Int) -> Void) throws(ImageError) {
+    private func readScanlines(
+        into buffer: inout PixelBuffer,
+        _ convert: (UnsafePointer<UInt8>, UnsafeMutablePointer<UInt8>, Int) -> Void
+    ) throws(ImageError) {
         let lineSize = Int(TIFFScanlineSize(handle)), stripSize = Int(TIFFStripSize(handle))
-        let rowsPerStrip = max(1, min(Int(field(UInt32(TIFFTAG_ROWSPERSTRIP), UInt32.self, defaulted: true) ?? 1), buffer.height))
+        let rowsPerStrip = max(
+            1, min(Int(field(UInt32(TIFFTAG_ROWSPERSTRIP), UInt32.self, defaulted: true) ?? 1), buffer.height))
         guard lineSize > 0, stripSize >= lineSize else { throw failure("strip size") }
         let strip = UnsafeMutablePointer<UInt8>.allocate(capacity: stripSize)
         defer { strip.deallocate() }
@@ -281,7 +318,9 @@ private final class TIFFFile {
     /// A row of `width` pixels of `samples` unsigned samples of `bits` bits each, packed most
     /// significant bit first (TIFF's order), as RGBA8: each sample scaled to 0…255 (rounded), gray
     /// repeated, alpha 255 when there is none.
-    static func expandPacked(_ source: UnsafePointer<UInt8>, bits: Int, samples: Int, width: Int, into row: UnsafeMutablePointer<UInt8>) {
+    static func expandPacked(
+        _ source: UnsafePointer<UInt8>, bits: Int, samples: Int, width: Int, into row: UnsafeMutablePointer<UInt8>
+    ) {
         let maximum = (1 << bits) - 1
         var bitPosition = 0
         func next() -> UInt8 {
@@ -319,14 +358,21 @@ private final class TIFFFile {
         image.req_orientation = image.orientation
         let width = buffer.width, height = buffer.height
         if buffer.bytesPerRow == width * 4 {
-            guard TIFFRGBAImageGet(&image, buffer.baseAddress.assumingMemoryBound(to: UInt32.self), UInt32(width), UInt32(height)) == 1 else {
+            guard
+                TIFFRGBAImageGet(
+                    &image, buffer.baseAddress.assumingMemoryBound(to: UInt32.self), UInt32(width), UInt32(height)) == 1
+            else {
                 throw failure("decoding the pixels")
             }
         } else {
             let raster = UnsafeMutablePointer<UInt32>.allocate(capacity: width * height)
             defer { raster.deallocate() }
-            guard TIFFRGBAImageGet(&image, raster, UInt32(width), UInt32(height)) == 1 else { throw failure("decoding the pixels") }
-            for y in 0..<height { UnsafeMutableRawPointer(buffer.row(y)).copyMemory(from: raster + y * width, byteCount: width * 4) }
+            guard TIFFRGBAImageGet(&image, raster, UInt32(width), UInt32(height)) == 1 else {
+                throw failure("decoding the pixels")
+            }
+            for y in 0..<height {
+                UnsafeMutableRawPointer(buffer.row(y)).copyMemory(from: raster + y * width, byteCount: width * 4)
+            }
         }
         // libtiff packs R in the low byte: on a little-endian machine the bytes are R, G, B, A.
     }

@@ -21,10 +21,14 @@ struct WebPAnimation {
     var frames: [Frame] = []
 
     init(_ bytes: UnsafeRawBufferPointer) throws(ImageError) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw ImageError(.emptyData, "the WebP data is empty") }
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the WebP data is empty")
+        }
         var data = WebPData(bytes: base.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         guard let demuxer = WebPDemux(&data) else {
-            if WebPCoder.riffDeclaredSize(bytes) > bytes.count { throw ImageError(.truncatedData, "animated WebP: the data ends early") }
+            if WebPCoder.riffDeclaredSize(bytes) > bytes.count {
+                throw ImageError(.truncatedData, "animated WebP: the data ends early")
+            }
             throw ImageError(.badImageData, "animated WebP: the file is corrupt")
         }
         defer { WebPDemuxDelete(demuxer) }
@@ -32,19 +36,26 @@ struct WebPAnimation {
         height = Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_HEIGHT))
         loopCount = Int(WebPDemuxGetI(demuxer, WEBP_FF_LOOP_COUNT))
         var iterator = WebPIterator()
-        guard WebPDemuxGetFrame(demuxer, 1, &iterator) != 0 else { throw ImageError(.zeroPixels, "animated WebP has no frames") }
+        guard WebPDemuxGetFrame(demuxer, 1, &iterator) != 0 else {
+            throw ImageError(.zeroPixels, "animated WebP has no frames")
+        }
         defer { WebPDemuxReleaseIterator(&iterator) }
         repeat {
-            guard let fragment = iterator.fragment.bytes else { throw ImageError(.badImageData, "animated WebP: a frame has no data") }
+            guard let fragment = iterator.fragment.bytes else {
+                throw ImageError(.badImageData, "animated WebP: a frame has no data")
+            }
             let start = UnsafeRawPointer(fragment) - UnsafeRawPointer(base)
-            frames.append(Frame(x: Int(iterator.x_offset), y: Int(iterator.y_offset), width: Int(iterator.width),
-                                height: Int(iterator.height), duration: Double(iterator.duration) / 1000,
-                                disposesToBackground: iterator.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
-                                blends: iterator.blend_method == WEBP_MUX_BLEND, hasAlpha: iterator.has_alpha != 0,
-                                bitstream: start..<start + iterator.fragment.size))
+            frames.append(
+                Frame(
+                    x: Int(iterator.x_offset), y: Int(iterator.y_offset), width: Int(iterator.width),
+                    height: Int(iterator.height), duration: Double(iterator.duration) / 1000,
+                    disposesToBackground: iterator.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
+                    blends: iterator.blend_method == WEBP_MUX_BLEND, hasAlpha: iterator.has_alpha != 0,
+                    bitstream: start..<start + iterator.fragment.size))
         } while WebPDemuxNextFrame(&iterator) != 0
         for frame in frames {
-            guard frame.width > 0, frame.height > 0, frame.x + frame.width <= width, frame.y + frame.height <= height else {
+            guard frame.width > 0, frame.height > 0, frame.x + frame.width <= width, frame.y + frame.height <= height
+            else {
                 throw ImageError(.badImageData, "animated WebP: a frame lies outside the canvas")
             }
         }
@@ -57,7 +68,8 @@ struct WebPAnimation {
         if index == 0 { return true }
         if (!frame.hasAlpha || !frame.blends) && frame.width == width && frame.height == height { return true }
         let previous = frames[index - 1]
-        return previous.disposesToBackground && ((previous.width == width && previous.height == height) || previousWasKey)
+        return previous.disposesToBackground
+            && ((previous.width == width && previous.height == height) || previousWasKey)
     }
 }
 
@@ -94,8 +106,10 @@ extension WebPAnimation {
     /// its non-premultiplied integer blend, applied where the frame is translucent, except over
     /// the previous frame's rectangle when that was disposed to the background — and hands the
     /// composited canvas to `show` before disposing of the frame. Returns its duration.
-    func drawNextFrame(_ bytes: UnsafeRawBufferPointer, state: inout WebPRunState,
-                       show: (borrowing AnimationCanvas) throws(ImageError) -> Void) throws(ImageError) -> Double {
+    func drawNextFrame(
+        _ bytes: UnsafeRawBufferPointer, state: inout WebPRunState,
+        show: (borrowing AnimationCanvas) throws(ImageError) -> Void
+    ) throws(ImageError) -> Double {
         let index = state.position.nextIndex
         let frame = frames[index]
         let isKey = isKeyFrame(index, previousWasKey: state.position.previousWasKey)
@@ -107,7 +121,8 @@ extension WebPAnimation {
             // Straight onto the canvas, as libwebp does.
             let stride = state.canvas.pixels.bytesPerRow
             let target = UnsafeMutableRawPointer(state.canvas.pixels.row(frame.y) + frame.x * 4)
-            try decodeFrame(index, bytes, into: target, stride: stride, size: stride * (frame.height - 1) + frame.width * 4)
+            try decodeFrame(
+                index, bytes, into: target, stride: stride, size: stride * (frame.height - 1) + frame.width * 4)
         } else {
             let rowBytes = frame.width * 4
             let count = rowBytes * frame.height
@@ -115,7 +130,8 @@ extension WebPAnimation {
                 // Every byte is written by the decode: no need to clear it.
                 state.scratch = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
             }
-            let failure = state.scratch.withUnsafeMutableBytes { (scratch: UnsafeMutableRawBufferPointer) -> ImageError? in
+            let failure = state.scratch.withUnsafeMutableBytes {
+                (scratch: UnsafeMutableRawBufferPointer) -> ImageError? in
                 do throws(ImageError) {
                     try decodeFrame(index, bytes, into: scratch.baseAddress!, stride: rowBytes, size: count)
                     return nil
@@ -128,12 +144,18 @@ extension WebPAnimation {
                 for row in 0..<frame.height {
                     let canvasY = frame.y + row
                     let source = (scratch.baseAddress! + row * rowBytes).assumingMemoryBound(to: UInt32.self)
-                    let destination = UnsafeMutableRawPointer(state.canvas.pixels.row(canvasY) + frame.x * 4).assumingMemoryBound(to: UInt32.self)
+                    let destination = UnsafeMutableRawPointer(state.canvas.pixels.row(canvasY) + frame.x * 4)
+                        .assumingMemoryBound(to: UInt32.self)
                     // Over the previous frame's rectangle disposed to the background, libwebp keeps
                     // the decoded pixels as they are (blending over transparent would round them).
                     var skip = 0..<0
-                    if let previous, previous.disposesToBackground, canvasY >= previous.y, canvasY < previous.y + previous.height {
-                        skip = max(previous.x, frame.x)..<max(min(previous.x + previous.width, frame.x + frame.width), max(previous.x, frame.x))
+                    if let previous, previous.disposesToBackground, canvasY >= previous.y,
+                        canvasY < previous.y + previous.height
+                    {
+                        skip =
+                            max(
+                                previous.x, frame.x)..<max(
+                                min(previous.x + previous.width, frame.x + frame.width), max(previous.x, frame.x))
                     }
                     for column in 0..<frame.width {
                         let s = source[column]
@@ -156,14 +178,17 @@ extension WebPAnimation {
     }
 
     /// Decodes frame `index`'s bitstream as straight RGBA into `output` (rows `stride` apart).
-    private func decodeFrame(_ index: Int, _ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer,
-                             stride: Int, size: Int) throws(ImageError) {
+    private func decodeFrame(
+        _ index: Int, _ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer,
+        stride: Int, size: Int
+    ) throws(ImageError) {
         let frame = frames[index]
         var config = WebPDecoderConfig()
         guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
         let input = (bytes.baseAddress! + frame.bitstream.lowerBound).assumingMemoryBound(to: UInt8.self)
         guard WebPGetFeatures(input, frame.bitstream.count, &config.input) == VP8_STATUS_OK,
-              Int(config.input.width) == frame.width, Int(config.input.height) == frame.height else {
+            Int(config.input.width) == frame.width, Int(config.input.height) == frame.height
+        else {
             throw ImageError(.badImageData, "animated WebP: frame \(index) does not match its rectangle")
         }
         config.output.colorspace = MODE_RGBA
@@ -186,7 +211,8 @@ extension WebPAnimation {
         let blendAlpha = sourceAlpha + destinationFactor
         let scale = (UInt32(1) << 24) / blendAlpha
         func channel(_ shift: UInt32) -> UInt32 {
-            let unscaled = ((source >> shift) & 0xFF) * sourceAlpha + ((destination >> shift) & 0xFF) * destinationFactor
+            let unscaled =
+                ((source >> shift) & 0xFF) * sourceAlpha + ((destination >> shift) & 0xFF) * destinationFactor
             return (unscaled * scale) >> 24
         }
         return channel(0) | channel(8) << 8 | channel(16) << 16 | blendAlpha << 24

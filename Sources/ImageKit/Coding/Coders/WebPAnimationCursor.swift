@@ -24,7 +24,8 @@ final class WebPAnimationCursor: AnimationFrameCursor {
         }
         var frame: Bitmap?
         try data.withImageBytes { bytes throws(ImageError) in
-            _ = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
+            _ = try animation.drawNextFrame(bytes, state: &state) {
+                (canvas: borrowing AnimationCanvas) throws(ImageError) in
                 if copying { frame = try canvas.snapshot(isOpaque: false) }
             }
         }
@@ -49,14 +50,18 @@ extension WebPCoder: AnimatedImageDecoding {
     }
 
     /// A cursor that composites the WebP frames in order (libwebp's blend and disposal).
-    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError) -> any AnimationFrameCursor {
-        try WebPAnimationCursor(data: data, animation: data.withImageBytes { bytes throws(ImageError) in try WebPAnimation(bytes) })
+    public func makeFrameCursor(_ data: Data, info: AnimationInfo, limits: DecodingLimits) throws(ImageError)
+        -> any AnimationFrameCursor
+    {
+        try WebPAnimationCursor(
+            data: data, animation: data.withImageBytes { bytes throws(ImageError) in try WebPAnimation(bytes) })
     }
 
     private static func info(_ animation: WebPAnimation) -> AnimationInfo {
         var durations = animation.frames.map(\.duration)
         if durations.count == 1 { durations = [0] }
-        return AnimationInfo(canvasSize: PixelSize(width: animation.width, height: animation.height), durations: durations,
-                             loopCount: durations.count > 1 ? animation.loopCount : 1)
+        return AnimationInfo(
+            canvasSize: PixelSize(width: animation.width, height: animation.height), durations: durations,
+            loopCount: durations.count > 1 ? animation.loopCount : 1)
     }
 }

@@ -19,7 +19,9 @@ public struct WebPCoder: ImageCoding {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count > 0 else {
             throw ImageError(.emptyData, "the WebP data is empty")
         }
@@ -35,13 +37,15 @@ public struct WebPCoder: ImageCoding {
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
             try options.limits.checkPixels(width: canvas.width, height: canvas.height)
             let target = DecodeTarget.size(for: canvas, frames: 1, options: options)
-            try options.limits.checkWorking(2 * canvas.pixelCount * 4, outputBytes: target.pixelCount * 4,
-                                            "the animated WebP's \(canvas) canvases")
+            try options.limits.checkWorking(
+                2 * canvas.pixelCount * 4, outputBytes: target.pixelCount * 4,
+                "the animated WebP's \(canvas) canvases")
             image = try decodeAnimation(bytes, options: options)
         } else {
             let full = PixelSize(width: Int(features.width), height: Int(features.height))
-            let target = DecodeTarget.storedSize(for: full, orientation: options.appliesOrientation ? orientation : .up,
-                                                 frames: 1, options: options)
+            let target = DecodeTarget.storedSize(
+                for: full, orientation: options.appliesOrientation ? orientation : .up,
+                frames: 1, options: options)
             let isOpaque = features.has_alpha == 0
             // libwebp scales while decoding; it stops at twice the target so the final Lanczos
             // step (in premultiplied alpha) sets the quality. Lossy images with alpha too, but
@@ -53,20 +57,27 @@ public struct WebPCoder: ImageCoding {
             var decodeSize = full
             let margin = isOpaque ? 2 : 4
             if target != full && (isOpaque || features.format == 1) && full.width > target.width * margin {
-                decodeSize = PixelSize(width: min(full.width, target.width * margin), height: min(full.height, target.height * margin))
+                decodeSize = PixelSize(
+                    width: min(full.width, target.width * margin), height: min(full.height, target.height * margin))
             }
-            if decodeSize != full || target != full { try options.limits.checkPixels(width: full.width, height: full.height) }
-            else { try options.limits.check(width: full.width, height: full.height) }
+            if decodeSize != full || target != full {
+                try options.limits.checkPixels(width: full.width, height: full.height)
+            } else {
+                try options.limits.check(width: full.width, height: full.height)
+            }
             try options.limits.check(width: decodeSize.width, height: decodeSize.height)
             // Scaled lossy data streams (a few macroblock rows); lossless data (VP8L) is decoded
             // whole into a 4-byte-per-pixel buffer first, whatever the output size.
             if decodeSize != full && features.format == 2 {
-                try options.limits.checkWorking(full.pixelCount * 4, outputBytes: decodeSize.pixelCount * 4,
-                                                "lossless WebP (\(full)) decoded whole before scaling")
+                try options.limits.checkWorking(
+                    full.pixelCount * 4, outputBytes: decodeSize.pixelCount * 4,
+                    "lossless WebP (\(full)) decoded whole before scaling")
             }
             let buffer = try PixelBuffer(width: decodeSize.width, height: decodeSize.height)
             var config = WebPDecoderConfig()
-            guard WebPInitDecoderConfig(&config) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+            guard WebPInitDecoderConfig(&config) != 0 else {
+                throw ImageError(.internalError, "libwebp version mismatch")
+            }
             config.output.colorspace = MODE_RGBA
             config.output.is_external_memory = 1
             config.output.u.RGBA.rgba = buffer.row(0)
@@ -98,16 +109,23 @@ public struct WebPCoder: ImageCoding {
 
     /// The payload of the first `fourCC` chunk of an extended (VP8X) file whose VP8X `flag` bit
     /// says it has one; nil otherwise or when the chunks run past the data.
-    static func extendedChunk(_ bytes: UnsafeRawBufferPointer, _ fourCC: StaticString, flag: UInt8) -> UnsafeRawBufferPointer? {
+    static func extendedChunk(_ bytes: UnsafeRawBufferPointer, _ fourCC: StaticString, flag: UInt8)
+        -> UnsafeRawBufferPointer?
+    {
         guard bytes.count >= 21, bytes[12] == 0x56, bytes[13] == 0x50, bytes[14] == 0x38, bytes[15] == 0x58,
-              bytes[20] & flag != 0 else { return nil }
+            bytes[20] & flag != 0
+        else { return nil }
         let tag = fourCC.withUTF8Buffer { Array($0) }
         var offset = 12
         while offset + 8 <= bytes.count {
-            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            let size =
+                Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(
+                    bytes[offset + 7]) << 24
             let start = offset + 8
             guard size <= bytes.count - start else { return nil }
-            if bytes[offset..<offset + 4].elementsEqual(tag) { return UnsafeRawBufferPointer(rebasing: bytes[start..<start + size]) }
+            if bytes[offset..<offset + 4].elementsEqual(tag) {
+                return UnsafeRawBufferPointer(rebasing: bytes[start..<start + size])
+            }
             offset = start + size + (size & 1)
         }
         return nil
@@ -128,7 +146,9 @@ public struct WebPCoder: ImageCoding {
     /// without a copy. `WebPAnimDecoder` copies the whole canvas twice per frame on top of that
     /// (the disposed previous canvas in and out), which is most of an animation's decode time
     /// when its frames are small rectangles.
-    private static func decodeAnimation(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+    private static func decodeAnimation(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions)
+        throws(ImageError) -> DecodedImage
+    {
         let animation = try WebPAnimation(bytes)
         let frameCount = options.firstFrameOnly ? 1 : animation.frames.count
         let canvasSize = PixelSize(width: animation.width, height: animation.height)
@@ -142,7 +162,8 @@ public struct WebPCoder: ImageCoding {
         for index in 0..<frameCount {
             let keepsCanvas = index == frameCount - 1 && !animation.frames[index].disposesToBackground
             var shown: Bitmap?
-            let duration = try animation.drawNextFrame(bytes, state: &state) { (canvas: borrowing AnimationCanvas) throws(ImageError) in
+            let duration = try animation.drawNextFrame(bytes, state: &state) {
+                (canvas: borrowing AnimationCanvas) throws(ImageError) in
                 if !keepsCanvas { shown = try canvas.frame(size: target) }
             }
             if let shown {
@@ -171,12 +192,16 @@ public struct WebPCoder: ImageCoding {
 
     // MARK: - Encoding
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError) -> Data {
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
         guard format == .webp else { throw ImageError(.encodingFailed, "WebPCoder cannot encode \(format)") }
         let image = options.firstFrameOnly ? image : try image.loadingAllFrames()
         guard let first = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         guard first.bitmap.width <= 16383, first.bitmap.height <= 16383 else {
-            throw ImageError(.encodingFailed, "WebP cannot hold \(first.bitmap.width)×\(first.bitmap.height) pixels (max 16383 per side)")
+            throw ImageError(
+                .encodingFailed,
+                "WebP cannot hold \(first.bitmap.width)×\(first.bitmap.height) pixels (max 16383 per side)")
         }
         let quality = Float(min(max(options.quality, 0), 1) * 100)
         if image.frames.count > 1 && !options.firstFrameOnly {
@@ -187,8 +212,10 @@ public struct WebPCoder: ImageCoding {
         let size = bitmap.withUnsafeBytes { pixels in
             let rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
             return options.lossless
-                ? WebPEncodeLosslessRGBA(rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), &output)
-                : WebPEncodeRGBA(rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality, &output)
+                ? WebPEncodeLosslessRGBA(
+                    rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), &output)
+                : WebPEncodeRGBA(
+                    rgba, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality, &output)
         }
         guard size > 0, let output else { throw ImageError(.encodingFailed, "WebP encoding failed") }
         let data = Data(bytesNoCopy: output, count: size, deallocator: .custom { pointer, _ in WebPFree(pointer) })
@@ -198,7 +225,9 @@ public struct WebPCoder: ImageCoding {
     private func encodeAnimation(_ image: DecodedImage, quality: Float, lossless: Bool) throws(ImageError) -> Data {
         let width = image.width, height = image.height
         var encoderOptions = WebPAnimEncoderOptions()
-        guard WebPAnimEncoderOptionsInit(&encoderOptions) != 0 else { throw ImageError(.internalError, "libwebp version mismatch") }
+        guard WebPAnimEncoderOptionsInit(&encoderOptions) != 0 else {
+            throw ImageError(.internalError, "libwebp version mismatch")
+        }
         encoderOptions.anim_params.loop_count = Int32(max(0, min(image.loopCount, 65535)))
         guard let encoder = WebPAnimEncoderNew(Int32(width), Int32(height), &encoderOptions) else {
             throw ImageError(.encodingFailed, "WebP: could not create an animation encoder")
@@ -219,7 +248,8 @@ public struct WebPCoder: ImageCoding {
             picture.height = Int32(height)
             picture.use_argb = 1
             let imported = frame.bitmap.withUnsafeBytes { pixels in
-                WebPPictureImportRGBA(&picture, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(frame.bitmap.bytesPerRow))
+                WebPPictureImportRGBA(
+                    &picture, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(frame.bitmap.bytesPerRow))
             }
             defer { WebPPictureFree(&picture) }
             guard imported != 0, WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {

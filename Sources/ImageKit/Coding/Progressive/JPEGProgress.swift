@@ -21,7 +21,7 @@ struct JPEGProgress {
             let marker = bytes[offset + 1]
             switch marker {
             case 0x00, 0xFF, 0x01, 0xD0...0xD7, 0xD8:
-                offset += marker == 0xFF ? 1 : 2 // stuffed byte, fill, restart markers: inside a scan
+                offset += marker == 0xFF ? 1 : 2  // stuffed byte, fill, restart markers: inside a scan
             case 0xD9:
                 sawEnd = true
                 offset += 2
@@ -78,7 +78,9 @@ struct JPEGProgress {
 
 extension JPEGCoder: ProgressiveImageDecoding {
     /// Previews from each completed scan (the first from the DC scans alone) or band of rows.
-    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+        any ProgressiveDecodingSession
+    )? {
         ProgressiveEngineSession(JPEGProgress(), options: options) { $0.preview($1, options: $2) }
     }
 }

@@ -21,12 +21,14 @@ final class JXLProgress {
     init(limits: DecodingLimits) {
         self.limits = limits
         decoder = JxlDecoderCreate(nil)
-        let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME_PROGRESSION.rawValue
+        let events =
+            JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME_PROGRESSION.rawValue
             | JXL_DEC_FULL_IMAGE.rawValue
         if let decoder {
             if JxlDecoderSubscribeEvents(decoder, Int32(events)) != JXL_DEC_SUCCESS
                 || JxlDecoderSetUnpremultiplyAlpha(decoder, 1) != JXL_DEC_SUCCESS
-                || JxlDecoderSetProgressiveDetail(decoder, kPasses) != JXL_DEC_SUCCESS {
+                || JxlDecoderSetProgressiveDetail(decoder, kPasses) != JXL_DEC_SUCCESS
+            {
                 failed = true
             }
         } else {
@@ -43,8 +45,11 @@ final class JXLProgress {
         let start = consumed
         var progressed = false
         data.withUnsafeBytes { bytes in
-            guard JxlDecoderSetInput(decoder, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + start, bytes.count - start)
-                    == JXL_DEC_SUCCESS else { failed = true; return }
+            guard
+                JxlDecoderSetInput(
+                    decoder, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + start, bytes.count - start)
+                    == JXL_DEC_SUCCESS
+            else { failed = true; return }
             defer { consumed = bytes.count - JxlDecoderReleaseInput(decoder) }
             while true {
                 switch JxlDecoderProcessInput(decoder) {
@@ -54,12 +59,15 @@ final class JXLProgress {
                     shown = info.orientation.rawValue > 4 ? stored.transposed : stored
                     // The preview buffer is the full displayed frame, plus libjxl's own planes.
                     guard (try? limits.check(width: shown.width, height: shown.height)) != nil,
-                          (try? limits.checkWorking(JXLCoder.workingBytes(info), outputBytes: shown.pixelCount * 4, "")) != nil else {
+                        (try? limits.checkWorking(JXLCoder.workingBytes(info), outputBytes: shown.pixelCount * 4, ""))
+                            != nil
+                    else {
                         failed = true
                         return
                     }
                 case JXL_DEC_COLOR_ENCODING:
-                    dataProfile = JXLCoder.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
+                    dataProfile = JXLCoder.chooseOutputColor(
+                        decoder, info: info, keepsProfile: options.keepsColorProfile)
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                     guard output == nil, let buffer = try? PixelBuffer(width: shown.width, height: shown.height) else {
                         failed = true
@@ -67,15 +75,19 @@ final class JXLProgress {
                     }
                     buffer.baseAddress.initializeMemory(as: UInt8.self, repeating: 0, count: buffer.byteCount)
                     let bitmap = buffer.freeze(isOpaque: info.alpha_bits == 0)
-                    var format = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN,
-                                                align: bitmap.bytesPerRow)
-                    guard JxlDecoderSetImageOutBuffer(decoder, &format, bitmap.baseAddress, bitmap.byteCount) == JXL_DEC_SUCCESS else {
+                    var format = JxlPixelFormat(
+                        num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN,
+                        align: bitmap.bytesPerRow)
+                    guard
+                        JxlDecoderSetImageOutBuffer(decoder, &format, bitmap.baseAddress, bitmap.byteCount)
+                            == JXL_DEC_SUCCESS
+                    else {
                         failed = true
                         return
                     }
                     output = bitmap
                 case JXL_DEC_FRAME_PROGRESSION:
-                    progressed = true // rendered once, below, when the new bytes are used up
+                    progressed = true  // rendered once, below, when the new bytes are used up
                 case JXL_DEC_FULL_IMAGE:
                     complete = true
                     progressed = true
@@ -112,7 +124,9 @@ final class JXLProgress {
 
 extension JXLCoder: ProgressiveImageDecoding {
     /// Previews from each progressive step (the 1/8 DC image, then each pass) of the first frame.
-    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+        any ProgressiveDecodingSession
+    )? {
         ProgressiveEngineSession(JXLProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
     }
 }

@@ -29,23 +29,24 @@ final class PNGProgress {
     func preview(_ data: Data, options: ImageDecodingOptions) -> DecodedImage? {
         guard !failed else { return nil }
         if decoder == nil {
-            decoder = ik_png_progressive_new({ context, info, stride in
-                let progress = Unmanaged<PNGProgress>.fromOpaque(context!).takeUnretainedValue()
-                let width = Int(info.pointee.width), height = Int(info.pointee.height)
-                do throws(ImageError) {
-                    try progress.limits.check(width: width, height: height)
-                    let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
-                    pixels.initializeMemory(as: UInt8.self, repeating: 0, count: bytesPerRow * height)
-                    progress.pixels = pixels
-                    progress.bytesPerRow = bytesPerRow
-                    progress.byteCount = bytesPerRow * height
-                    stride.pointee = bytesPerRow
-                    return pixels
-                } catch {
-                    progress.refusal = error
-                    return nil
-                }
-            }, Unmanaged.passUnretained(self).toOpaque())
+            decoder = ik_png_progressive_new(
+                { context, info, stride in
+                    let progress = Unmanaged<PNGProgress>.fromOpaque(context!).takeUnretainedValue()
+                    let width = Int(info.pointee.width), height = Int(info.pointee.height)
+                    do throws(ImageError) {
+                        try progress.limits.check(width: width, height: height)
+                        let (pixels, bytesPerRow) = try PixelBuffer.allocate(width: width, height: height)
+                        pixels.initializeMemory(as: UInt8.self, repeating: 0, count: bytesPerRow * height)
+                        progress.pixels = pixels
+                        progress.bytesPerRow = bytesPerRow
+                        progress.byteCount = bytesPerRow * height
+                        stride.pointee = bytesPerRow
+                        return pixels
+                    } catch {
+                        progress.refusal = error
+                        return nil
+                    }
+                }, Unmanaged.passUnretained(self).toOpaque())
             guard decoder != nil else { failed = true; return nil }
         }
         if data.count > fed {
@@ -75,7 +76,8 @@ final class PNGProgress {
             shownPasses = passesDone
             let (blockWidth, blockHeight) = Self.adam7Blocks[Int(min(passesDone, 7)) - 1]
             for y in 0..<height {
-                let source = (pixels + (y / blockHeight * blockHeight) * bytesPerRow).assumingMemoryBound(to: UInt32.self)
+                let source = (pixels + (y / blockHeight * blockHeight) * bytesPerRow).assumingMemoryBound(
+                    to: UInt32.self)
                 let destination = UnsafeMutableRawPointer(buffer.row(y)).assumingMemoryBound(to: UInt32.self)
                 for x in 0..<width { destination[x] = source[x / blockWidth * blockWidth] }
             }
@@ -83,7 +85,8 @@ final class PNGProgress {
             guard rows > shownRows else { return nil }
             shownRows = rows
             for y in 0..<height {
-                (buffer.row(y)).update(from: (pixels + y * bytesPerRow).assumingMemoryBound(to: UInt8.self), count: width * 4)
+                (buffer.row(y)).update(
+                    from: (pixels + y * bytesPerRow).assumingMemoryBound(to: UInt8.self), count: width * 4)
             }
         }
         var bitmap = buffer.freeze(isOpaque: false)
@@ -98,8 +101,12 @@ final class PNGProgress {
 
 extension PNGCoder: ProgressiveImageDecoding {
     /// Previews from more rows or a completed Adam7 pass; none for an APNG (shown once complete).
-    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+        any ProgressiveDecodingSession
+    )? {
         guard !signature.isAnimated else { return nil }
-        return ProgressiveEngineSession(PNGProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
+        return ProgressiveEngineSession(PNGProgress(limits: options.limits), options: options) {
+            $0.preview($1, options: $2)
+        }
     }
 }

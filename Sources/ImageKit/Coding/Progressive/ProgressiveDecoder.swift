@@ -89,7 +89,10 @@ final class ProgressiveEngineSession<Engine>: ProgressiveDecodingSession {
     private let options: ImageDecodingOptions
     private let step: (inout Engine, Data, ImageDecodingOptions) -> DecodedImage?
 
-    init(_ engine: Engine, options: ImageDecodingOptions, step: @escaping (inout Engine, Data, ImageDecodingOptions) -> DecodedImage?) {
+    init(
+        _ engine: Engine, options: ImageDecodingOptions,
+        step: @escaping (inout Engine, Data, ImageDecodingOptions) -> DecodedImage?
+    ) {
         self.engine = engine
         self.options = options
         self.step = step

@@ -26,21 +26,25 @@ final class WebPProgress {
         guard !failed else { return nil }
         if decoder == nil {
             var features = WebPBitstreamFeatures()
-            let status = data.withUnsafeBytes { WebPGetFeatures($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count, &features) }
+            let status = data.withUnsafeBytes {
+                WebPGetFeatures($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count, &features)
+            }
             guard status == VP8_STATUS_OK else {
                 if status != VP8_STATUS_NOT_ENOUGH_DATA { failed = true }
                 return nil
             }
             size = PixelSize(width: Int(features.width), height: Int(features.height))
             guard (try? limits.check(width: size.width, height: size.height)) != nil,
-                  let (memory, stride) = try? PixelBuffer.allocate(width: size.width, height: size.height) else {
+                let (memory, stride) = try? PixelBuffer.allocate(width: size.width, height: size.height)
+            else {
                 failed = true
                 return nil
             }
             memory.initializeMemory(as: UInt8.self, repeating: 0, count: stride * size.height)
             pixels = memory
             bytesPerRow = stride
-            decoder = WebPINewRGB(MODE_RGBA, memory.assumingMemoryBound(to: UInt8.self), stride * size.height, Int32(stride))
+            decoder = WebPINewRGB(
+                MODE_RGBA, memory.assumingMemoryBound(to: UInt8.self), stride * size.height, Int32(stride))
             guard decoder != nil else { failed = true; return nil }
         }
         if data.count > fed {
@@ -51,11 +55,14 @@ final class WebPProgress {
             guard status == VP8_STATUS_OK || status == VP8_STATUS_SUSPENDED else { failed = true; return nil }
         }
         var lastRow: Int32 = 0, width: Int32 = 0, height: Int32 = 0, stride: Int32 = 0
-        guard WebPIDecGetRGB(decoder, &lastRow, &width, &height, &stride) != nil, lastRow > shownRows, let pixels else { return nil }
+        guard WebPIDecGetRGB(decoder, &lastRow, &width, &height, &stride) != nil, lastRow > shownRows, let pixels else {
+            return nil
+        }
         shownRows = lastRow
         guard let buffer = try? PixelBuffer(width: size.width, height: size.height) else { return nil }
         for y in 0..<size.height {
-            buffer.row(y).update(from: (pixels + y * bytesPerRow).assumingMemoryBound(to: UInt8.self), count: size.width * 4)
+            buffer.row(y).update(
+                from: (pixels + y * bytesPerRow).assumingMemoryBound(to: UInt8.self), count: size.width * 4)
         }
         var bitmap = buffer.freeze(isOpaque: false)
         let target = DecodeTarget.size(for: size, options: options)
@@ -69,8 +76,12 @@ final class WebPProgress {
 
 extension WebPCoder: ProgressiveImageDecoding {
     /// Previews from more rows; none for an animated WebP (libwebp has no incremental decoder for it).
-    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (any ProgressiveDecodingSession)? {
+    public func makeProgressiveSession(for signature: ImageSignature, options: ImageDecodingOptions) -> (
+        any ProgressiveDecodingSession
+    )? {
         guard !signature.isAnimated else { return nil }
-        return ProgressiveEngineSession(WebPProgress(limits: options.limits), options: options) { $0.preview($1, options: $2) }
+        return ProgressiveEngineSession(WebPProgress(limits: options.limits), options: options) {
+            $0.preview($1, options: $2)
+        }
     }
 }

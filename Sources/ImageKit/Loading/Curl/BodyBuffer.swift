@@ -46,7 +46,7 @@ final class BodyBufferPool: Sendable {
     /// The smallest class whose capacity holds `size`.
     static func sizeClass(for size: Int) -> Int {
         guard size > 1 << minimumShift else { return 0 }
-        let doubling = (Int.bitWidth - (size - 1).leadingZeroBitCount - 1) - minimumShift // floor(log2(size - 1))
+        let doubling = (Int.bitWidth - (size - 1).leadingZeroBitCount - 1) - minimumShift  // floor(log2(size - 1))
         let quarter = 1 << (minimumShift + doubling - 2)
         let step = (size - (1 << (minimumShift + doubling)) + quarter - 1) / quarter
         return step == 4 ? 4 * (doubling + 1) : 4 * doubling + step
@@ -57,7 +57,7 @@ final class BodyBufferPool: Sendable {
     func take(atLeast size: Int) -> (pointer: UnsafeMutableRawPointer, capacity: Int)? {
         let sizeClass = Self.sizeClass(for: max(size, 1))
         guard sizeClass < Self.classCount else {
-            return malloc(size).map { ($0, size) } // beyond every class: never pooled
+            return malloc(size).map { ($0, size) }  // beyond every class: never pooled
         }
         let reused = buffers.withLock { buffers -> (UnsafeMutableRawPointer, Int)? in
             for candidate in sizeClass..<min(sizeClass + 2, Self.classCount) {
@@ -76,7 +76,8 @@ final class BodyBufferPool: Sendable {
     /// Takes a buffer back (from any thread). The longest-idle buffers go when over budget.
     func recycle(_ pointer: UnsafeMutableRawPointer, capacity: Int) {
         let sizeClass = Self.sizeClass(for: capacity)
-        guard capacity <= maxPooledCapacity, sizeClass < Self.classCount, Self.capacity(ofClass: sizeClass) == capacity else {
+        guard capacity <= maxPooledCapacity, sizeClass < Self.classCount, Self.capacity(ofClass: sizeClass) == capacity
+        else {
             free(pointer)
             return
         }
@@ -93,7 +94,8 @@ final class BodyBufferPool: Sendable {
             }
             if buffers.returnOrder.count > 4 * Self.classCount + buffers.idle.reduce(0, { $0 + $1.count }) {
                 // Entries of buffers that were taken again: rebuild so the log stays small.
-                buffers.returnOrder = Deque(buffers.idle.indices.flatMap { index in repeatElement(index, count: buffers.idle[index].count) })
+                buffers.returnOrder = Deque(
+                    buffers.idle.indices.flatMap { index in repeatElement(index, count: buffers.idle[index].count) })
             }
             return evicted
         }
@@ -152,7 +154,9 @@ struct BodyBuffer: @unchecked Sendable {
             pool.recycle(pointer, capacity: capacity)
             return Data()
         }
-        return Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in pool.recycle(pointer, capacity: capacity) })
+        return Data(
+            bytesNoCopy: pointer, count: count,
+            deallocator: .custom { pointer, _ in pool.recycle(pointer, capacity: capacity) })
     }
 
     /// Returns the memory to the pool (a transfer that ends without handing its body out).

@@ -109,10 +109,12 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func run() {
-        ik_thread_set_name("ImageKit.curl") // Foundation's Thread.name does not reach the OS
+        ik_thread_set_name("ImageKit.curl")  // Foundation's Thread.name does not reach the OS
         var running = true
         while running {
-            for command in commands.withLock({ commands in defer { commands.removeAll() }; return commands }) {
+            for command in commands.withLock({ commands in
+                defer { commands.removeAll() }; return commands
+            }) {
                 switch command {
                 case .add(let transfer):
                     if transfer.cancelRequested {
@@ -132,7 +134,7 @@ final class CurlEngine: @unchecked Sendable {
                         curl_multi_remove_handle(multi, easy)
                         complete(transfer, CURLE_ABORTED_BY_CALLBACK)
                     } else {
-                        transfer.cancelRequested = true // overtook its own .add
+                        transfer.cancelRequested = true  // overtook its own .add
                     }
                 case .reportProgress(let transfer):
                     transfer.reportsProgress = true

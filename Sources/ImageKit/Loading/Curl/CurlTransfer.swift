@@ -137,14 +137,16 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_LOW_SPEED_LIMIT, 1)
         set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
         if let total = options.totalTimeout { set(CURLOPT_TIMEOUT_MS, Int(total * 1000)) }
-        set(CURLOPT_ACCEPT_ENCODING, string: "") // every encoding curl supports (gzip, deflate, br …)
+        set(CURLOPT_ACCEPT_ENCODING, string: "")  // every encoding curl supports (gzip, deflate, br …)
         set(CURLOPT_TCP_KEEPALIVE, 1)
         // Receive in 64 KiB reads, not curl's default 16 KiB: a quarter of the recv calls and
         // write callbacks (the curl command line uses 100 KiB). Not 128 KiB: curl mallocs this
         // buffer per transfer, and at glibc's 128 KiB mmap threshold every transfer then paid
         // fresh page faults (make bench-net: 0.6-0.85x curl's throughput instead of ~1x).
         set(CURLOPT_BUFFERSIZE, 64 << 10)
-        if let maxBodySize = options.maxBodySize { _ = ik_curl_easy_setopt_offset(raw, Int32(CURLOPT_MAXFILESIZE_LARGE.rawValue), Int64(maxBodySize)) }
+        if let maxBodySize = options.maxBodySize {
+            _ = ik_curl_easy_setopt_offset(raw, Int32(CURLOPT_MAXFILESIZE_LARGE.rawValue), Int64(maxBodySize))
+        }
         if options.allowsInvalidCertificates {
             set(CURLOPT_SSL_VERIFYPEER, 0)
             set(CURLOPT_SSL_VERIFYHOST, 0)
@@ -152,7 +154,7 @@ final class CurlTransfer: @unchecked Sendable {
         // Turns the cookie engine on; with the share, its jar is the downloader's one.
         if options.handlesCookies { set(CURLOPT_COOKIEFILE, string: "") }
         if let credentials = options.credentials {
-            set(CURLOPT_HTTPAUTH, 1) // CURLAUTH_BASIC (a macro Swift cannot import)
+            set(CURLOPT_HTTPAUTH, 1)  // CURLAUTH_BASIC (a macro Swift cannot import)
             set(CURLOPT_USERNAME, string: credentials.user)
             set(CURLOPT_PASSWORD, string: credentials.password)
         }
@@ -189,32 +191,35 @@ final class CurlTransfer: @unchecked Sendable {
     /// curl's socket opener with the address policy in front: a socket only for an allowed
     /// address, so a refused one never sees a packet. Called for every connection curl opens:
     /// each address of each name, on every redirect hop (engine thread).
-    private static let openSocket: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutableRawPointer?) -> Int32 = {
-        context, _, rawAddress in
-        let transfer = CurlTransfer.from(context)
-        guard let rawAddress, let policy = transfer.options.addressPolicy else { return -1 }
-        let address = rawAddress.assumingMemoryBound(to: curl_sockaddr.self)
-        let family = address.pointee.family
-        let sockaddr = UnsafeRawPointer(address).advanced(by: MemoryLayout<curl_sockaddr>.offset(of: \.addr)!)
-        let ip: IPAddress?
-        if family == AF_INET {
-            ip = IPAddress(bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in.self).sin_addr) { Array($0) })
-        } else if family == AF_INET6 {
-            ip = IPAddress(bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in6.self).sin6_addr) { Array($0) })
-        } else {
-            ip = nil
-        }
-        // With a proxy the connection goes to the proxy the operator named; hosts written as
-        // addresses are checked in `configure` and on redirects below.
-        let throughProxy = transfer.options.proxy != nil
-        if !throughProxy {
-            guard let ip, policy.allows(ip, host: transfer.currentHost) else {
-                transfer.refusedAddress = ip?.description ?? "an address of family \(family)"
-                return -1
+    private static let openSocket: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutableRawPointer?) -> Int32 =
+        {
+            context, _, rawAddress in
+            let transfer = CurlTransfer.from(context)
+            guard let rawAddress, let policy = transfer.options.addressPolicy else { return -1 }
+            let address = rawAddress.assumingMemoryBound(to: curl_sockaddr.self)
+            let family = address.pointee.family
+            let sockaddr = UnsafeRawPointer(address).advanced(by: MemoryLayout<curl_sockaddr>.offset(of: \.addr)!)
+            let ip: IPAddress?
+            if family == AF_INET {
+                ip = IPAddress(
+                    bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in.self).sin_addr) { Array($0) })
+            } else if family == AF_INET6 {
+                ip = IPAddress(
+                    bytes: withUnsafeBytes(of: sockaddr.loadUnaligned(as: sockaddr_in6.self).sin6_addr) { Array($0) })
+            } else {
+                ip = nil
             }
+            // With a proxy the connection goes to the proxy the operator named; hosts written as
+            // addresses are checked in `configure` and on redirects below.
+            let throughProxy = transfer.options.proxy != nil
+            if !throughProxy {
+                guard let ip, policy.allows(ip, host: transfer.currentHost) else {
+                    transfer.refusedAddress = ip?.description ?? "an address of family \(family)"
+                    return -1
+                }
+            }
+            return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         }
-        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
-    }
 
     /// The host of the hop being connected (redirects change it).
     var currentHost: String? {
@@ -241,31 +246,34 @@ final class CurlTransfer: @unchecked Sendable {
         Unmanaged<CurlTransfer>.fromOpaque(pointer!).takeUnretainedValue()
     }
 
-    private static let write: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-        bytes, size, count, context in
-        let transfer = CurlTransfer.from(context)
-        let length = size * count
-        guard let bytes, length > 0 else { return length }
-        transfer.lastActivity = CurlEngine.monotonicNow()
-        let accepted = transfer.body.withLock { body -> Bool in
-            if let limit = transfer.options.maxBodySize, body.count + length > limit {
-                transfer.exceededMaxBody = true
-                return false
+    private static let write: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int =
+        {
+            bytes, size, count, context in
+            let transfer = CurlTransfer.from(context)
+            let length = size * count
+            guard let bytes, length > 0 else { return length }
+            transfer.lastActivity = CurlEngine.monotonicNow()
+            let accepted = transfer.body.withLock { body -> Bool in
+                if let limit = transfer.options.maxBodySize, body.count + length > limit {
+                    transfer.exceededMaxBody = true
+                    return false
+                }
+                return body.append(bytes, count: length)
             }
-            return body.append(bytes, count: length)
+            return accepted ? length : 0  // 0: curl aborts with CURLE_WRITE_ERROR
         }
-        return accepted ? length : 0 // 0: curl aborts with CURLE_WRITE_ERROR
-    }
 
-    private static let header: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-        bytes, size, count, context in
-        let length = size * count
-        guard let bytes, length > 0 else { return length }
-        let transfer = CurlTransfer.from(context)
-        transfer.lastActivity = CurlEngine.monotonicNow()
-        transfer.receiveHeaderLine(UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: length))
-        return length
-    }
+    private static let header:
+        @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+            bytes, size, count, context in
+            let length = size * count
+            guard let bytes, length > 0 else { return length }
+            let transfer = CurlTransfer.from(context)
+            transfer.lastActivity = CurlEngine.monotonicNow()
+            transfer.receiveHeaderLine(
+                UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: length))
+            return length
+        }
 
     /// One raw header line from curl.
     enum HeaderLine: Equatable {
@@ -294,7 +302,9 @@ final class CurlTransfer: @unchecked Sendable {
             }
             return nameEnd
         }
-        return .field(name: name, value: String(decoding: UnsafeBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self))
+        return .field(
+            name: name,
+            value: String(decoding: UnsafeBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self))
     }
 
     private func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) {
