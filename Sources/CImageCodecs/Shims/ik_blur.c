@@ -7,7 +7,7 @@
 // processor has it (a second copy of the loops compiled for AVX2, chosen at run time, because a
 // package cannot raise the baseline with compiler flags). The row pass moves 4 × 4 pixel tiles
 // between the image and the line with SSE2 transposes.
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 #include "ik_pixels.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 // profiles store them) and one output table (linear light to the sRGB curve, 1 << 14 entries).
 // This is what Little CMS computes for a matrix-shaper pair, without its per-pixel dispatch.
 
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 #include "ik_pixels.h"
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-#include "ik_shims.h"
+#include "ik_curl.h"
 
 #include <curl/curl.h>
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "ik_shims.h"
+#include "ik_files.h"
 
 #include <errno.h>
 #include <fcntl.h>

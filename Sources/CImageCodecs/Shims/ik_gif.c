@@ -12,7 +12,7 @@
 // used (deferred clear); data after the last pixel is skipped to the block terminator. `strict` 1
 // (browsers' rules, for the code sizes 9-11 giflib refuses): a code past the next free one and a
 // palette index over 255 are defects.
-#include "ik_shims.h"
+#include "ik_gif.h"
 
 #include <string.h>
 

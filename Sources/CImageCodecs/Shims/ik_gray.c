@@ -2,7 +2,7 @@
 // convert("L")) in the three colour channels, alpha kept. SSE2: pmaddwd takes R and G (as
 // 19595 R + 5702 G, since 38470 does not fit a signed 16-bit weight; the other 32768 G is a
 // shift) and B per pixel, four pixels per step.
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 
 #include <string.h>
 #if defined(__SSE2__)

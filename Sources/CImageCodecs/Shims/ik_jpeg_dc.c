@@ -1,4 +1,4 @@
-#include "ik_shims.h"
+#include "ik_jpeg_dc.h"
 
 #include <stdlib.h>
 #include <string.h>

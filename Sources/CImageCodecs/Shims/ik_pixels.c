@@ -1,4 +1,4 @@
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 #include "ik_pixels.h"
 
 void ik_premultiply_row(const uint8_t *row, uint8_t *out, int count) {

@@ -1,4 +1,4 @@
-#include "ik_shims.h"
+#include "ik_png.h"
 
 #include <png.h>
 #include <setjmp.h>

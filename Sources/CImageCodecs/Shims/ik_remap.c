@@ -3,7 +3,7 @@
 // source rows a tile reads stay in cache, and within a tile in 4 × 4 blocks moved with SSE2:
 // four 16-byte loads from four source rows, a 4 × 4 transpose of 32-bit pixels, four 16-byte
 // stores into four output rows (one load and one store per pixel was the cost before).
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 
 #include <string.h>
 #if defined(__SSE2__)

@@ -9,7 +9,7 @@
 // channels interleaved for the horizontal filter, two rows' bytes interleaved for the vertical
 // one; AVX2 where the processor has it. The intermediate row is 8-bit, as in Pillow. A source that
 // is not opaque is premultiplied row by row on the way in and unpremultiplied on the way out.
-#include "ik_shims.h"
+#include "ik_pixel_loops.h"
 #include "ik_pixels.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "ik_shims.h"
+#include "ik_thread.h"
 
 #include <pthread.h>
 
