@@ -4,7 +4,7 @@
 # FUZZ_SECONDS (default 60) with an RSS limit of FUZZ_RSS_MB (2048), so that a decode that
 # allocates without bound is a finding. Seed corpora are built at run time from the shared
 # corpus. Any crash, leak, timeout or out-of-memory fails the run; the input that caused it is
-# kept in Fuzz/findings/ (commit it under Tests/ImageKitTests/FuzzRegressions/ with the fix).
+# kept in Fuzz/findings/ (commit it under Tests/ImageKitTests/Coding/FuzzRegressions/ with the fix).
 # FUZZ_JOBS runs that many targets at once (default 1).
 #   Fuzz/run.sh [TARGET...]     (default: every target)
 set -uo pipefail

@@ -3,46 +3,6 @@ import XCTest
 
 @testable import ImageKit
 
-/// A cache that records the calls it receives and answers from a fixed set of keys.
-final class RecordingCache: ImageCaching, @unchecked Sendable {
-    let name: String
-    let hits: Set<String>
-    private let lock = NSLock()
-    private var log: [String] = []  // guarded by lock
-
-    init(_ name: String, hits: Set<String> = []) {
-        self.name = name
-        self.hits = hits
-    }
-
-    var calls: [String] { lock.lock(); defer { lock.unlock() }; return log }
-    private func record(_ call: String) { lock.lock(); log.append(call); lock.unlock() }
-
-    func query(
-        _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
-        decoding: ImageDecodingOptions
-    ) async throws(ImageError) -> ImageCacheQueryResult {
-        record("query")
-        guard hits.contains(key.source) else { return .miss }
-        var image = TestImages.still(TestImages.gradient(width: 1, height: 1))
-        image.format = name == "high" ? .webp : .png  // tells the caller which cache answered
-        return ImageCacheQueryResult(image: image, cacheType: .memory)
-    }
-
-    func store(
-        _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
-        http: HTTPCacheHeaders?
-    ) async throws(ImageError) { record("store") }
-    /// Keeps no bytes, on purpose: these tests count queries and image stores.
-    func storeData(_ data: Data, forKey key: CacheKey, http: HTTPCacheHeaders?) async throws(ImageError) {}
-    func remove(_ key: CacheKey, cacheType: ImageCacheType) async { record("remove") }
-    func clear(_ cacheType: ImageCacheType) async { record("clear") }
-    func containsImage(_ key: CacheKey, cacheType: ImageCacheType) async -> ImageCacheType {
-        record("contains")
-        return hits.contains(key.source) ? .disk : .none
-    }
-}
-
 final class ImageCachesManagerTests: XCTestCase {
     func make() -> (ImageCachesManager, low: RecordingCache, high: RecordingCache) {
         let low = RecordingCache("low", hits: ["both", "low-only"])
