@@ -1,5 +1,5 @@
-import CDeflate
-import CWebP
+internal import CDeflate
+internal import CWebP
 import Foundation
 
 /// Writes a carried ``DecodedImage/colorProfile`` into encoded JPEG, PNG and WebP data, where

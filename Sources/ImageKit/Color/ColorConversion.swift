@@ -1,5 +1,5 @@
-import CImageCodecs
-import CLCMS2
+internal import CImageCodecs
+internal import CLCMS2
 import Foundation
 
 /// The conversion of one ICC profile's pixels to sRGB, built once per profile and shared.

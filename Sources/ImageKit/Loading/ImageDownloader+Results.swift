@@ -1,4 +1,4 @@
-import CCurl
+internal import CCurl
 import Foundation
 
 /// What a transfer produced before any caller's hooks: the status, headers and body, or the

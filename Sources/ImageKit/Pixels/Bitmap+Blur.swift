@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 extension Bitmap {
     /// The largest standard deviation ``blurred(sigma:)`` honours; a larger one is clamped.

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 extension Bitmap {
     /// The bitmap with `color` laid over it source-atop: each pixel's colour moves toward the

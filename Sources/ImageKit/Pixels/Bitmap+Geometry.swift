@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 /// Exact geometry: crops, flips and quarter turns move whole pixels and never resample.
 extension Bitmap {

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 /// Resizing a bitmap that is wholly in memory with integer arithmetic (`ik_resample_rgba`):
 /// the ``Resampler``'s box step and Lanczos-3 weights, the weights as 14-bit integers (each

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 import Foundation
 
 /// Animated PNG writing: every frame is encoded as a PNG of its own (``PNGCoder``'s libdeflate

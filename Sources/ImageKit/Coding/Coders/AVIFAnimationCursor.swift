@@ -1,5 +1,5 @@
 #if AVIF
-import CAVIF
+internal import CAVIF
 import Foundation
 
 /// AVIF image sequences frame by frame: libavif decodes the frames in order, each one whole (no

@@ -1,5 +1,5 @@
 #if AVIF
-import CAVIF
+internal import CAVIF
 import Foundation
 
 /// AVIF decoding and encoding with libavif (dav1d decodes, libaom encodes).

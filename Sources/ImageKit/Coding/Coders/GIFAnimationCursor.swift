@@ -1,4 +1,4 @@
-import CGIF
+internal import CGIF
 import Foundation
 
 /// GIF frames through the record loop of ``GIFDecoding``. One giflib session runs while frames

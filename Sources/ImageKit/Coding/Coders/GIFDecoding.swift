@@ -1,5 +1,5 @@
-import CGIF
-import CImageCodecs
+internal import CGIF
+internal import CImageCodecs
 import Foundation
 
 /// One GIF decode: the record loop and the compositing state.

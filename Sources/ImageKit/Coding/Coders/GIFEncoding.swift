@@ -1,4 +1,4 @@
-import CGIF
+internal import CGIF
 import Foundation
 
 /// GIF encoding: one local 256-colour palette per frame (exact when a frame has at most 255

@@ -1,4 +1,4 @@
-import CGIF
+internal import CGIF
 import Foundation
 
 /// The block structure of a GIF, walked without decoding any image data.

@@ -1,5 +1,5 @@
 #if HEIF
-import CHeif
+internal import CHeif
 import Foundation
 
 /// HEIC/HEIF decoding with libheif (libde265 for HEVC): the primary image, grids (how iPhones

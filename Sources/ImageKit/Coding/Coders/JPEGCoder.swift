@@ -1,5 +1,5 @@
-import CImageCodecs
-import CTurboJPEG
+internal import CImageCodecs
+internal import CTurboJPEG
 import Foundation
 
 /// JPEG decoding and encoding with libturbojpeg (the TurboJPEG 2.1 API).

@@ -1,5 +1,5 @@
 #if JXL
-import CJXL
+internal import CJXL
 import Foundation
 
 /// JPEG XL animations frame by frame: libjxl composites (coalesces) each frame and can stop

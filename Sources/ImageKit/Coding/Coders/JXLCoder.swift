@@ -1,5 +1,5 @@
 #if JXL
-import CJXL
+internal import CJXL
 import Foundation
 
 /// JPEG XL decoding with libjxl: stills and animations (frames coalesced, with their

@@ -1,4 +1,4 @@
-import CDeflate
+internal import CDeflate
 import Foundation
 
 /// What the PNG coder reads from the chunks: the ICC profile, header defects, and the APNG

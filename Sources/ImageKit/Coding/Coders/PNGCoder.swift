@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 import Foundation
 
 /// PNG and APNG decoding and encoding.

@@ -1,5 +1,5 @@
-import CImageCodecs
-import CTIFF
+internal import CImageCodecs
+internal import CTIFF
 import Foundation
 
 /// TIFF decoding with libtiff: every photometric interpretation and compression libtiff reads

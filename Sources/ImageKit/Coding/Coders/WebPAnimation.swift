@@ -1,4 +1,4 @@
-import CWebP
+internal import CWebP
 import Foundation
 
 /// An animated WebP's frames as the container describes them (libwebp's demuxer), without

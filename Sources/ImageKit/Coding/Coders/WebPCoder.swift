@@ -1,4 +1,4 @@
-import CWebP
+internal import CWebP
 import Foundation
 
 /// WebP decoding and encoding with libwebp: lossy, lossless, alpha, and animations.

@@ -1,5 +1,5 @@
 #if JXL
-import CJXL
+internal import CJXL
 import Foundation
 
 /// Progressive JPEG XL state: one libjxl decoder fed each new run of bytes. Once the bytes run

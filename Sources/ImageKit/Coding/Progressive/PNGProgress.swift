@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 import Foundation
 
 /// Progressive PNG state: libpng's push reader fed only the bytes it has not seen.

@@ -1,4 +1,4 @@
-import CWebP
+internal import CWebP
 import Foundation
 
 /// Progressive WebP state: a `WebPIDecoder` decoding into ImageKit's buffer as bytes arrive.

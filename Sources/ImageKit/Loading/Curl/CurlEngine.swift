@@ -1,5 +1,5 @@
-import CCurl
-import CImageCodecs
+internal import CCurl
+internal import CImageCodecs
 import Foundation
 
 /// One `CURLM` driven by one dedicated thread: the only thread that touches curl handles.

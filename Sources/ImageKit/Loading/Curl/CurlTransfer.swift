@@ -1,5 +1,5 @@
-import CCurl
-import CImageCodecs
+internal import CCurl
+internal import CImageCodecs
 import Foundation
 
 /// Settings one transfer is built from (a snapshot of the downloader's configuration plus the
