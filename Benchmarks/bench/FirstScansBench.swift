@@ -85,14 +85,11 @@ final class PiecewiseLoader: ImageLoading, @unchecked Sendable {
     func canLoad(_ url: URL) -> Bool { url.scheme == "bench" }
 
     final class Token: ImageLoadCancellable, @unchecked Sendable {
-        // Invariant: `received` and `cancelled` are only touched under `lock`.
+        // Invariant: `cancelled` is only touched under `lock`.
         private let lock = NSLock()
-        private var received = Data()
         private var cancelled = false
         var isCancelled: Bool { lock.withLock { cancelled } }
         func cancel() { lock.withLock { cancelled = true } }
-        func append(_ piece: Data) { lock.withLock { received.append(piece) } }
-        func receivedData() -> Data? { lock.withLock { received } }
     }
 
     func load(
@@ -106,10 +103,11 @@ final class PiecewiseLoader: ImageLoading, @unchecked Sendable {
             while offset < data.count {
                 if token.isCancelled { break }
                 let end = min(data.count, offset + 65536)
-                token.append(data[offset..<end])
+                let piece = request.deliversReceivedBytes ? Data(data[offset..<end]) : nil
                 offset = end
                 lock.withLock { sent = offset }
-                progress?(ImageLoadProgress(receivedBytes: Int64(offset), expectedBytes: Int64(data.count)))
+                progress?(
+                    ImageLoadProgress(receivedBytes: Int64(offset), expectedBytes: Int64(data.count), newBytes: piece))
             }
             if token.isCancelled {
                 completion(.failure(ImageError(.cancelled, "cancelled")))

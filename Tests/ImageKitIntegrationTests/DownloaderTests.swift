@@ -253,6 +253,53 @@ final class DownloaderTests: XCTestCase {
         XCTAssertEqual(server.requests(to: "/trickle"), 1)
     }
 
+    func testProgressCarriesTheBodyToTheCallersThatAskForIt() throws {
+        let body = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) }
+        server.route("/bytes", .init(body: body, chunkSize: 1000, delay: .milliseconds(5)))
+        let downloader = ImageDownloader()
+        let url = server.url("/bytes")
+        let done = expectation(description: "all complete")
+        done.expectedFulfillmentCount = 4
+        func load(wantsBytes: Bool, decrypts: Bool = false) -> Locked<(reports: Int, bytes: Data, withBytes: Int)> {
+            let seen = Locked((reports: 0, bytes: Data(), withBytes: 0))
+            var request = ImageLoadRequest(url: url)
+            request.deliversReceivedBytes = wantsBytes
+            if decrypts { request.hooks.decryptor = { data, _ in data } }
+            downloader.download(
+                request,
+                progress: { progress in
+                    seen.withLock {
+                        $0.reports += 1
+                        if let bytes = progress.newBytes {
+                            $0.bytes.append(bytes)
+                            $0.withBytes += 1
+                        }
+                    }
+                }
+            ) { result in
+                XCTAssertEqual(try? result.get().data.count, body.count)
+                done.fulfill()
+            }
+            return seen
+        }
+        let first = load(wantsBytes: true)
+        let plain = load(wantsBytes: false)
+        let decrypting = load(wantsBytes: true, decrypts: true)
+        while first.withLock({ $0.bytes.count }) < 5000 { usleep(1000) }
+        let late = load(wantsBytes: true)  // joins the running transfer
+        wait(for: [done], timeout: 30)
+        XCTAssertEqual(server.requests(to: "/bytes"), 1, "one transfer for every caller")
+        // In order, the reports' bytes are the body received so far (the rest comes with the response).
+        for (name, seen) in [("first", first), ("late joiner", late)] {
+            let bytes = seen.withLock { $0.bytes }
+            XCTAssertGreaterThan(bytes.count, 0, name)
+            XCTAssertEqual(Array(bytes), Array(body.prefix(bytes.count)), name)
+        }
+        XCTAssertGreaterThan(plain.withLock { $0.reports }, 0)
+        XCTAssertEqual(plain.withLock { $0.withBytes }, 0, "a caller that did not ask gets no bytes")
+        XCTAssertEqual(decrypting.withLock { $0.withBytes }, 0, "encrypted bytes are not the image")
+    }
+
     func testPriorityAndLIFOWithOneSlot() throws {
         server.route("/gate", .init(body: png, chunkSize: 32, delay: .milliseconds(30)))
         for name in ["a", "b", "c", "d"] { server.route("/\(name)", .init(body: png)) }

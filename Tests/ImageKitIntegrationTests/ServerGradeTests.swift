@@ -362,14 +362,12 @@ final class ServerGradeTests: XCTestCase {
         let downloader = ImageDownloader(configuration: configuration)
         let done = expectation(description: "done")
         let looked = Locked(false)
-        let tokenBox = Locked<ImageDownloader.Token?>(nil)
-        let token = downloader.download(
-            ImageLoadRequest(url: server.url("/cut.png")),
+        var request = ImageLoadRequest(url: server.url("/cut.png"))
+        request.deliversReceivedBytes = true  // a progressive preview reads the bytes as they arrive
+        downloader.download(
+            request,
             progress: { progress in
-                // A progressive preview reads the bytes so far.
-                if progress.receivedBytes > 0, let data = tokenBox.withLock({ $0 })?.receivedData(), !data.isEmpty {
-                    looked.withLock { $0 = true }
-                }
+                if let bytes = progress.newBytes, !bytes.isEmpty { looked.withLock { $0 = true } }
             }
         ) { result in
             if case .failure(let error) = result {
@@ -379,7 +377,6 @@ final class ServerGradeTests: XCTestCase {
             }
             done.fulfill()
         }
-        tokenBox.withLock { $0 = token }
         await fulfillment(of: [done], timeout: 10)
         XCTAssertTrue(looked.withLock { $0 })
         XCTAssertEqual(server.requests(to: "/cut.png"), 1, "a caller saw the first bytes: no retry")

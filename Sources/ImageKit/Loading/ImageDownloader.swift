@@ -126,6 +126,10 @@ public final class ImageDownloader: ImageLoading {
         /// This caller's response hooks (its request's, else the configuration's).
         var responseModifier: (@Sendable (ImageLoadResponseHead) -> ImageLoadResponseHead?)?
         var decryptor: (@Sendable (Data, [String: String]) -> Data?)?
+        /// This caller's progress carries the body (``ImageLoadRequest/deliversReceivedBytes``).
+        var wantsBytes = false
+        /// Body bytes this caller has been handed so far.
+        var bytesDelivered = 0
     }
 
     /// Hands each subscriber its result: continuations directly, callbacks on the callback queue.
@@ -147,8 +151,6 @@ public final class ImageDownloader: ImageLoading {
         fileprivate let ticket: Ticket
         /// Detaches this caller (its completion reports `cancelled`); the transfer stops when no caller is left.
         public func cancel() { downloader?.cancel(ticket) }
-        /// The bytes received so far (a copy, taken only when asked: for progressive decoding).
-        public func receivedData() -> Data? { downloader?.snapshot(ticket) }
         /// Re-ranks the transfer while it waits: it runs at the highest priority among its callers.
         public func setPriority(_ priority: ImageLoadPriority) { downloader?.setPriority(priority, of: ticket) }
     }
@@ -272,6 +274,7 @@ public final class ImageDownloader: ImageLoading {
         subscriber.priority = request.priority
         subscriber.responseModifier = request.hooks.responseModifier ?? configuration.responseModifier
         subscriber.decryptor = request.hooks.decryptor ?? configuration.decryptor
+        subscriber.wantsBytes = request.deliversReceivedBytes && subscriber.decryptor == nil
         guard let willLoad = request.hooks.willLoad ?? configuration.willLoad else {
             let ticket = Ticket(.done)
             enqueue(request, subscriber: subscriber, ticket: ticket)
@@ -420,7 +423,8 @@ public final class ImageDownloader: ImageLoading {
             curlOptions: configuration.curlOptions)
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         transfer.onProgress = { [weak self] progress in
-            self?.deliverProgress(of: operation, progress.offset(by: Int64(resume?.data.count ?? 0)))
+            self?.deliverProgress(
+                of: operation, progress.offset(by: Int64(resume?.data.count ?? 0)), resumedFrom: resume?.data)
         }
         transfer.onComplete = { [weak self] transfer, code in
             guard let self else { return }
@@ -456,20 +460,26 @@ public final class ImageDownloader: ImageLoading {
         return loads.indices.min { loads[$0] < loads[$1] }!
     }
 
-    private func deliverProgress(of operation: Operation, _ progress: ImageLoadProgress) {
-        let callbacks = state.withLock { _ in operation.subscribers.values.compactMap(\.progress) }
-        guard !callbacks.isEmpty else { return }
-        configuration.callbackQueue.async { for callback in callbacks { callback(progress) } }
-    }
-
-    private func snapshot(_ ticket: Ticket) -> Data? {
-        guard case .attached(let key, _) = ticket.place.withLock({ $0 }) else { return nil }
-        let transfer = state.withLock { state -> CurlTransfer? in
-            guard let operation = state.operations[key] else { return nil }
-            operation.bytesObserved = true
-            return operation.transfer
+    /// Tells every caller of `operation` its progress (on the transfer thread, called by curl);
+    /// a caller that asked for the bytes gets those it has not been handed yet, copied once.
+    private func deliverProgress(of operation: Operation, _ progress: ImageLoadProgress, resumedFrom prefix: Data?) {
+        let reports = state.withLock { _ -> [(@Sendable (ImageLoadProgress) -> Void, ImageLoadProgress)] in
+            var reports: [(@Sendable (ImageLoadProgress) -> Void, ImageLoadProgress)] = []
+            for (id, subscriber) in operation.subscribers {
+                guard let callback = subscriber.progress else { continue }
+                var report = progress
+                if subscriber.wantsBytes, let transfer = operation.transfer {
+                    let bytes = transfer.body(from: subscriber.bytesDelivered, after: prefix ?? Data())
+                    operation.subscribers[id]?.bytesDelivered += bytes.count
+                    operation.bytesObserved = true
+                    report.newBytes = bytes
+                }
+                reports.append((callback, report))
+            }
+            return reports
         }
-        return transfer?.bodySnapshot()
+        guard !reports.isEmpty else { return }
+        configuration.callbackQueue.async { for (callback, report) in reports { callback(report) } }
     }
 
     private func setPriority(_ priority: ImageLoadPriority, of ticket: Ticket) {

@@ -35,6 +35,13 @@ public struct ImageLoadRequest: Sendable, Hashable {
     // Spec: CTX-09, CTX-10.
     /// This request's own hooks; each one set wins over the loader's.
     public var hooks: ImageLoadHooks
+    /// Hand the body to `progress` as it arrives, in ``ImageLoadProgress/newBytes``, for a caller
+    /// that decodes while it downloads (progressive previews, a thumbnail that needs only the
+    /// first scans). Default false: the bytes come only with the response. A request with a
+    /// ``ImageLoadHooks/decryptor`` gets none (its bytes are not the image until decrypted),
+    /// and a transfer whose bytes were handed out is not retried (a caller would see the start
+    /// of the image twice).
+    public var deliversReceivedBytes = false
 
     /// A request; only `url` is required.
     public init(
@@ -58,6 +65,7 @@ public struct ImageLoadRequest: Sendable, Hashable {
             && lhs.cachedValidators == rhs.cachedValidators
             && lhs.allowsInvalidSSLCertificates == rhs.allowsInvalidSSLCertificates
             && lhs.handlesCookies == rhs.handlesCookies && lhs.retryPolicy == rhs.retryPolicy
+            && lhs.deliversReceivedBytes == rhs.deliversReceivedBytes
     }
 
     /// Hashes the request's data; hooks are not hashed.
@@ -69,6 +77,7 @@ public struct ImageLoadRequest: Sendable, Hashable {
         hasher.combine(allowsInvalidSSLCertificates)
         hasher.combine(handlesCookies)
         hasher.combine(retryPolicy)
+        hasher.combine(deliversReceivedBytes)
     }
 }
 
@@ -196,11 +205,17 @@ public struct ImageLoadProgress: Sendable, Hashable {
     public var receivedBytes: Int64
     /// nil when the length is unknown (chunked transfer, no Content-Length).
     public var expectedBytes: Int64?
+    /// The body bytes that arrived since this caller's previous report, when its request asked
+    /// for them (``ImageLoadRequest/deliversReceivedBytes``); nil otherwise. Appended in order,
+    /// they are the body so far: a caller that joins a transfer already running gets everything
+    /// received until then in its first report.
+    public var newBytes: Data?
 
     /// A progress report.
-    public init(receivedBytes: Int64, expectedBytes: Int64?) {
+    public init(receivedBytes: Int64, expectedBytes: Int64?, newBytes: Data? = nil) {
         self.receivedBytes = receivedBytes
         self.expectedBytes = expectedBytes
+        self.newBytes = newBytes
     }
 
     /// The share received, 0 … 1; nil when the length is unknown.
@@ -278,16 +293,12 @@ public protocol ImageLoadCancellable: Sendable {
     /// Detaches this caller: its completion reports ``ImageError/Code/cancelled`` (once). The
     /// transfer itself stops when no caller is left.
     func cancel()
-    /// The bytes received so far, for progressive decoding; nil when the loader cannot tell
-    /// (the default) or nothing has arrived.
-    func receivedData() -> Data?
     /// Raises or lowers the load's priority while it waits (a user load joining a prefetch).
     /// The loader uses the highest priority among the callers that share a transfer.
     func setPriority(_ priority: ImageLoadPriority)
 }
 
 extension ImageLoadCancellable {
-    public func receivedData() -> Data? { nil }
     /// Does nothing: loaders without priorities ignore it.
     public func setPriority(_ priority: ImageLoadPriority) {}
 }

@@ -85,6 +85,21 @@ final class ImageLoadJob: Sendable {
 
     var loaderToken: (any ImageLoadCancellable)? { state.withLock { $0.loaderToken } }
 
+    /// The body so far, gathered from the loader's progress reports when a preview or an early
+    /// finish needs it (``ImageLoadRequest/deliversReceivedBytes``).
+    private let receivedBytes = Locked(Data())
+
+    /// Appends `bytes` (the loader's ``ImageLoadProgress/newBytes``) to the body so far and
+    /// returns it. The value shares its storage until the next append, which copies only while
+    /// a preview still holds the previous value.
+    @discardableResult
+    func receive(_ bytes: Data?) -> Data {
+        receivedBytes.withLock { received in
+            if let bytes, !bytes.isEmpty { received.append(bytes) }
+            return received
+        }
+    }
+
     // MARK: Delivery
 
     func deliverIntermediate(_ result: ImageLoadResult) {

@@ -357,6 +357,13 @@ extension ImageManager {
         let early =
             plan.options.contains(.thumbnailFromFirstScans) && plan.decoding.thumbnailPixelSize != nil
                 && !plan.options.contains(.avoidDecodeImage) ? FirstScansWatch() : nil
+        let previews = progressive && job.wantsProgress
+        let request = {
+            // The bytes come with the progress only for a load that decodes them while they arrive.
+            var request = request
+            request.deliversReceivedBytes = previews || early != nil
+            return request
+        }()
         // The continuation is resumed once: by the loader, or by an early finish before it.
         let resumed = Locked(false)
         return await withTaskCancellationHandler {
@@ -374,13 +381,14 @@ extension ImageManager {
                     let wantsProgress = job.wantsProgress
                     progress = { [weak self, weak job] update in
                         guard let self, let job else { return }
+                        let data = update.newBytes != nil ? job.receive(update.newBytes) : Data()
                         if wantsProgress {
-                            job.send(.progress(update))
-                            if progressive { self.preview(job) }
+                            var told = update
+                            told.newBytes = nil  // the callers asked for progress, not for the bytes
+                            job.send(.progress(told))
+                            if previews { self.preview(job) }
                         }
-                        if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes),
-                            let data = token.receivedData()
-                        {
+                        if let early, let token = job.loaderToken, early.shouldLook(at: update.receivedBytes) {
                             // The registered decoder for the bytes says whether they are enough
                             // (the signature needs its first 16 bytes).
                             let verdict: ImagePrefixVerdict =
@@ -389,7 +397,7 @@ extension ImageManager {
                                 : plan.coders.decoder(
                                     for: ImageSignature(data), as: (any EarlyFinishImageDecoding).self)?
                                     .prefixVerdict(data, options: plan.decoding) ?? .never
-                            if verdict != .pending { early.stop() }  // decided: no more looks (and copies)
+                            if verdict != .pending { early.stop() }  // decided: no more looks
                             guard case .ready(let end) = verdict else { return }
                             var metrics = TransferMetrics()
                             metrics.bytesReceived = Int64(data.count)
@@ -415,7 +423,8 @@ extension ImageManager {
     private func preview(_ job: ImageLoadJob) {
         let now = Date().timeIntervalSinceReferenceDate
         guard let decoder = job.reservePreview(now: now, interval: Self.previewInterval) else { return }
-        guard let data = job.loaderToken?.receivedData(), !data.isEmpty else {
+        let data = job.receive(nil)
+        guard !data.isEmpty else {
             job.deliverPreview(nil)
             return
         }

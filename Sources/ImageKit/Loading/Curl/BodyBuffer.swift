@@ -139,10 +139,10 @@ struct BodyBuffer: @unchecked Sendable {
         return true
     }
 
-    /// A copy of the bytes so far.
-    func copy() -> Data {
-        guard let pointer, count > 0 else { return Data() }
-        return Data(bytes: pointer, count: count)
+    /// A copy of the bytes from `offset` on (all of them by default).
+    func copy(from offset: Int = 0) -> Data {
+        guard let pointer, count > offset else { return Data() }
+        return Data(bytes: pointer + offset, count: count - offset)
     }
 
     /// The bytes as `Data` that returns the buffer to the pool when released; leaves this empty.

@@ -338,7 +338,13 @@ final class CurlTransfer: @unchecked Sendable {
     func takeBody() -> Data { body.withLock { $0.take() } }
 
     /// A copy of the bytes received so far (any thread, while the transfer runs).
-    func bodySnapshot() -> Data { body.withLock { $0.copy() } }
+    /// The body from byte `offset` on, counting `prefix` (the bytes of an earlier attempt this
+    /// transfer resumes) as its start: a copy of what a caller has not seen yet.
+    func body(from offset: Int, after prefix: Data) -> Data {
+        var bytes = offset < prefix.count ? Data(prefix[(prefix.startIndex + offset)...]) : Data()
+        body.withLock { bytes.append($0.copy(from: max(0, offset - prefix.count))) }
+        return bytes
+    }
 
     var statusCode: Int {
         var code = 0

@@ -59,7 +59,6 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
         let request: ImageLoadRequest
         let progress: (@Sendable (ImageLoadProgress) -> Void)?
         private var completion: (@Sendable (Result<ImageLoadResponse, ImageError>) -> Void)?
-        private var received = Data()
         private let lock = NSLock()
         private(set) var wasCancelled = false
         private let onEnd: @Sendable () -> Void
@@ -77,8 +76,6 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
 
         var isDone: Bool { lock.lock(); defer { lock.unlock() }; return completion == nil }
 
-        func append(_ chunk: Data) { lock.lock(); received.append(chunk); lock.unlock() }
-
         func finish(_ result: Result<ImageLoadResponse, ImageError>) {
             lock.lock(); let completion = self.completion; self.completion = nil; lock.unlock()
             guard let completion else { return }
@@ -90,8 +87,6 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
             lock.lock(); wasCancelled = completion != nil; lock.unlock()
             finish(.failure(ImageError(.cancelled, "mock load cancelled")))
         }
-
-        func receivedData() -> Data? { lock.lock(); defer { lock.unlock() }; return received }
     }
 
     @discardableResult
@@ -137,9 +132,10 @@ final class MockLoader: ImageLoading, @unchecked Sendable {
             while offset < data.count {
                 guard !token.isDone else { return }
                 let end = min(data.count, offset + size)
-                token.append(data[offset..<end])
+                let chunk = token.request.deliversReceivedBytes ? Data(data[offset..<end]) : nil
                 offset = end
-                token.progress?(ImageLoadProgress(receivedBytes: Int64(offset), expectedBytes: Int64(data.count)))
+                token.progress?(
+                    ImageLoadProgress(receivedBytes: Int64(offset), expectedBytes: Int64(data.count), newBytes: chunk))
                 if delay > 0 && offset < data.count { Thread.sleep(forTimeInterval: delay) }
             }
             token.finish(.success(ImageLoadResponse(url: url, data: data, statusCode: 200, headers: headers)))
