@@ -65,8 +65,15 @@ public final class ImageCodersManager: ImageCoding {
     }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try decode(data, signature: ImageSignature(data), options: options)
+    }
+
+    /// ``decode(_:options:)`` with the signature of `data` sniffed already (the manager sniffs a
+    /// load's bytes once).
+    func decode(_ data: Data, signature: ImageSignature, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         guard !data.isEmpty else { throw ImageError(.emptyData, "there are no bytes to decode") }
-        let signature = ImageSignature(data)
         guard let coder = all.last(where: { $0.canDecode(signature) }) else {
             if signature.format == .unknown {
                 throw ImageError(.badImageData, "the data is not an image format ImageKit recognises")

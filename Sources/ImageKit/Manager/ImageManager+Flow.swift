@@ -210,7 +210,8 @@ extension ImageManager {
         let plan = flow.plan
         var result = ImageLoadResult(
             image: produced.delivered, data: response.data, cacheType: .none, url: response.url,
-            cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics)
+            cacheKey: plan.key, statusCode: response.statusCode, metrics: response.metrics,
+            format: produced.signature?.format)
         result.finalURL = response.finalURL
         result.httpHeaders = response.cacheHeaders
         result.storeError = storeError
@@ -233,6 +234,9 @@ extension ImageManager {
         /// What the caller gets: the transformed image, or the decode.
         var delivered: DecodedImage?
         var wasTransformed: Bool
+        /// The bytes' format, sniffed once here for the whole load: the decode, the store's
+        /// whole-image check and the result's format all read it (nil without bytes).
+        var signature: ImageSignature?
         var queueWait: TimeInterval?
         var decodeDuration: TimeInterval?
         var transformDuration: TimeInterval?
@@ -245,8 +249,9 @@ extension ImageManager {
         from data: Data?, plan: ImageLoadPlan, image: DecodedImage?,
         decoding: ImageDecodingOptions? = nil
     ) throws(StagedError) -> Produced {
+        let signature = data.map { ImageSignature($0) }
         if plan.options.contains(.avoidDecodeImage) && image == nil {
-            return Produced(decoded: nil, delivered: nil, wasTransformed: false)
+            return Produced(decoded: nil, delivered: nil, wasTransformed: false, signature: signature)
         }
         let decoded: DecodedImage
         let decodeStarted = now()
@@ -254,8 +259,8 @@ extension ImageManager {
         do throws(ImageError) {
             if let image {
                 decoded = image
-            } else if let data {
-                decoded = try plan.coders.decode(data, options: decoding ?? plan.decoding)
+            } else if let data, let signature {
+                decoded = try plan.coders.decode(data, signature: signature, options: decoding ?? plan.decoding)
                 decodeDuration = now() - decodeStarted
             } else {
                 throw ImageError(.emptyData, "there are no bytes to decode")
@@ -266,13 +271,16 @@ extension ImageManager {
         guard let transformer = plan.transformer, !decoded.isAnimated || plan.options.contains(.transformAnimatedImage),
             !decoded.isPartial
         else {
-            return Produced(decoded: decoded, delivered: decoded, wasTransformed: false, decodeDuration: decodeDuration)
+            return Produced(
+                decoded: decoded, delivered: decoded, wasTransformed: false, signature: signature,
+                decodeDuration: decodeDuration)
         }
         do throws(ImageError) {
             let transformStarted = now()
             let transformed = try transformer.transform(decoded)
             return Produced(
-                decoded: decoded, delivered: transformed, wasTransformed: true, decodeDuration: decodeDuration,
+                decoded: decoded, delivered: transformed, wasTransformed: true, signature: signature,
+                decodeDuration: decodeDuration,
                 transformDuration: now() - transformStarted)
         } catch {
             throw StagedError(error: error, stage: .transform)
@@ -328,7 +336,8 @@ extension ImageManager {
             produced, originalData: original.data, http: original.metadata?.http, plan: plan)
         var result = ImageLoadResult(
             image: produced.delivered, data: original.data,
-            cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key)
+            cacheType: original.cacheType == .memory ? .memory : .disk, url: plan.url, cacheKey: plan.key,
+            format: produced.signature?.format)
         result.httpHeaders = original.metadata?.http
         result.storeError = storeError
         result.timings.queueWait = produced.queueWait

@@ -21,7 +21,9 @@ extension ImageManager {
         let key = plan.key
         if key.isOriginal {
             let type = plan.context.storeCacheType
-            if type.includesMemory, let image = produced.delivered, Self.isWhole(image, data: data, plan: plan) {
+            if type.includesMemory, let image = produced.delivered,
+                Self.isWhole(image, signature: produced.signature, plan: plan)
+            {
                 memory.append(Write(image: image, key: key))
             }
             if type.includesDisk {
@@ -37,7 +39,7 @@ extension ImageManager {
         // Only a full decode is the original image (not a thumbnail or a scaled-down one).
         let decodedIsOriginal = key.thumbnail == nil && key.decodeVariant == nil
         if originalType.includesMemory, decodedIsOriginal, let decoded = produced.decoded,
-            Self.isWhole(decoded, data: data, plan: plan)
+            Self.isWhole(decoded, signature: produced.signature, plan: plan)
         {
             memory.append(Write(image: decoded, key: key.original))
         }
@@ -66,7 +68,7 @@ extension ImageManager {
         _ produced: Produced, originalData: Data?, http: HTTPCacheHeaders?,
         plan: ImageLoadPlan
     ) -> ([Write], [Write]) {
-        guard let image = produced.delivered, Self.isWhole(image, data: originalData, plan: plan) else {
+        guard let image = produced.delivered, Self.isWhole(image, signature: produced.signature, plan: plan) else {
             return ([], [])
         }
         let type = plan.context.storeCacheType
@@ -82,10 +84,9 @@ extension ImageManager {
 
     /// Whether `image` is all of what its key names: not a first-frame-only decode of an
     /// animation (the key does not say "first frame"), not partial.
-    private static func isWhole(_ image: DecodedImage, data: Data?, plan: ImageLoadPlan) -> Bool {
+    private static func isWhole(_ image: DecodedImage, signature: ImageSignature?, plan: ImageLoadPlan) -> Bool {
         guard !image.isPartial, !image.isPreview else { return false }
-        guard plan.decoding.firstFrameOnly, let data else { return true }
-        let signature = ImageSignature(data)
+        guard plan.decoding.firstFrameOnly, let signature else { return true }
         return !(signature.isAnimated || signature.format == .gif)
     }
 
