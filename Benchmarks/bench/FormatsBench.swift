@@ -201,7 +201,8 @@ struct FormatsBench {
     // MARK: - AVIF encoding
 
     private func encodeRows() {
-        guard options.includes("encode/avif-1mp") || options.includes("encode/avif-speed") else { return }
+        let cases = ["encode/avif-1mp", "encode/avif-speed", "encode/jxl-1mp", "encode/heic-1mp"]
+        guard cases.contains(where: { options.includes($0) }) else { return }
         let photo = SyntheticImages.photo(width: 1024, height: 1024)
         let image = DecodedImage(frames: [ImageFrame(bitmap: photo)], format: .png)
         let pixels = photo.packedRGBA()
@@ -226,6 +227,31 @@ struct FormatsBench {
                 "case": "encode/avif-1mp", "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw,
             ])
         }
+        // JPEG XL and HEIC at the settings of the raw-C encoders (which write the bench's own
+        // HEIC and JPEG XL files): distance 1 at effort 3; libheif quality 85, x265 ultrafast.
+        let others: [(name: String, format: ImageFormat, setting: String, options: ImageEncodingOptions)] = [
+            ("encode/jxl-1mp", .jpegXL, "distance 1, effort 3", ImageEncodingOptions(quality: 0.9, speed: 8)),
+            ("encode/heic-1mp", .heic, "quality 85, ultrafast", ImageEncodingOptions(quality: 0.85, speed: 10)),
+        ]
+        for other in others where options.includes(other.name) && other.format.isCodecSupported {
+            let (imagekit, raw) = measurement.run(
+                work: 1.048576,
+                { _ = try? ImageCodersManager.shared.encode(image, as: other.format, options: other.options) },
+                {
+                    var output: UnsafeMutableRawPointer?
+                    _ =
+                        other.format == .heic
+                        ? ik_raw_heif_encode(pixels, 1024, 1024, 85, &output)
+                        : ik_raw_jxl_encode(pixels, 1024, 1024, 1.0, &output)
+                    free(output)
+                })
+            let bytes = (try? ImageCodersManager.shared.encode(image, as: other.format, options: other.options))?.count
+            rows.append([
+                other.name, other.setting, format(imagekit, 2), format(raw, 2), format(imagekit / raw, 3),
+                bytes.map { "\($0)" } ?? "", "",
+            ])
+            report.jsonLine(["case": other.name, "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw])
+        }
         if options.includes("encode/avif-speed") {
             for speed in [4, 6, 8, 10] {
                 let encoding = ImageEncodingOptions(quality: 0.75, speed: speed)
@@ -244,7 +270,7 @@ struct FormatsBench {
             }
         }
         report.table(
-            "AVIF encoding (1024x1024 photo, one thread): ImageKit vs libavif straight; libaom speeds",
+            "Encoding (1024x1024 photo, one thread): ImageKit vs libavif, libjxl and libheif straight; libaom speeds",
             header: ["case", "setting", "ImageKit MP/s", "raw C MP/s", "ratio", "bytes", "PSNR dB"], rows: rows)
     }
 

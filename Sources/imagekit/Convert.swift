@@ -7,20 +7,26 @@ struct Convert: ParsableCommand {
         abstract: "Decode an image and encode it in the format OUT's extension names.",
         discussion: """
             Input: every format ImageKit decodes (JPEG, PNG, GIF, WebP, HEIC/HEIF, AVIF, JPEG XL, TIFF, BMP, ICO). \
-            Output formats: .jpg/.jpeg, .png, .webp, .gif, .avif. Animated input (GIF, APNG, animated WebP, AVIF and \
+            Output formats: .jpg/.jpeg, .png, .webp, .gif, .avif, .jxl, .heic. Animated input (GIF, APNG, animated WebP, AVIF and \
             JPEG XL animations) stays animated for .gif, .png (APNG) and .webp, with its frame durations and loop \
-            count; JPEG and AVIF keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
+            count; JPEG, AVIF, JPEG XL and HEIC keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
             given, which keeps them in the embedded profile's space and embeds the profile in the output.
             """
     )
 
     @Argument(help: "Input image.") var input: String
     @Argument(help: "Output file; its extension picks the format.") var output: String
-    @Option(help: "Lossy quality, 0...1 (or 1...100), for JPEG, lossy WebP and AVIF.") var quality: Double = 0.9
-    @Flag(help: "Lossless WebP or AVIF.") var lossless = false
-    @Option(help: "AVIF encoder speed, 0 (slowest, smallest) ... 10 (fastest).") var speed: Int?
+    @Option(help: "Lossy quality, 0...1 (or 1...100), for JPEG, lossy WebP, AVIF, JPEG XL and HEIC.") var quality:
+        Double = 0.9
+    @Flag(help: "Lossless WebP, AVIF, JPEG XL or HEIC.") var lossless = false
     @Option(
-        help: "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF).")
+        help:
+            "Encoder speed, 0 (slowest, smallest) ... 10 (fastest): AVIF's libaom speed, JPEG XL's effort 9...1, HEIC's x265 preset."
+    ) var speed: Int?
+    @Option(
+        help:
+            "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF, JPEG XL, HEIC)."
+    )
     var maxFileSize: Int?
     @Flag(help: "Keep the pixels in the embedded ICC profile's colour space and embed the profile in the output.")
     var keepColorProfile = false
@@ -42,7 +48,7 @@ struct Convert: ParsableCommand {
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
             print(
-                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
+                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
             )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))

@@ -60,7 +60,7 @@ func outputFormat(for path: String) throws -> ImageFormat {
     let pathExtension = URL(fileURLWithPath: path).pathExtension
     guard let format = ImageFormat(fileExtension: pathExtension), format.isCodecSupported else {
         throw ValidationError(
-            "cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp, .gif or .avif)")
+            "cannot tell an output format from '.\(pathExtension)' (use .jpg, .png, .webp, .gif, .avif, .jxl or .heic)")
     }
     return format
 }

@@ -56,4 +56,30 @@ final class ConvertCommandTests: XCTestCase {
             input = output
         }
     }
+
+    func testConvertWritesJPEGXLAndHEIC() throws {
+        var extensions: [(String, ImageFormat)] = []
+        #if JXL
+        extensions.append(("jxl", .jpegXL))
+        #endif
+        #if HEIF
+        extensions.append(("heic", .heic))
+        #endif
+        guard !extensions.isEmpty else { throw XCTSkip("built without the JXL and HEIF traits") }
+        let source = directory.appendingPathComponent("in.png")
+        let image = DecodedImage(
+            frames: [ImageFrame(bitmap: try PixelBuffer(width: 40, height: 30).freeze(isOpaque: true))], format: .png)
+        try ImageCodersManager.shared.encode(image, as: .png, options: .default).write(to: source)
+        for (ext, format) in extensions {
+            let output = directory.appendingPathComponent("out.\(ext)")
+            let (status, text) = try ImageKitTool.run([
+                "convert", source.path, output.path, "--quality", "80", "--speed", "9",
+            ])
+            XCTAssertEqual(status, 0, text)
+            XCTAssertTrue(text.contains("\(format) 40x30, 1 frame(s)"), text)
+            let decoded = try ImageCodersManager.shared.decode(try Data(contentsOf: output))
+            XCTAssertEqual(decoded.format, format)
+            XCTAssertEqual(decoded.bitmap.size, PixelSize(width: 40, height: 30))
+        }
+    }
 }

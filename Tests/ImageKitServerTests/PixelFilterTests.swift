@@ -86,4 +86,27 @@ final class PixelFilterTests: XCTestCase {
         let canvas = bitmap[20, 2]
         XCTAssertEqual([canvas.r, canvas.g, canvas.b], [20, 180, 40], "three quarters of the pixels are that colour")
     }
+
+    /// thumbor's `format(jxl)` / `format(heic)` and imgproxy's `@jxl` / `@heic`: JPEG XL and HEIC
+    /// are written when the build has them (415 otherwise).
+    func testJPEGXLAndHEICOutputs() throws {
+        for (name, format) in [("jxl", ImageFormat.jpegXL), ("heic", .heic)] {
+            for path in [
+                "/unsafe/fit-in/32x32/filters:format(\(name))/example.com/a.png",
+                "/insecure/rs:fit:32:32/plain/https://example.com/a.png@\(name)",
+            ] {
+                let request = try ImageRequest.parse(path: path)
+                if format.isCodecSupported {
+                    let result = try ImageProcessor().process(try edge(), request: request)
+                    XCTAssertEqual(ImageSignature(result.data).format, format, path)
+                    XCTAssertEqual(
+                        try ImageCodersManager.shared.decode(result.data).width, 32)
+                } else {
+                    XCTAssertThrowsError(try ImageProcessor().process(try edge(), request: request)) { error in
+                        XCTAssertEqual((error as? ImageServiceError)?.status, 415, path)
+                    }
+                }
+            }
+        }
+    }
 }

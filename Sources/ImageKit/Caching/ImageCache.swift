@@ -291,7 +291,11 @@ public final class ImageCache: ImageCaching {
         // A lazy animation still has its encoded bytes: never re-encode decoded frames then.
         if let animation = image.animation { return animation.data }
         let format: ImageFormat
-        if image.format.isCodecSupported && (!image.isAnimated || [.gif, .webp, .png].contains(image.format)) {
+        // HEIC and JPEG XL are written far slower than a cache write should take (x265, libjxl's
+        // effort 7): images of those formats are stored as the rule's JPEG or PNG.
+        if image.format.isCodecSupported && ![.heic, .jpegXL].contains(image.format)
+            && (!image.isAnimated || [.gif, .webp, .png].contains(image.format))
+        {
             format = image.format
         } else {
             format = image.preferredEncodingFormat

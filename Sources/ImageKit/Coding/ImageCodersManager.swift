@@ -147,13 +147,15 @@ public final class ImageCodersManager: ImageCoding {
     }
 
     /// The quality steps a lossy format's encoder tells apart, as `quality = step / upperBound`:
-    /// JPEG 1…100 (libjpeg's integer quality), WebP 0…100, AVIF 0…63 (one quantizer each); nil
-    /// for lossless formats.
+    /// JPEG 1…100 (libjpeg's integer quality), WebP 0…100, AVIF 0…63 (one quantizer each), JPEG XL
+    /// 0…100 (cjxl's quality, mapped to a distance) and HEIC 0…100 (libheif's); nil for lossless
+    /// formats.
     public static func qualitySteps(for format: ImageFormat) -> ClosedRange<Int>? {
         switch format {
         case .jpeg: 1...100
         case .webp: 0...100
         case .avif: 0...63
+        case .jpegXL, .heic: 0...100
         default: nil
         }
     }

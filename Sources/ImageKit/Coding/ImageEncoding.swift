@@ -2,9 +2,11 @@ import Foundation
 
 /// Per-encode options.
 public struct ImageEncodingOptions: Sendable, Hashable {
-    /// Lossy quality 0...1 (SDWebImage's `compressionQuality`); JPEG and lossy WebP. 1 = best.
+    /// Lossy quality 0...1 (SDWebImage's `compressionQuality`): JPEG, lossy WebP, AVIF, JPEG XL
+    /// (as a distance, ``JXLCoder/distance(forQuality:)``) and HEIC. 1 = best.
     public var quality: Double
-    /// Encode losslessly where the format can (WebP). PNG and GIF are lossless anyway.
+    /// Encode losslessly where the format can (WebP, AVIF, JPEG XL, HEIC). PNG and GIF are
+    /// lossless anyway.
     public var lossless: Bool
     /// Encode only the first frame of an animation.
     public var firstFrameOnly: Bool
@@ -13,11 +15,12 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     /// The PNG writer's deflate effort (libdeflate), 0 (store) … 12 (smallest); 1…9 compare with
     /// zlib's levels. nil: 6.
     public var compressionLevel: Int?
-    /// The encoder's speed where it has one: AVIF's libaom speed, 0 (slowest, smallest) … 10
-    /// (fastest). nil: the coder's default (``AVIFCoder/defaultSpeed``).
+    /// The encoder's speed where it has one, 0 (slowest, smallest) … 10 (fastest): AVIF's libaom
+    /// speed, JPEG XL's effort 9 … 1, HEIC's x265 preset `veryslow` … `ultrafast`. nil: the
+    /// coder's default (``AVIFCoder/defaultSpeed``; libjxl's and libheif's own).
     public var speed: Int?
     /// The most bytes the output may take (SDWebImage's `SDImageCoderEncodeMaxFileSize`), for
-    /// the lossy formats (JPEG, WebP, AVIF): ``ImageCodersManager`` bisects the quality scale up
+    /// the lossy formats (JPEG, WebP, AVIF, JPEG XL, HEIC): ``ImageCodersManager`` bisects the quality scale up
     /// to ``quality`` for the highest quality whose output fits. When even the lowest quality
     /// does not fit, the lowest quality's output is returned. nil: no limit.
     public var maxFileSize: Int?

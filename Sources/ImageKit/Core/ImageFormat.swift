@@ -98,6 +98,12 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
         #if AVIF
         case .avif: true
         #endif
+        #if HEIF
+        case .heic: true
+        #endif
+        #if JXL
+        case .jpegXL: true
+        #endif
         default: false
         }
     }

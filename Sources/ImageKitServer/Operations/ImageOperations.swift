@@ -185,9 +185,9 @@ public struct ImageOperations: Sendable, Hashable {
         case avif
         /// GIF (animations stay animated).
         case gif
-        /// HEIC (answered 415 while ImageKit has no HEIC encoder).
+        /// HEIC (x265 through libheif; 415 in a build without the `HEIF` trait).
         case heic
-        /// JPEG XL (answered 415 while ImageKit has no JPEG XL encoder).
+        /// JPEG XL (libjxl; 415 in a build without the `JXL` trait).
         case jxl
         /// TIFF (imgproxy only).
         case tiff

@@ -356,6 +356,8 @@ public struct ImageProcessor: Sendable {
         case .webp: target = .webp
         case .gif: target = .gif
         case .avif: target = .avif
+        case .heic where ImageFormat.heic.isCodecSupported: target = .heic
+        case .jxl where ImageFormat.jpegXL.isCodecSupported: target = .jpegXL
         default:
             throw ImageServiceError(
                 415, code: "unsupportedOutputFormat", "\(format.rawValue) output is not supported by this build")

@@ -147,7 +147,14 @@ final class ColorManagementTests: XCTestCase {
         XCTAssertEqual(converted.sourceColorProfile, profile)
 
         // Re-encoded with the profile, each format decodes (converted) to the same colours.
-        for format in [ImageFormat.png, .jpeg, .webp, .avif] {
+        var formats: [ImageFormat] = [.png, .jpeg, .webp, .avif]
+        #if JXL
+        formats.append(.jpegXL)
+        #endif
+        #if HEIF
+        formats.append(.heic)
+        #endif
+        for format in formats {
             let encoded = try ImageCodersManager.shared.encode(
                 kept, as: format, options: ImageEncodingOptions(quality: 0.95))
             let again = try ImageCodersManager.shared.decode(encoded)

@@ -5,7 +5,13 @@ import Foundation
 /// HEIC/HEIF decoding with libheif (libde265 for HEVC): the primary image, grids (how iPhones
 /// store photos), alpha, 10- and 12-bit images reduced to 8 bits, the `irot`/`imir`/`clap`
 /// transforms applied by libheif (they win over an EXIF orientation stored inside, which is not
-/// applied, as in browsers), and the `colr` ICC profile converted to sRGB. Decode only.
+/// applied, as in browsers), and the `colr` ICC profile converted to sRGB.
+///
+/// Encoding writes HEIC (HEVC through libheif's x265 plugin): a still (the first frame), with
+/// alpha when the image has any, at libheif's lossy quality (``ImageEncodingOptions/quality``
+/// × 100) or lossless; ``ImageEncodingOptions/speed`` 0 … 10 picks x265's preset from `veryslow`
+/// to `ultrafast` (nil: libheif's default), and a carried ``DecodedImage/colorProfile`` is
+/// embedded. A libheif without an HEVC encoder answers `unsupportedFormat`.
 ///
 /// A thumbnail request is served from the file's embedded thumbnail item when that is at least
 /// the requested size (as libvips does), which skips decoding the full image. Each decode uses
@@ -17,7 +23,7 @@ public struct HEIFCoder: ImageCoding {
     public func canDecode(_ signature: ImageSignature) -> Bool {
         signature.format == .heic || signature.format == .heif
     }
-    public func canEncode(_ format: ImageFormat) -> Bool { false }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .heic }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         let format = ImageSignature(data).format
@@ -26,10 +32,81 @@ public struct HEIFCoder: ImageCoding {
         }
     }
 
+    /// x265's presets, slowest first: ``ImageEncodingOptions/speed`` 0 … 10 picks among them.
+    static let presets = [
+        "veryslow", "slower", "slow", "medium", "fast", "faster", "veryfast", "superfast", "ultrafast",
+    ]
+
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {
-        throw ImageError(.encodingFailed, "ImageKit does not write HEIF")
+        guard format == .heic else { throw ImageError(.encodingFailed, "HEIFCoder writes HEIC, not \(format)") }
+        guard heif_have_encoder_for_format(heif_compression_HEVC) != 0 else {
+            throw ImageError(.unsupportedFormat, "this libheif has no HEVC encoder (x265)")
+        }
+        let bitmap = image.bitmap
+        let hasAlpha = !(bitmap.isOpaque || bitmap.scanIsOpaque())
+        guard let context = heif_context_alloc() else { throw ImageError(.internalError, "libheif: out of memory") }
+        defer { heif_context_free(context) }
+        var encoder: OpaquePointer?
+        try Self.encodeCheck(
+            heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder), "finding the HEVC encoder")
+        defer { heif_encoder_release(encoder) }
+        if options.lossless {
+            try Self.encodeCheck(heif_encoder_set_lossless(encoder, 1), "lossless mode")
+        } else {
+            let quality = Int32((max(0, min(1, options.quality)) * 100).rounded())
+            try Self.encodeCheck(heif_encoder_set_lossy_quality(encoder, quality), "the quality")
+        }
+        if let speed = options.speed {
+            let index = Int((Double(max(0, min(10, speed))) * Double(Self.presets.count - 1) / 10).rounded())
+            try Self.encodeCheck(
+                heif_encoder_set_parameter_string(encoder, "preset", Self.presets[index]), "the preset")
+        }
+        var picture: OpaquePointer?
+        try Self.encodeCheck(
+            heif_image_create(
+                Int32(bitmap.width), Int32(bitmap.height), heif_colorspace_RGB,
+                hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, &picture),
+            "creating the image")
+        defer { heif_image_release(picture) }
+        try Self.encodeCheck(
+            heif_image_add_plane(picture, heif_channel_interleaved, Int32(bitmap.width), Int32(bitmap.height), 8),
+            "adding its plane")
+        var stride: Int32 = 0
+        guard let plane = heif_image_get_plane(picture, heif_channel_interleaved, &stride) else {
+            throw ImageError(.internalError, "libheif: no plane to write")
+        }
+        let channels = hasAlpha ? 4 : 3
+        for y in 0..<bitmap.height {
+            let row = bitmap.baseAddress.advanced(by: y * bitmap.bytesPerRow).assumingMemoryBound(to: UInt8.self)
+            let out = plane + y * Int(stride)
+            if hasAlpha {
+                out.update(from: row, count: bitmap.width * 4)
+            } else {
+                for x in 0..<bitmap.width {
+                    out[x * channels] = row[x * 4]
+                    out[x * channels + 1] = row[x * 4 + 1]
+                    out[x * channels + 2] = row[x * 4 + 2]
+                }
+            }
+        }
+        if let profile = image.colorProfile {
+            let icc = [UInt8](profile.iccData)
+            try Self.encodeCheck(heif_image_set_raw_color_profile(picture, "prof", icc, icc.count), "the ICC profile")
+        }
+        try Self.encodeCheck(heif_context_encode_image(context, picture, encoder, nil, nil), "encoding")
+        let sink = HEIFSink()
+        var writer = heif_writer(writer_api_version: 1, write: HEIFSink.write)
+        try Self.encodeCheck(
+            heif_context_write(context, &writer, Unmanaged.passUnretained(sink).toOpaque()), "writing the file")
+        return withExtendedLifetime(sink) { sink.data }
+    }
+
+    private static func encodeCheck(_ error: heif_error, _ what: String) throws(ImageError) {
+        guard error.code != heif_error_Ok else { return }
+        let message = error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue)"
+        throw ImageError(.encodingFailed, "HEIC \(what): \(message)")
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, format: ImageFormat, options: ImageDecodingOptions)
@@ -173,5 +250,20 @@ public struct HEIFCoder: ImageCoding {
             throw ImageError(.badImageData, "HEIF \(what): \(message)")
         }
     }
+}
+
+/// Collects what libheif writes (`heif_context_write` calls back with the file in pieces).
+private final class HEIFSink {
+    var data = Data()
+
+    static let write: @convention(c) (OpaquePointer?, UnsafeRawPointer?, Int, UnsafeMutableRawPointer?) -> heif_error =
+        {
+            _, bytes, size, context in
+            let sink = Unmanaged<HEIFSink>.fromOpaque(context!).takeUnretainedValue()
+            if let bytes, size > 0 { sink.data.append(bytes.assumingMemoryBound(to: UInt8.self), count: size) }
+            return heif_error(
+                code: heif_error_Ok, subcode: heif_suberror_Unspecified,
+                message: UnsafeRawPointer(("ok" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self))
+        }
 }
 #endif

@@ -2,9 +2,15 @@
 internal import CJXL
 import Foundation
 
-/// JPEG XL decoding with libjxl: stills and animations (frames coalesced, with their
-/// durations and loop count), alpha (straight), gray, the orientation field applied, colour to
-/// sRGB. Decode only.
+/// JPEG XL decoding and encoding with libjxl. Decodes stills and animations (frames coalesced,
+/// with their durations and loop count), alpha (straight), gray, the orientation field applied,
+/// colour to sRGB.
+///
+/// Encoding writes a still (the first frame) as a bare codestream, with alpha when the image has
+/// any: lossy at the butteraugli distance cjxl derives from a quality (``distance(forQuality:)``),
+/// or ``ImageEncodingOptions/lossless`` (modular, the original profile kept); an
+/// ``ImageEncodingOptions/speed`` of 0 … 10 picks libjxl's effort 9 … 1 (nil: libjxl's 7), and a
+/// carried ``DecodedImage/colorProfile`` is embedded (otherwise the pixels are tagged sRGB).
 ///
 /// Colour: a lossy (XYB) file is rendered by libjxl straight to sRGB; a file that keeps its
 /// original profile (lossless, or stored as RGB) is converted from that profile by Little CMS
@@ -15,13 +21,7 @@ public struct JXLCoder: ImageCoding {
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpegXL }
-    public func canEncode(_ format: ImageFormat) -> Bool { false }
-
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
-        -> Data
-    {
-        throw ImageError(.encodingFailed, "ImageKit does not write JPEG XL")
-    }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .jpegXL }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
@@ -149,6 +149,111 @@ public struct JXLCoder: ImageCoding {
             if JxlDecoderSetPreferredColorProfile(decoder, &srgb) == JXL_DEC_SUCCESS { return nil }
         }
         return iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_DATA)
+    }
+
+    // MARK: - Encoding
+
+    /// cjxl's mapping from a JPEG-like quality (0…1 here, 0…100 there) to a butteraugli distance:
+    /// 1 (visually lossless) at 0.9, 0.1 at 1, growing fast below 0.3; capped at libjxl's 25.
+    public static func distance(forQuality quality: Double) -> Float {
+        let q = max(0, min(100, quality * 100))
+        let distance = q >= 30 ? 0.1 + (100 - q) * 0.09 : 53.0 / 3000 * q * q - 23.0 / 20 * q + 25
+        return Float(min(25, max(0.1, distance)))
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
+        -> Data
+    {
+        guard format == .jpegXL else { throw ImageError(.encodingFailed, "JXLCoder writes JPEG XL, not \(format)") }
+        let bitmap = image.bitmap
+        let hasAlpha = !(bitmap.isOpaque || bitmap.scanIsOpaque())
+        guard let encoder = JxlEncoderCreate(nil) else { throw ImageError(.internalError, "libjxl: out of memory") }
+        defer { JxlEncoderDestroy(encoder) }
+        var info = JxlBasicInfo()
+        JxlEncoderInitBasicInfo(&info)
+        info.xsize = UInt32(bitmap.width)
+        info.ysize = UInt32(bitmap.height)
+        info.bits_per_sample = 8
+        info.num_color_channels = 3
+        info.num_extra_channels = hasAlpha ? 1 : 0
+        info.alpha_bits = hasAlpha ? 8 : 0
+        // Lossless keeps the samples as they are (no XYB), which needs the original profile.
+        info.uses_original_profile = options.lossless ? 1 : 0
+        try Self.check(JxlEncoderSetBasicInfo(encoder, &info), encoder, "the image header")
+        if let profile = image.colorProfile {
+            let icc = [UInt8](profile.iccData)
+            try Self.check(JxlEncoderSetICCProfile(encoder, icc, icc.count), encoder, "the ICC profile")
+        } else {
+            var srgb = JxlColorEncoding()
+            JxlColorEncodingSetToSRGB(&srgb, 0)
+            try Self.check(JxlEncoderSetColorEncoding(encoder, &srgb), encoder, "the colour encoding")
+        }
+        guard let settings = JxlEncoderFrameSettingsCreate(encoder, nil) else {
+            throw ImageError(.internalError, "libjxl: out of memory")
+        }
+        if options.lossless {
+            try Self.check(JxlEncoderSetFrameLossless(settings, 1), encoder, "lossless mode")
+        } else {
+            try Self.check(
+                JxlEncoderSetFrameDistance(settings, Self.distance(forQuality: options.quality)), encoder,
+                "the distance")
+        }
+        if let speed = options.speed {
+            let effort = Int64(9 - (Double(max(0, min(10, speed))) * 0.8).rounded())
+            try Self.check(
+                JxlEncoderFrameSettingsSetOption(settings, JXL_ENC_FRAME_SETTING_EFFORT, effort), encoder, "the effort")
+        }
+        let channels = hasAlpha ? 4 : 3
+        let pixels = Self.packed(bitmap, channels: channels)
+        var format = JxlPixelFormat(
+            num_channels: UInt32(channels), data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        try Self.check(
+            JxlEncoderAddImageFrame(settings, &format, pixels, pixels.count), encoder, "the pixels")
+        JxlEncoderCloseInput(encoder)
+        var output = [UInt8](repeating: 0, count: max(4096, pixels.count / 8))
+        var written = 0
+        while true {
+            let status = output.withUnsafeMutableBufferPointer { buffer -> JxlEncoderStatus in
+                var next: UnsafeMutablePointer<UInt8>? = buffer.baseAddress! + written
+                var available = buffer.count - written
+                let status = JxlEncoderProcessOutput(encoder, &next, &available)
+                written = buffer.count - available
+                return status
+            }
+            if status == JXL_ENC_NEED_MORE_OUTPUT {
+                output.append(contentsOf: repeatElement(0, count: output.count))
+                continue
+            }
+            try Self.check(status, encoder, "encoding")
+            break
+        }
+        return Data(output[..<written])
+    }
+
+    /// The bitmap's pixels as tightly packed RGB (`channels` 3) or RGBA rows.
+    private static func packed(_ bitmap: Bitmap, channels: Int) -> [UInt8] {
+        let (width, height) = (bitmap.width, bitmap.height)
+        return [UInt8](unsafeUninitializedCapacity: width * height * channels) { buffer, count in
+            for y in 0..<height {
+                let row = bitmap.baseAddress.advanced(by: y * bitmap.bytesPerRow).assumingMemoryBound(to: UInt8.self)
+                let out = buffer.baseAddress! + y * width * channels
+                if channels == 4 {
+                    out.update(from: row, count: width * 4)
+                } else {
+                    for x in 0..<width {
+                        out[x * 3] = row[x * 4]
+                        out[x * 3 + 1] = row[x * 4 + 1]
+                        out[x * 3 + 2] = row[x * 4 + 2]
+                    }
+                }
+            }
+            count = width * height * channels
+        }
+    }
+
+    private static func check(_ status: JxlEncoderStatus, _ encoder: OpaquePointer, _ what: String) throws(ImageError) {
+        guard status != JXL_ENC_SUCCESS else { return }
+        throw ImageError(.encodingFailed, "JPEG XL \(what): libjxl error \(JxlEncoderGetError(encoder).rawValue)")
     }
 
     /// The ICC profile libjxl reports for `target` (the file's original, or the pixels' own).
