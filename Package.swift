@@ -23,19 +23,21 @@ let package = Package(
         .executable(name: "imagekit", targets: ["imagekit"]),
         .executable(name: "bench", targets: ["bench"]),
     ],
-    // The modern photo formats need libheif, libavif and libjxl, which a server that handles only
-    // web formats may not want to install: each is a trait, all enabled by default. Depend on
-    // ImageKit with `traits: []` (or a subset) to build without them; their formats then answer
-    // `unsupportedFormat`. TIFF (libtiff) and colour management (Little CMS) are always built.
+    // The modern photo formats need libheif, libavif and libjxl, and SVG needs librsvg (with
+    // cairo and glib), which a server that handles only web formats may not want to install:
+    // each is a trait, all enabled by default. Depend on ImageKit with `traits: []` (or a subset)
+    // to build without them; their formats then answer `unsupportedFormat`. TIFF (libtiff) and
+    // colour management (Little CMS) are always built.
     traits: [
         .trait(name: "HEIF", description: "HEIC/HEIF decoding with libheif"),
         .trait(name: "AVIF", description: "AVIF still and animated decoding and AVIF encoding with libavif"),
-        .trait(name: "JXL", description: "JPEG XL decoding with libjxl"),
+        .trait(name: "JXL", description: "JPEG XL decoding and encoding with libjxl"),
+        .trait(name: "SVG", description: "SVG rendering with librsvg (and cairo)"),
         // The image service's HTTP layer (Hummingbird 2, swift-service-lifecycle, swift-prometheus)
         // and `imagekit serve`. Without it ImageKitServer keeps its framework-free core
         // (`ImageService.handle`), which is how the sanitizer builds skip compiling Hummingbird twice.
         .trait(name: "Serve", description: "The HTTP layer of ImageKitServer and the `imagekit serve` command"),
-        .default(enabledTraits: ["HEIF", "AVIF", "JXL", "Serve"]),
+        .default(enabledTraits: ["HEIF", "AVIF", "JXL", "SVG", "Serve"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -64,6 +66,7 @@ let package = Package(
         systemLibrary("CHeif", pkgConfig: "libheif", apt: "libheif-dev"),
         systemLibrary("CAVIF", pkgConfig: "libavif", apt: "libavif-dev"),
         systemLibrary("CJXL", pkgConfig: "libjxl", apt: "libjxl-dev"),
+        systemLibrary("CRSVG", pkgConfig: "librsvg-2.0", apt: "librsvg2-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
         // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
@@ -80,6 +83,7 @@ let package = Package(
                 .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
                 .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
                 .target(name: "CJXL", condition: .when(traits: ["JXL"])),
+                .target(name: "CRSVG", condition: .when(traits: ["SVG"])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -122,12 +126,14 @@ let package = Package(
                 .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
                 .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
                 .target(name: "CJXL", condition: .when(traits: ["JXL"])),
+                .target(name: "CRSVG", condition: .when(traits: ["SVG"])),
             ],
             path: "Benchmarks/CRawCodecs",
             cSettings: [
                 .define("IK_BENCH_HEIF", .when(traits: ["HEIF"])),
                 .define("IK_BENCH_AVIF", .when(traits: ["AVIF"])),
                 .define("IK_BENCH_JXL", .when(traits: ["JXL"])),
+                .define("IK_BENCH_SVG", .when(traits: ["SVG"])),
             ]
         ),
         .executableTarget(
@@ -140,7 +146,9 @@ let package = Package(
             // CLCMS2: the colour tests compare the fast path with Little CMS's own transform;
             // CHeif writes HEIC files with thumbnail items.
             dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
-                           .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Logging", package: "swift-log")]
+                           .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Logging", package: "swift-log")],
+            // Read by the tests from their paths: fuzz findings, SVG files and their renderings.
+            exclude: ["Coding/FuzzRegressions", "Fixtures"]
         ),
         // Real curl against an HTTP server started inside the test process on 127.0.0.1.
         .testTarget(

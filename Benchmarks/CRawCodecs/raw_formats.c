@@ -384,3 +384,29 @@ void ik_raw_lcms_apply(void *transform, const void *input, void *output, int wid
 }
 
 void ik_raw_lcms_free(void *transform) { cmsDeleteTransform((cmsHTRANSFORM)transform); }
+
+// MARK: - SVG
+
+#ifdef IK_BENCH_SVG
+#include <librsvg/rsvg.h>
+#endif
+
+int ik_raw_svg_render(const void *data, size_t size, int width, int height) {
+#ifdef IK_BENCH_SVG
+    GError *error = NULL;
+    RsvgHandle *handle = rsvg_handle_new_from_data((const guint8 *)data, size, &error);
+    if (!handle) { g_error_free(error); return -1; }
+    cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
+    cairo_t *cr = cairo_create(surface);
+    RsvgRectangle viewport = {0, 0, width, height};
+    int status = rsvg_handle_render_document(handle, cr, &viewport, &error) ? 0 : -1;
+    if (error) g_error_free(error);
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    g_object_unref(handle);
+    return status;
+#else
+    (void)data; (void)size; (void)width; (void)height;
+    return -1;
+#endif
+}

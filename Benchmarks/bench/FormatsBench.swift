@@ -17,6 +17,7 @@ struct FormatsBench {
         decodeRows()
         colorRows()
         encodeRows()
+        svgRows()
     }
 
     // MARK: - Decode
@@ -127,6 +128,82 @@ struct FormatsBench {
         guard !rows.isEmpty else { return }
         report.table(
             "Photo formats: decode throughput (megapixels/s, single thread; raw = the C library straight; BMP is parsed in Swift)",
+            header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+    }
+
+    // MARK: - SVG
+
+    /// A typical icon: three paths on a 24-unit grid, drawn at 256 × 256.
+    static let svgIcon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="256" height="256">
+        <path fill="#1a73e8" d="M12 3 2 12h3v8h6v-6h2v6h6v-8h3L12 3z"/>
+        <path fill="none" stroke="#0b57d0" stroke-width="1.5" stroke-linejoin="round" d="M4 12l8-7 8 7"/>
+        <circle cx="18" cy="6" r="3" fill="#ea4335" stroke="#fff" stroke-width="1"/>
+        </svg>
+        """
+
+    /// A complex illustration, 1024 × 768: 400 shapes with gradients, strokes, opacity and
+    /// transformed groups (deterministic).
+    static var svgIllustration: String {
+        var random = UInt64(0x5EED)
+        func next(_ range: Int) -> Int {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((random >> 33) % UInt64(range))
+        }
+        var body = """
+            <defs><linearGradient id="sky" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="#8ec5ff"/>\
+            <stop offset="1" stop-color="#fef6e4"/></linearGradient><radialGradient id="sun"><stop offset="0" \
+            stop-color="#fff6a0"/><stop offset="1" stop-color="#ff9f1c" stop-opacity="0"/></radialGradient></defs>\
+            <rect width="1024" height="768" fill="url(#sky)"/><circle cx="800" cy="160" r="140" fill="url(#sun)"/>
+            """
+        for group in 0..<8 {
+            body += #"<g transform="translate(\#(next(200)) \#(next(100))) rotate(\#(next(30) - 15))" opacity="0.9">"#
+            for _ in 0..<50 {
+                let (x, y, w, h) = (next(1024), next(768), 10 + next(120), 10 + next(90))
+                let colour = String(format: "#%02x%02x%02x", next(256), next(256), next(256))
+                switch next(3) {
+                case 0:
+                    body +=
+                        #"<ellipse cx="\#(x)" cy="\#(y)" rx="\#(w / 2)" ry="\#(h / 2)" fill="\#(colour)" fill-opacity="0.7"/>"#
+                case 1:
+                    body +=
+                        #"<path d="M\#(x) \#(y) q\#(w) -\#(h) \#(w * 2) 0 t\#(w) \#(h) z" fill="\#(colour)" "#
+                        + #"stroke="rgb(34,34,34)" stroke-width="\#(1 + group % 3)"/>"#
+                default:
+                    body +=
+                        #"<rect x="\#(x)" y="\#(y)" width="\#(w)" height="\#(h)" rx="6" fill="url(#sky)" stroke="\#(colour)"/>"#
+                }
+            }
+            body += "</g>"
+        }
+        return #"<svg xmlns="http://www.w3.org/2000/svg" width="1024" height="768">"# + body + "</svg>"
+    }
+
+    private func svgRows() {
+        let cases = [("svg/icon-256", Self.svgIcon), ("svg/illustration-1024x768", Self.svgIllustration)]
+            .filter { options.includes($0.0) }
+        guard !cases.isEmpty, ImageFormat.svg.isDecodingSupported else { return }
+        let measurement = PairedMeasurement(minTime: options.minTime)
+        var rows: [[String]] = []
+        for (name, text) in cases {
+            let data = Data(text.utf8)
+            guard let probe = try? ImageCodersManager.shared.decode(data) else { continue }
+            let (width, height) = (Int32(probe.width), Int32(probe.height))
+            let (imagekit, raw) = measurement.run(
+                work: Double(probe.width * probe.height) / 1e6,
+                { _ = try? ImageCodersManager.shared.decode(data) },
+                { _ = data.withUnsafeBytes { ik_raw_svg_render($0.baseAddress!, $0.count, width, height) } })
+            rows.append([
+                name, "\(probe.width)x\(probe.height)", "\(data.count)", format(imagekit), format(raw),
+                format(imagekit / raw, 3),
+            ])
+            report.jsonLine([
+                "case": name, "width": probe.width, "height": probe.height, "bytes": data.count,
+                "imagekit_mps": imagekit, "raw_mps": raw, "ratio": imagekit / raw,
+            ])
+        }
+        report.table(
+            "SVG: drawn with librsvg (megapixels/s, single thread; raw = librsvg into a cairo surface, straight from C)",
             header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
     }
 

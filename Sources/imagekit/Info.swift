@@ -78,13 +78,14 @@ struct Info: ParsableCommand {
                 "path": path, "format": image.format.rawValue, "width": image.width, "height": image.height,
                 "frames": durations.count, "loopCount": loopCount,
                 "durations": durations, "orientation": image.orientation.rawValue,
-                "cost": cost,
+                "cost": cost, "vector": image.format == .svg,
                 "iccProfile": image.sourceColorProfile.map { $0.description as Any } ?? NSNull(),
             ]
             if pixels { object["sha256"] = digests }
             printJSON(object)
         } else {
             var line = "\(path): \(image.format) \(image.width)x\(image.height), \(durations.count) frame(s)"
+            if image.format == .svg { line += " (vector: its intrinsic size, drawn at any size asked)" }
             if durations.count > 1 {
                 let listed = durations.map { String(format: "%.3g", $0) }.joined(separator: ",")
                 line += ", loop \(loopCount == 0 ? "forever" : String(loopCount)), durations [\(listed)] s"

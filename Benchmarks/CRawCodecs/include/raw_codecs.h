@@ -48,6 +48,9 @@ size_t ik_raw_jxl_encode(const void *_Nonnull rgba, int width, int height, float
 size_t ik_raw_tiff_encode(const void *_Nonnull rgba, int width, int height, void *_Nullable *_Nonnull output);
 /// libavif's encoder straight (4:2:0, one quantizer, one thread): the output size.
 size_t ik_raw_avif_encode(const void *_Nonnull rgba, int width, int height, int quantizer, int speed);
+/// librsvg straight, as a C program would call it: the document from bytes, drawn into a cairo
+/// image surface of width × height (premultiplied BGRA, left as cairo wrote it). 0 on success.
+int ik_raw_svg_render(const void *_Nonnull data, size_t size, int width, int height);
 /// An ICC profile made with Little CMS: 0 Display P3, 1 Adobe RGB (1998). malloc'ed.
 void *_Nullable ik_raw_make_profile(int which, size_t *_Nonnull size);
 /// Little CMS's default 8-bit RGBA transform from `icc` to its built-in sRGB (what a C program

@@ -27,9 +27,9 @@ public final class ImageCodersManager: ImageCoding {
     }
 
     /// The coders ImageKit ships: JPEG, PNG (and APNG), GIF, WebP, TIFF, BMP, ICO, and HEIF,
-    /// AVIF and JPEG XL when their package traits are enabled (the default).
-    public static var builtInCoders: [any ImageCoding] {
-        var coders: [any ImageCoding] = [
+    /// AVIF, JPEG XL and SVG (a decoder) when their package traits are enabled (the default).
+    public static var builtInCoders: [any ImageDecoding] {
+        var coders: [any ImageDecoding] = [
             JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), TIFFCoder(), BMPCoder(), ICOCoder(),
         ]
         #if HEIF
@@ -37,6 +37,9 @@ public final class ImageCodersManager: ImageCoding {
         #endif
         #if AVIF
         coders.append(AVIFCoder())
+        #endif
+        #if SVG
+        coders.append(SVGCoder())
         #endif
         #if JXL
         coders.append(JXLCoder())

@@ -112,6 +112,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
     public var isDecodingSupported: Bool {
         switch self {
         case .jpeg, .png, .gif, .webp, .tiff, .bmp, .ico: true
+        #if SVG
+        case .svg: true
+        #endif
         #if HEIF
         case .heic, .heif: true
         #endif

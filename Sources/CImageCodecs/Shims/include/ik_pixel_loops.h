@@ -74,6 +74,10 @@ void ik_color_lut_rgb(uint8_t *_Nonnull pixels, size_t stride, int width, int he
 /// level of the exact quotient), clamped to 255; a fully transparent pixel becomes 0,0,0,0.
 void ik_unpremultiply_row(uint8_t *_Nonnull row, int count);
 
+/// cairo's ARGB32 on a little-endian machine (B, G, R, A bytes, premultiplied) to straight
+/// RGBA8, in place. Returns 1 when every pixel of the row is opaque.
+int ik_cairo_to_rgba_row(uint8_t *_Nonnull row, int count);
+
 /// Widens one row of 8-bit gray (1), gray + alpha (2), RGB (3) or RGBA (4) samples to RGBA8.
 void ik_expand_to_rgba(const uint8_t *_Nonnull source, uint8_t *_Nonnull destination, int width, int channels);
 
