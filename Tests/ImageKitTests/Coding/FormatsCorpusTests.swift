@@ -289,6 +289,39 @@ final class FormatsCorpusTests: XCTestCase {
         XCTAssertEqual(image.frames[0].bitmap.packedRGBA(), expected)
     }
 
+    /// 16-bit RGBA with associated alpha: made straight at 16 bits, then scaled. A faint pixel
+    /// (alpha 300 of 65535) keeps its colour; libtiff's RGBA reader, dropping to 8 bits first,
+    /// made it white (1 / 1 × 255).
+    func testSixteenBitAssociatedAlphaIsUnpremultipliedAtSixteenBits() throws {
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        // Straight (32767, 65535, 0) at alpha 300, premultiplied: (150, 300, 0); an opaque pixel; a
+        // transparent one; half alpha.
+        let premultiplied: [[Int]] = [
+            [150, 300, 0, 300], [65535, 0, 32768, 65535], [0, 0, 0, 0], [16384, 0, 32767, 32767],
+        ]
+        let data = Self.classicTIFF(
+            pages: [(width: 4, height: 1, bits: 16, pixels: premultiplied.flatMap { $0.flatMap(u16) })], alpha: 1)
+        let image = try ImageCodersManager.shared.decode(data)
+        XCTAssertFalse(image.isOpaque)
+        XCTAssertEqual(
+            image.bitmap.packedRGBA(),
+            [128, 255, 0, 1] + [255, 0, 128, 255] + [0, 0, 0, 0] + [128, 0, 255, 127])
+        // 12-bit associated alpha takes the same path, packed.
+        var packed: [UInt8] = []
+        var accumulator = 0, count = 0
+        for sample in [2047, 4095, 0, 4095, 10, 20, 0, 40] {
+            accumulator = accumulator << 12 | sample
+            count += 12
+            while count >= 8 {
+                packed.append(UInt8(accumulator >> (count - 8) & 0xFF))
+                count -= 8
+            }
+        }
+        let twelve = try ImageCodersManager.shared.decode(
+            Self.classicTIFF(pages: [(width: 2, height: 1, bits: 12, pixels: packed)], alpha: 1))
+        XCTAssertEqual(twelve.bitmap.packedRGBA(), [127, 255, 0, 255] + [64, 128, 0, 2])
+    }
+
     /// `.all` on pages of one size: a 2-page 2×2 RGB TIFF written here; each page is a frame.
     func testEveryPageOfOneSizeBecomesAFrame() throws {
         let pages: [[UInt8]] = [[255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]]
@@ -307,24 +340,30 @@ final class FormatsCorpusTests: XCTestCase {
 
     /// A little-endian classic TIFF of uncompressed RGB pages, one strip each, written by hand:
     /// per page its IFD (9 entries), the bits-per-sample array, then its packed samples.
-    static func classicTIFF(pages: [(width: Int, height: Int, bits: Int, pixels: [UInt8])]) -> Data {
+    /// A little-endian, uncompressed RGB TIFF of one strip per page; `alpha` adds a fourth sample
+    /// (ExtraSamples 1: associated, 2: unassociated). Samples of 16 bits are written whole,
+    /// little-endian; other depths packed as `pixels` holds them.
+    static func classicTIFF(pages: [(width: Int, height: Int, bits: Int, pixels: [UInt8])], alpha: Int? = nil) -> Data {
         func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
         func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> ($0 * 8) & 0xFF) } }
         func entry(_ tag: Int, type: Int, value: [UInt8], count: Int = 1) -> [UInt8] {
             u16(tag) + u16(type) + u32(count) + value + [UInt8](repeating: 0, count: 4 - value.count)
         }
-        let short = 3, long = 4, ifdSize = 2 + 9 * 12 + 4
+        let samples = alpha == nil ? 3 : 4
+        let short = 3, long = 4, entries = alpha == nil ? 9 : 10, ifdSize = 2 + entries * 12 + 4
         var bytes: [UInt8] = Array("II".utf8) + u16(42) + u32(8)
         for (index, page) in pages.enumerated() {
-            let bitsAt = bytes.count + ifdSize, dataAt = bitsAt + 6
+            let bitsAt = bytes.count + ifdSize, dataAt = bitsAt + 2 * samples
             let next = index + 1 < pages.count ? dataAt + page.pixels.count : 0
-            bytes += u16(9)
+            bytes += u16(entries)
             bytes += entry(256, type: short, value: u16(page.width)) + entry(257, type: short, value: u16(page.height))
-            bytes += entry(258, type: short, value: u32(bitsAt), count: 3) + entry(259, type: short, value: u16(1))
+            bytes +=
+                entry(258, type: short, value: u32(bitsAt), count: samples) + entry(259, type: short, value: u16(1))
             bytes += entry(262, type: short, value: u16(2)) + entry(273, type: long, value: u32(dataAt))
-            bytes += entry(277, type: short, value: u16(3)) + entry(278, type: short, value: u16(page.height))
+            bytes += entry(277, type: short, value: u16(samples)) + entry(278, type: short, value: u16(page.height))
             bytes += entry(279, type: long, value: u32(page.pixels.count))
-            bytes += u32(next) + u16(page.bits) + u16(page.bits) + u16(page.bits) + page.pixels
+            if let alpha { bytes += entry(338, type: short, value: u16(alpha)) }
+            bytes += u32(next) + (0..<samples).flatMap { _ in u16(page.bits) } + page.pixels
         }
         return Data(bytes)
     }

@@ -273,6 +273,18 @@ private final class TIFFFile {
             }
             return samples == colorSamples
         }
+        if (9...16).contains(bits), planar == UInt16(PLANARCONFIG_CONTIG), TIFFIsTiled(handle) == 0, sampleFormat == 1,
+            colorSamples == 3 || colorSamples == 1, samples == colorSamples + 1,
+            alpha == UInt16(EXTRASAMPLE_ASSOCALPHA)
+        {
+            // Premultiplied samples deeper than 8 bits are made straight at their own depth, then
+            // scaled: libtiff's RGBA reader drops them to 8 bits first, after which a faint
+            // pixel's colour cannot be recovered (alpha 1 of 255 leaves 8 levels of colour).
+            try readScanlines(into: &buffer) { source, row, width in
+                Self.expandAssociated(source, bits: Int(bits), samples: samples, width: width, into: row)
+            }
+            return false
+        }
         if (9...15).contains(bits), planar == UInt16(PLANARCONFIG_CONTIG), TIFFIsTiled(handle) == 0, sampleFormat == 1,
             colorSamples == 3 || colorSamples == 1, samples == colorSamples || hasStraightAlpha
         {
@@ -312,6 +324,48 @@ private final class TIFFFile {
             guard read >= rows * lineSize else { throw failure("reading strip \(index)") }
             for row in 0..<rows { convert(strip + row * lineSize, buffer.row(y + row), buffer.width) }
             y += rows
+        }
+    }
+
+    /// A row of premultiplied pixels (colour samples, then associated alpha) of `bits` bits as
+    /// straight RGBA8: each colour divided by alpha at full depth, rounded, then every sample
+    /// scaled to 0…255. 16-bit samples are whole words in the machine's order (libtiff swaps
+    /// them); 9–15-bit ones packed most significant bit first.
+    static func expandAssociated(
+        _ source: UnsafePointer<UInt8>, bits: Int, samples: Int, width: Int, into row: UnsafeMutablePointer<UInt8>
+    ) {
+        let maximum = (1 << bits) - 1
+        var bitPosition = 0
+        func next() -> Int {
+            if bits == 16 {
+                defer { bitPosition += 16 }
+                return Int(UnsafeRawPointer(source + bitPosition / 8).loadUnaligned(as: UInt16.self))
+            }
+            var value = 0
+            for _ in 0..<bits {
+                let byte = Int(source[bitPosition >> 3])
+                value = value << 1 | (byte >> (7 - bitPosition & 7)) & 1
+                bitPosition += 1
+            }
+            return value
+        }
+        func eight(_ value: Int) -> UInt8 { UInt8((value * 255 + maximum / 2) / maximum) }
+        let colours = samples - 1
+        for x in 0..<width {
+            let first = next()
+            let second = colours == 3 ? next() : first
+            let third = colours == 3 ? next() : first
+            let alpha = next()
+            let pixel = row + x * 4
+            if alpha == 0 {
+                pixel[0] = 0; pixel[1] = 0; pixel[2] = 0; pixel[3] = 0
+                continue
+            }
+            func straight(_ value: Int) -> UInt8 { eight(min(maximum, (value * maximum + alpha / 2) / alpha)) }
+            pixel[0] = straight(first)
+            pixel[1] = straight(second)
+            pixel[2] = straight(third)
+            pixel[3] = eight(alpha)
         }
     }
 
