@@ -12,6 +12,6 @@ exit(
         var options = ImageDecodingOptions(limits: limits)
         if flags & 1 != 0 { options.thumbnailPixelSize = PixelSize(width: 1 + Int(flags >> 1), height: 32) }
         let data = input.data
-        _ = try? data.withUnsafeBytes { bytes in try SVGEntityBudget.check(bytes, limit: 1 << 20) }
+        _ = try? data.withUnsafeBytes { bytes in try SVGEntityBudget.expandedDocument(bytes, limit: 1 << 20) }
         _ = try? SVGCoder().decode(data, options: options)
     })

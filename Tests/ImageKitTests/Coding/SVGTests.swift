@@ -125,6 +125,23 @@ final class SVGTests: XCTestCase {
         XCTAssertEqual(Array(try decode(modest).bitmap.packedRGBA().prefix(4)), [0, 0, 255, 255])
     }
 
+    /// Entities within the budget are expanded by ImageKit and the DOCTYPE dropped (libxml2 never
+    /// parses a declaration: librsvg 2.54 leaks their values); comments and CDATA keep theirs, and
+    /// undeclared ones stay for the parser.
+    func testEntitiesAreExpandedBeforeParsing() throws {
+        let document =
+            #"<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "x&b;"><!-- ] --><!ENTITY b 'y>'>]>"#
+            + #"<svg a="&a;"><!-- &a; --><![CDATA[&b;]]>&b;&lt;&#38;&nbsp;</svg>"#
+        let expanded = try Data(document.utf8).withUnsafeBytes { bytes in
+            try SVGEntityBudget.expandedDocument(bytes, limit: 1 << 20)
+        }
+        XCTAssertEqual(
+            String(decoding: try XCTUnwrap(expanded), as: UTF8.self),
+            #"<?xml version="1.0"?><svg a="xy>"><!-- &a; --><![CDATA[&b;]]>y>&lt;&#38;&nbsp;</svg>"#)
+        let plain = #"<svg xmlns="http://www.w3.org/2000/svg"></svg>"#
+        XCTAssertNil(try Data(plain.utf8).withUnsafeBytes { try SVGEntityBudget.expandedDocument($0, limit: 1 << 20) })
+    }
+
     /// No file is read from inside a document: an absolute `file:` image, a relative one next to
     /// where the document might be, an XInclude and an external entity all draw nothing — while
     /// the same picture as a `data:` URL does, so the check is not vacuous.

@@ -20,7 +20,9 @@ import Foundation
 ///   entities would add are counted from the DTD (``maxEntityExpansionBytes``), which catches
 ///   the quadratic blow-up (one large entity referenced many times) libxml2 2.9 lets through
 ///   as well as the billion laughs; parameter entities and entity references in attribute
-///   defaults are refused;
+///   defaults are refused. Within the budget the entities are expanded by ImageKit and the
+///   DOCTYPE removed, so libxml2 never parses an entity declaration (librsvg 2.54 leaks their
+///   values);
 /// - the pixels drawn are checked against the limits before anything is allocated, and librsvg
 ///   may hold a few more layers of that size for groups and filters, so one layer may take at
 ///   most half of ``DecodingLimits/maxWorkingBytes``;
@@ -47,10 +49,20 @@ public struct SVGCoder: ImageDecoding {
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
         -> DecodedImage
     {
+        guard bytes.count > 0 else { throw ImageError(.emptyData, "the SVG data is empty") }
+        if let expanded = try SVGEntityBudget.expandedDocument(bytes, limit: maxEntityExpansionBytes) {
+            return try Data(expanded).withImageBytes { bytes throws(ImageError) in try draw(bytes, options: options) }
+        }
+        return try draw(bytes, options: options)
+    }
+
+    /// Draws a document with no internal entities left.
+    private static func draw(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw ImageError(.emptyData, "the SVG data is empty")
         }
-        try SVGEntityBudget.check(bytes, limit: maxEntityExpansionBytes)
         let handle = try open(base, bytes.count)
         defer { g_object_unref(UnsafeMutableRawPointer(handle)) }
         let intrinsic = intrinsicSize(handle)

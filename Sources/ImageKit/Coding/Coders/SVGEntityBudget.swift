@@ -47,10 +47,76 @@ enum SVGEntityBudget {
         }
     }
 
+    /// The document with its internal entities expanded in place and its DOCTYPE removed, or nil
+    /// when it declares none (the bytes are used as they are). libxml2 then never sees an entity
+    /// declaration: librsvg 2.54 leaks every entity value it parses (found by `make fuzz`), and
+    /// the budget ``check(_:limit:)`` applied is exact. References in comments and CDATA
+    /// sections stay as written; undeclared ones (an external DTD's) stay, for the parser to
+    /// refuse as before.
+    static func expandedDocument(_ bytes: UnsafeRawBufferPointer, limit: Int) throws(ImageError) -> [UInt8]? {
+        try check(bytes, limit: limit)
+        guard let (start, subset) = doctype(bytes) else { return nil }
+        let declarations = try entityDeclarations(bytes, subset: subset)
+        guard !declarations.isEmpty else { return nil }
+        var end = subset.upperBound + 1
+        while end < bytes.count, isSpace(bytes[end]) { end += 1 }
+        guard subset.upperBound < bytes.count, end < bytes.count, bytes[end] == UInt8(ascii: ">") else {
+            throw ImageError(.badImageData, "SVG: the DOCTYPE does not end")
+        }
+        var expansions: [String: [UInt8]] = [:]
+        func expansion(of name: String) -> [UInt8]? {
+            if let known = expansions[name] { return known }
+            guard let value = declarations[name] else { return nil }
+            let expanded = substitute(value, skipsMarkup: false)  // no cycles: `check` refused them
+            expansions[name] = expanded
+            return expanded
+        }
+        func substitute<Bytes: Collection<UInt8>>(_ text: Bytes, skipsMarkup: Bool) -> [UInt8]
+        where Bytes.Index == Int {
+            var out: [UInt8] = []
+            out.reserveCapacity(text.count)
+            var index = text.startIndex
+            while index < text.endIndex {
+                let byte = text[index]
+                if skipsMarkup, byte == UInt8(ascii: "<"),
+                    let (open, close) = [("<!--", "-->"), ("<![CDATA[", "]]>")].first(where: {
+                        text[index...].starts(with: $0.0.utf8)
+                    })
+                {
+                    let closing = Array(close.utf8)
+                    var stop = index + open.utf8.count
+                    while stop < text.endIndex, !text[stop...].starts(with: closing) { stop += 1 }
+                    stop = min(text.endIndex, stop + closing.count)
+                    out.append(contentsOf: text[index..<stop])
+                    index = stop
+                    continue
+                }
+                if byte == UInt8(ascii: "&"),
+                    let semicolon = text[index...].prefix(258).firstIndex(of: UInt8(ascii: ";")),
+                    let replacement = expansion(of: String(decoding: text[(index + 1)..<semicolon], as: UTF8.self))
+                {
+                    out.append(contentsOf: replacement)
+                    index = semicolon + 1
+                    continue
+                }
+                out.append(byte)
+                index += 1
+            }
+            return out
+        }
+        return Array(bytes[..<start])
+            + substitute(UnsafeRawBufferPointer(rebasing: bytes[(end + 1)...]), skipsMarkup: true)
+    }
+
     /// The byte range of the internal subset (between `[` and `]`), when the document has one.
     /// Only the prolog is read (a byte-order mark, white space, the XML declaration, comments and
     /// processing instructions): a `<!DOCTYPE` anywhere else is no DTD.
     private static func internalSubset(_ bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+        doctype(bytes)?.subset
+    }
+
+    /// Where the DOCTYPE starts, and its internal subset.
+    private static func doctype(_ bytes: UnsafeRawBufferPointer) -> (start: Int, subset: Range<Int>)? {
         var index = matches([0xEF, 0xBB, 0xBF], bytes, at: 0) ? 3 : 0
         while true {
             while index < bytes.count, isSpace(bytes[index]) { index += 1 }
@@ -61,6 +127,7 @@ enum SVGEntityBudget {
             else { return nil }  // the root element: no DTD
             index = next
         }
+        let start = index
         index += 9
         var quote: UInt8?
         while index < bytes.count {
@@ -72,9 +139,9 @@ enum SVGEntityBudget {
             } else if byte == UInt8(ascii: ">") {
                 return nil  // a DOCTYPE without an internal subset
             } else if byte == UInt8(ascii: "[") {
-                let start = index + 1
-                guard let end = subsetEnd(bytes, from: start) else { return start..<bytes.count }
-                return start..<end
+                let first = index + 1
+                guard let end = subsetEnd(bytes, from: first) else { return (start, first..<bytes.count) }
+                return (start, first..<end)
             }
             index += 1
         }
