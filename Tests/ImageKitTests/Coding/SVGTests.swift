@@ -138,6 +138,10 @@ final class SVGTests: XCTestCase {
         XCTAssertEqual(
             String(decoding: try XCTUnwrap(expanded), as: UTF8.self),
             #"<?xml version="1.0"?><svg a="xy>"><!-- &a; --><![CDATA[&b;]]>y>&lt;&#38;&nbsp;</svg>"#)
+        // A second DOCTYPE (libxml2 would parse its declarations) is refused.
+        let twice = document.replacingOccurrences(of: "<svg a=", with: #"<!DOCTYPE s [<!ENTITY c "z">]><svg a="#)
+        XCTAssertThrowsError(
+            try Data(twice.utf8).withUnsafeBytes { try SVGEntityBudget.expandedDocument($0, limit: 1 << 20) })
         let plain = #"<svg xmlns="http://www.w3.org/2000/svg"></svg>"#
         XCTAssertNil(try Data(plain.utf8).withUnsafeBytes { try SVGEntityBudget.expandedDocument($0, limit: 1 << 20) })
     }

@@ -55,9 +55,28 @@ enum SVGEntityBudget {
     /// refuse as before.
     static func expandedDocument(_ bytes: UnsafeRawBufferPointer, limit: Int) throws(ImageError) -> [UInt8]? {
         try check(bytes, limit: limit)
-        guard let (start, subset) = doctype(bytes) else { return nil }
+        // A declaration anywhere else (a second DOCTYPE, one the prolog scan did not reach) would
+        // still reach libxml2: refused, as nothing but a malformed document has one.
+        func refuseStrayDeclarations<Bytes: Collection<UInt8>>(_ text: Bytes) throws(ImageError)
+        where Bytes.Index == Int {
+            let pattern = Array("<!ENTITY".utf8)
+            var index = text.startIndex
+            while index + pattern.count <= text.endIndex {
+                if text[index] == pattern[0], text[index..<(index + pattern.count)].elementsEqual(pattern) {
+                    throw ImageError(.badImageData, "SVG: an entity declaration outside the document's DTD")
+                }
+                index += 1
+            }
+        }
+        guard let (start, subset) = doctype(bytes) else {
+            try refuseStrayDeclarations(bytes)
+            return nil
+        }
         let declarations = try entityDeclarations(bytes, subset: subset)
-        guard !declarations.isEmpty else { return nil }
+        guard !declarations.isEmpty else {
+            try refuseStrayDeclarations(UnsafeRawBufferPointer(rebasing: bytes[subset.upperBound...]))
+            return nil
+        }
         var end = subset.upperBound + 1
         while end < bytes.count, isSpace(bytes[end]) { end += 1 }
         guard subset.upperBound < bytes.count, end < bytes.count, bytes[end] == UInt8(ascii: ">") else {
@@ -104,8 +123,11 @@ enum SVGEntityBudget {
             }
             return out
         }
-        return Array(bytes[..<start])
+        let expanded =
+            Array(bytes[..<start])
             + substitute(UnsafeRawBufferPointer(rebasing: bytes[(end + 1)...]), skipsMarkup: true)
+        try refuseStrayDeclarations(expanded)
+        return expanded
     }
 
     /// The byte range of the internal subset (between `[` and `]`), when the document has one.
