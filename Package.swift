@@ -146,6 +146,7 @@ let package = Package(
             // CLCMS2: the colour tests compare the fast path with Little CMS's own transform;
             // CHeif writes HEIC files with thumbnail items.
             dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
+                           .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
                            .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Logging", package: "swift-log")],
             // Read by the tests from their paths: fuzz findings, SVG files and their renderings.
             exclude: ["Coding/FuzzRegressions", "Fixtures"]
