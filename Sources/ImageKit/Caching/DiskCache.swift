@@ -295,6 +295,7 @@ public final class DiskCache: ImageDiskCaching {
 
     // MARK: Writing
 
+    /// Writes `data` for `key` atomically, with its expiry and HTTP headers.
     public func store(_ data: Data, forKey key: String, expiryDate: Date? = nil, http: HTTPCacheHeaders? = nil)
         throws(ImageError)
     {

@@ -104,6 +104,7 @@ public final class ImageCache: ImageCaching {
         public func cancel() { ticket?.cancel() }
     }
 
+    /// Looks `key` up: memory first, then disk (decoded with `decoding`, promoted to memory).
     public func query(
         _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
         decoding: ImageDecodingOptions
@@ -147,6 +148,7 @@ public final class ImageCache: ImageCaching {
         }
     }
 
+    /// The query answered without waiting: a memory hit, or a disk hit the options ask for synchronously.
     public func querySynchronously(
         _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
         decoding: ImageDecodingOptions
@@ -221,6 +223,7 @@ public final class ImageCache: ImageCaching {
 
     // MARK: Store
 
+    /// Stores `image` in memory and its bytes (or a re-encode) on disk, per `cacheType`.
     public func store(
         _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
         http: HTTPCacheHeaders?

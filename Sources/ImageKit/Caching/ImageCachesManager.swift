@@ -79,6 +79,7 @@ public final class ImageCachesManager: ImageCaching {
         }
     }
 
+    /// Asks the caches in order; the first hit answers.
     public func query(
         _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
         decoding: ImageDecodingOptions
@@ -163,6 +164,7 @@ public final class ImageCachesManager: ImageCaching {
         }
     }
 
+    /// Stores in every cache.
     public func store(
         _ image: DecodedImage?, data: Data?, forKey key: CacheKey, cacheType: ImageCacheType,
         http: HTTPCacheHeaders?

@@ -110,6 +110,7 @@ public protocol ImageCaching: Sendable {
 }
 
 extension ImageCaching {
+    /// Nil: a cache without a synchronous answer is always queried asynchronously.
     public func querySynchronously(
         _ key: CacheKey, cacheType: ImageCacheType, options: ImageCacheQueryOptions,
         decoding: ImageDecodingOptions

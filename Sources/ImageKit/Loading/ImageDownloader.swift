@@ -228,6 +228,7 @@ public final class ImageDownloader: ImageLoading {
     /// The number of transfers waiting for a free slot.
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
+    /// Starts loading `request` (see ``download(_:progress:completion:)``).
     @discardableResult
     public func load(
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,

@@ -13,6 +13,7 @@ public struct FileLoader: ImageLoading {
     /// True for `file:` URLs.
     public func canLoad(_ url: URL) -> Bool { url.isFileURL }
 
+    /// Reads the file on the loader's queue.
     @discardableResult
     public func load(
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
@@ -68,6 +69,7 @@ public struct DataURLLoader: ImageLoading {
         return (mediaType, Data(decoded.utf8))
     }
 
+    /// Decodes the `data:` URL's payload.
     @discardableResult
     public func load(
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
@@ -117,6 +119,7 @@ public final class ImageLoadersManager: ImageLoading {
     /// True when any of the loaders handles `url`.
     public func canLoad(_ url: URL) -> Bool { loaders.withLock { $0 }.contains { $0.canLoad(url) } }
 
+    /// Loads with the last loader that can load the URL.
     @discardableResult
     public func load(
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,

@@ -187,6 +187,7 @@ public struct AVIFCoder: ImageCoding {
 
     // MARK: - Encoding
 
+    /// Writes AVIF (see the type's description for the settings).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

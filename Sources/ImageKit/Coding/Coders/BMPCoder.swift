@@ -29,6 +29,7 @@ public struct BMPCoder: ImageCoding {
         }
     }
 
+    /// Throws `encodingFailed`: ImageKit does not write BMP.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

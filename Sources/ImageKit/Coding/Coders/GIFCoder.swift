@@ -29,6 +29,7 @@ public struct GIFCoder: ImageCoding {
         try GIFDecoding(bytes: bytes, options: options, completeFramesOnly: completeFramesOnly).run()
     }
 
+    /// Writes GIF, animated when the image has frames (palette by median cut).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -20,9 +20,11 @@ public struct HEIFCoder: ImageCoding {
     /// The HEIF/HEIC decoder (libheif).
     public init() {}
 
+    /// True for HEIC and HEIF.
     public func canDecode(_ signature: ImageSignature) -> Bool {
         signature.format == .heic || signature.format == .heif
     }
+    /// True for HEIC (libheif with an HEVC encoder).
     public func canEncode(_ format: ImageFormat) -> Bool { format == .heic }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
@@ -37,6 +39,7 @@ public struct HEIFCoder: ImageCoding {
         "veryslow", "slower", "slow", "medium", "fast", "faster", "veryfast", "superfast", "ultrafast",
     ]
 
+    /// Writes HEIC (see the type's description for the settings).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -24,6 +24,7 @@ public struct ICOCoder: ImageCoding {
         return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .ico)
     }
 
+    /// Throws `encodingFailed`: ImageKit does not write ICO.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -345,6 +345,7 @@ public struct JPEGCoder: ImageCoding {
         }
     }
 
+    /// Writes JPEG (4:2:0, baseline or progressive) at the options' quality.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -21,6 +21,7 @@ public struct JXLCoder: ImageCoding {
     public init() {}
 
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .jpegXL }
+    /// True for JPEG XL.
     public func canEncode(_ format: ImageFormat) -> Bool { format == .jpegXL }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
@@ -161,6 +162,7 @@ public struct JXLCoder: ImageCoding {
         return Float(min(25, max(0.1, distance)))
     }
 
+    /// Writes a JPEG XL codestream (see the type's description for the settings).
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -313,6 +313,7 @@ public struct PNGCoder: ImageCoding {
         return frame.delay
     }
 
+    /// Writes PNG, or APNG when the image has frames.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

@@ -40,8 +40,10 @@ public struct SVGCoder: ImageDecoding {
     /// The SVG decoder (librsvg).
     public init() {}
 
+    /// True for SVG.
     public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .svg }
 
+    /// Draws the document at its intrinsic size, or at the size the options ask for.
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }

@@ -59,13 +59,8 @@ enum SVGEntityBudget {
         // still reach libxml2: refused, as nothing but a malformed document has one.
         func refuseStrayDeclarations<Bytes: Collection<UInt8>>(_ text: Bytes) throws(ImageError)
         where Bytes.Index == Int {
-            let pattern = Array("<!ENTITY".utf8)
-            var index = text.startIndex
-            while index + pattern.count <= text.endIndex {
-                if text[index] == pattern[0], text[index..<(index + pattern.count)].elementsEqual(pattern) {
-                    throw ImageError(.badImageData, "SVG: an entity declaration outside the document's DTD")
-                }
-                index += 1
+            if find(Array("<!ENTITY".utf8), in: text, from: text.startIndex) != nil {
+                throw ImageError(.badImageData, "SVG: an entity declaration outside the document's DTD")
             }
         }
         guard let (start, subset) = doctype(bytes) else {
@@ -150,22 +145,31 @@ enum SVGEntityBudget {
             index = next
         }
         let start = index
-        index += 9
+        // A DOCTYPE without an internal subset ends at its `>`.
+        guard
+            let open = firstUnquoted(
+                bytes, from: start + 9, where: { $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: "[") }),
+            bytes[open] == UInt8(ascii: "[")
+        else { return nil }
+        let first = open + 1
+        guard let end = subsetEnd(bytes, from: first) else { return (start, first..<bytes.count) }
+        return (start, first..<end)
+    }
+
+    /// The first byte from `start` on, outside single or double quotes, that `stops` accepts.
+    private static func firstUnquoted(
+        _ bytes: UnsafeRawBufferPointer, from start: Int, where stops: (UInt8) -> Bool
+    ) -> Int? {
         var quote: UInt8?
-        while index < bytes.count {
+        for index in start..<max(start, bytes.count) {
             let byte = bytes[index]
             if let open = quote {
                 if byte == open { quote = nil }
             } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
                 quote = byte
-            } else if byte == UInt8(ascii: ">") {
-                return nil  // a DOCTYPE without an internal subset
-            } else if byte == UInt8(ascii: "[") {
-                let first = index + 1
-                guard let end = subsetEnd(bytes, from: first) else { return (start, first..<bytes.count) }
-                return (start, first..<end)
+            } else if stops(byte) {
+                return index
             }
-            index += 1
         }
         return nil
     }
@@ -196,20 +200,7 @@ enum SVGEntityBudget {
         if matches(Array("<?".utf8), bytes, at: start) {
             return find(Array("?>".utf8), in: bytes, from: start + 2).map { $0 + 2 }
         }
-        var index = start + 1
-        var quote: UInt8?
-        while index < bytes.count {
-            let byte = bytes[index]
-            if let open = quote {
-                if byte == open { quote = nil }
-            } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
-                quote = byte
-            } else if byte == UInt8(ascii: ">") {
-                return index + 1
-            }
-            index += 1
-        }
-        return nil
+        return firstUnquoted(bytes, from: start + 1, where: { $0 == UInt8(ascii: ">") }).map { $0 + 1 }
     }
 
     /// The internal general entities and their literal values; external ones are left out.
@@ -287,11 +278,13 @@ enum SVGEntityBudget {
         return true
     }
 
-    private static func find(_ pattern: [UInt8], in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        guard pattern.count <= bytes.count else { return nil }
+    private static func find<Bytes: Collection<UInt8>>(_ pattern: [UInt8], in bytes: Bytes, from start: Int) -> Int?
+    where Bytes.Index == Int {
         var index = start
-        while index + pattern.count <= bytes.count {
-            if bytes[index] == pattern[0], matches(pattern, bytes, at: index) { return index }
+        while index + pattern.count <= bytes.endIndex {
+            if bytes[index] == pattern[0], bytes[index..<(index + pattern.count)].elementsEqual(pattern) {
+                return index
+            }
             index += 1
         }
         return nil

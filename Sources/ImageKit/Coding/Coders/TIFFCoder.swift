@@ -23,6 +23,7 @@ public struct TIFFCoder: ImageCoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
+    /// Throws `encodingFailed`: ImageKit does not write TIFF.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {

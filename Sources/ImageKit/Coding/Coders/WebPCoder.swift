@@ -192,6 +192,7 @@ public struct WebPCoder: ImageCoding {
 
     // MARK: - Encoding
 
+    /// Writes WebP, lossy or lossless, animated when the image has frames.
     public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(ImageError)
         -> Data
     {
