@@ -47,6 +47,12 @@ public struct DecodedImage: Sendable {
     /// The ICC profile the file carried, whether or not the pixels were converted from it; nil
     /// for an untagged file.
     public var sourceColorProfile: ColorProfile?
+    /// The transfer function of an HDR source (PQ or HLG) whose pixels the decoder tone-mapped
+    /// to SDR sRGB; nil for an SDR source. An SDR image with an HDR gain map (Ultra HDR JPEG,
+    /// Apple's HEIC) is SDR: its base image is decoded as it is.
+    public var hdrTransfer: HDRTransfer?
+    /// Whether the pixels were tone-mapped from an HDR source (see ``hdrTransfer``).
+    public var isToneMapped: Bool { hdrTransfer != nil }
 
     /// An image of `frames`; a coder or transformer makes these.
     public init(

@@ -14,3 +14,4 @@
 #include "ik_jpeg_dc.h"
 #include "ik_pixel_loops.h"
 #include "ik_thread.h"
+#include "ik_tonemap.h"

@@ -11,6 +11,7 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
     private let geometry: AVIFCoder.Geometry
     private let hasAlpha: Bool
     private let icc: Data?
+    private let toneMapper: HDRToneMapper?
     private var decoder: UnsafeMutablePointer<avifDecoder>?
     /// Where the bytes libavif reads were: `Data` lends them for one call at a time, so the
     /// decoder is made again (and sought to `nextIndex`) if they are lent elsewhere.
@@ -18,6 +19,7 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
     private(set) var nextIndex = 0
 
     init(data: Data) throws(ImageError) {
+        let data = AVIFCoder.imageTracksOnly(data)
         self.data = data
         let facts = try data.withImageBytes { bytes throws(ImageError) in
             let decoder = try AVIFCoder.makeDecoder(bytes)
@@ -28,10 +30,10 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
             return (
                 PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height)),
                 AVIFCoder.Geometry(first.pointee),
-                decoder.pointee.alphaPresent != 0, icc
+                decoder.pointee.alphaPresent != 0, icc, AVIFCoder.toneMapper(first.pointee)
             )
         }
-        (stored, geometry, hasAlpha, icc) = facts
+        (stored, geometry, hasAlpha, icc, toneMapper) = facts
     }
 
     deinit {
@@ -61,8 +63,9 @@ final class AVIFAnimationCursor: AnimationFrameCursor {
         try withDecoder { decoder throws(ImageError) in
             try AVIFCoder.check(avifDecoderNextImage(decoder), decoder, "decoding frame \(nextIndex)")
             let bitmap = try AVIFCoder.currentFrame(
-                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: nextIndex)
-            ColorManagement.convertToSRGB(bitmap, from: icc)
+                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, toneMapper: toneMapper,
+                index: nextIndex)
+            if toneMapper == nil { ColorManagement.convertToSRGB(bitmap, from: icc) }
             nextIndex += 1
             return bitmap
         }
@@ -93,7 +96,7 @@ extension AVIFCoder: AnimatedImageDecoding {
     /// An image sequence's displayed size, frame durations (from the sample table, no frame
     /// decoded) and loop count (forever, as the eager decode reports); nil for a still.
     public func animationInfo(_ data: Data, limits: DecodingLimits) throws(ImageError) -> AnimationInfo? {
-        try data.withImageBytes { bytes throws(ImageError) -> AnimationInfo? in
+        try Self.imageTracksOnly(data).withImageBytes { bytes throws(ImageError) -> AnimationInfo? in
             let decoder = try AVIFCoder.makeDecoder(bytes)
             defer { avifDecoderDestroy(decoder) }
             let count = Int(decoder.pointee.imageCount)

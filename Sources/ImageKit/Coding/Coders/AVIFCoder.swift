@@ -28,7 +28,9 @@ public struct AVIFCoder: ImageCoding {
     public func canEncode(_ format: ImageFormat) -> Bool { format == .avif }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
-        try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
+        try Self.imageTracksOnly(data).withImageBytes { bytes throws(ImageError) in
+            try Self.decode(bytes, options: options)
+        }
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
@@ -59,6 +61,12 @@ public struct AVIFCoder: ImageCoding {
             outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) AVIF planes")
         let hasAlpha = decoder.pointee.alphaPresent != 0
         let icc = first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
+        let toneMapper = Self.toneMapper(first.pointee)
+        if toneMapper != nil {
+            try options.limits.checkWorking(
+                stored.pixelCount * (3 + 1) * depthBytes + stored.pixelCount * 12,
+                outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) HDR AVIF planes")
+        }
 
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
@@ -67,13 +75,18 @@ public struct AVIFCoder: ImageCoding {
             if result == AVIF_RESULT_NO_IMAGES_REMAINING, !frames.isEmpty { break }
             try check(result, decoder, "decoding frame \(frames.count)")
             var bitmap = try currentFrame(
-                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, index: frames.count)
+                decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, toneMapper: toneMapper,
+                index: frames.count)
             if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
             frames.append(
                 ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
         }
         var decoded = DecodedImage(frames: frames, loopCount: frames.count > 1 ? 0 : 1, format: .avif)
-        ColorManagement.apply(icc, to: &decoded, options: options)
+        if let toneMapper {
+            decoded.hdrTransfer = toneMapper.key.transfer
+        } else {
+            ColorManagement.apply(icc, to: &decoded, options: options)
+        }
         return decoded
     }
 
@@ -101,15 +114,43 @@ public struct AVIFCoder: ImageCoding {
         return decoder
     }
 
-    /// The frame libavif just decoded, as RGBA of the displayed geometry (not yet colour managed).
+    /// The tone mapper of a PQ or HLG image (its `nclx` transfer), nil for SDR. libavif 0.11
+    /// does not read `clli`: the peak is the default one.
+    static func toneMapper(_ image: avifImage) -> HDRToneMapper? {
+        guard let transfer = HDRTransfer(cicpTransfer: Int(image.transferCharacteristics)) else { return nil }
+        return HDRToneMapper.mapper(
+            transfer: transfer, primaries: ColorPrimaries(cicp: Int(image.colorPrimaries)),
+            maxCode: (1 << max(10, Int(image.depth))) - 1, peakNits: nil)
+    }
+
+    /// The frame libavif just decoded, as RGBA of the displayed geometry (not yet colour managed;
+    /// tone-mapped to sRGB by `toneMapper` when there is one).
     static func currentFrame(
         _ decoder: UnsafeMutablePointer<avifDecoder>, stored: PixelSize, geometry: Geometry, hasAlpha: Bool,
-        index: Int
+        toneMapper: HDRToneMapper?, index: Int
     ) throws(ImageError) -> Bitmap {
         guard let image = decoder.pointee.image, Int(image.pointee.width) == stored.width,
             Int(image.pointee.height) == stored.height
         else {
             throw ImageError(.badImageData, "AVIF: frame \(index) changes size")
+        }
+        if let toneMapper {
+            // libavif writes the samples at the image's depth (at least 10 bits), which the mapper's
+            // tables are indexed by.
+            var samples = [UInt16](repeating: 0, count: stored.pixelCount * 4)
+            return try samples.withUnsafeMutableBufferPointer { samples throws(ImageError) in
+                var rgb = avifRGBImage()
+                avifRGBImageSetDefaults(&rgb, image)
+                rgb.format = AVIF_RGB_FORMAT_RGBA
+                rgb.depth = UInt32(max(10, image.pointee.depth))
+                rgb.pixels = UnsafeMutableRawPointer(samples.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                rgb.rowBytes = UInt32(stored.width * 8)
+                try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
+                let bitmap = try toneMapper.map(
+                    samples.baseAddress!, stride: stored.width * 4, channels: 4, width: stored.width,
+                    height: stored.height, isOpaque: !hasAlpha)
+                return try geometry.apply(to: bitmap)
+            }
         }
         let buffer = try PixelBuffer(width: stored.width, height: stored.height)
         var rgb = avifRGBImage()

@@ -1,0 +1,304 @@
+#if AVIF
+import CAVIF
+import Foundation
+import XCTest
+
+@testable import ImageKit
+
+/// HDR sources (PQ and HLG) tone-mapped to SDR sRGB, compared with a double-precision reference
+/// written here without tables (see ``HDRReference``); libavif's own HDR test files, and files
+/// whose code values the test chose (lossless AVIF).
+final class HDRTests: XCTestCase {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/hdr")
+
+    private func fixture(_ name: String) throws -> Data {
+        try Data(contentsOf: Self.fixtures.appendingPathComponent(name))
+    }
+
+    // MARK: - libavif's HDR files
+
+    func testLibavifPQRec2020PhotoMatchesTheReference() throws {
+        try assertMatchesReference("seine_hdr_rec2020.avif", primaries: .bt2020, minimumPSNR: 45)
+    }
+
+    func testLibavifPQDisplayP3FilmFrameMatchesTheReference() throws {
+        try assertMatchesReference("cosmos1650_yuv444_10bpc_p3pq.avif", primaries: .displayP3, minimumPSNR: 45)
+    }
+
+    /// The file's samples as libavif decodes them (10 bits), tone-mapped by the reference.
+    private func assertMatchesReference(
+        _ name: String, primaries: HDRReference.Primaries, minimumPSNR: Double,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let data = try fixture(name)
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.hdrTransfer, .pq, file: file, line: line)
+        XCTAssertTrue(decoded.isToneMapped, file: file, line: line)
+        let (samples, width, height) = try Self.libavifSamples(data)
+        let reference = try HDRReference.toneMap(
+            samples, width: width, height: height, maxCode: 1023, transfer: .pq, primaries: primaries)
+        let quality = psnr(decoded.bitmap, reference)
+        XCTAssertGreaterThan(quality, minimumPSNR, "\(name): \(quality) dB", file: file, line: line)
+        // Not the code values shown as sRGB (what the decoder did before: washed out).
+        let naive = try Self.codeValuesAsSRGB(samples, width: width, height: height, maxCode: 1023)
+        XCTAssertLessThan(psnr(decoded.bitmap, naive), 25, file: file, line: line)
+    }
+
+    // MARK: - Files whose code values the test chose
+
+    func testPQLevelsAndPrimariesMatchTheReference() throws {
+        // PQ codes from black to 10 000 cd/m², in gray and in saturated BT.2020 colours.
+        var samples: [UInt16] = []
+        let levels: [UInt16] = [0, 64, 200, 300, 400, 450, 500, 520, 560, 600, 700, 767, 800, 900, 1023]
+        for level in levels {
+            samples += [level, level, level]
+            samples += [level, 0, 0]
+            samples += [0, level, level / 2]
+        }
+        let width = 3, height = levels.count
+        let data = try Self.losslessAVIF(samples, width: width, height: height, transfer: 16, primaries: 9)
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.hdrTransfer, .pq)
+        let reference = try HDRReference.toneMap(
+            samples, width: width, height: height, maxCode: 1023, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        let gray = (0..<height).map { decoded.bitmap[0, $0].r }
+        XCTAssertEqual(gray.first, 0)
+        XCTAssertEqual(gray.last, 255, "the source's peak and above reach white")
+        XCTAssertEqual(gray, gray.sorted(), "brighter codes never come out darker: \(gray)")
+        // Below the knee the curve is the identity: 50 cd/m² is 50/203 of SDR white.
+        let fiftyNits = UInt16((HDRReference.nitsToPQ(50) * 1023).rounded())
+        let one = try ImageCodersManager.shared.decode(
+            try Self.losslessAVIF(
+                [fiftyNits, fiftyNits, fiftyNits], width: 1, height: 1, transfer: 16, primaries: 9))
+        let expected = HDRReference.srgbEncode(HDRReference.pqToNits(Double(fiftyNits) / 1023) / 203) * 255
+        XCTAssertEqual(Double(one.bitmap[0, 0].r), expected, accuracy: 1)
+    }
+
+    func testHLGMatchesTheReference() throws {
+        var samples: [UInt16] = []
+        let levels: [UInt16] = [0, 100, 300, 500, 600, 700, 750, 800, 900, 1000, 1023]
+        for level in levels {
+            samples += [level, level, level]
+            samples += [level, level / 3, 0]
+        }
+        let data = try Self.losslessAVIF(samples, width: 2, height: levels.count, transfer: 18, primaries: 9)
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.hdrTransfer, .hlg)
+        let reference = try HDRReference.toneMap(
+            samples, width: 2, height: levels.count, maxCode: 1023, transfer: .hlg, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        let gray = (0..<levels.count).map { decoded.bitmap[0, $0].r }
+        XCTAssertEqual(gray, gray.sorted())
+        XCTAssertEqual(gray.last, 255)
+    }
+
+    func testSDRAVIFIsNotToneMapped() throws {
+        let samples: [UInt16] = [0, 512, 1023]
+        let data = try Self.losslessAVIF(samples, width: 1, height: 1, transfer: 13, primaries: 1)
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertNil(decoded.hdrTransfer)
+        XCTAssertFalse(decoded.isToneMapped)
+        XCTAssertEqual(decoded.bitmap[0, 0].g, 128)
+    }
+
+    func testAnimatedHDRFramesAreToneMappedOneAtATime() throws {
+        // The lazy cursor path maps each frame as the eager decode does.
+        let samples: [UInt16] = [600, 600, 600]
+        let data = try Self.losslessAVIF(samples, width: 1, height: 1, transfer: 16, primaries: 9)
+        let eager = try ImageCodersManager.shared.decode(data)
+        let cursor = try AVIFAnimationCursor(data: data)
+        let frame = try cursor.decodeNext()
+        XCTAssertTrue(frame[0, 0] == eager.bitmap[0, 0])
+    }
+
+    // MARK: - Other tracks in an image sequence
+
+    func testAnImageSequenceWithAnAudioTrackDecodes() throws {
+        // libavif 0.11 alone: "Track ID [2] has an invalid size"; the audio track is hidden from it.
+        let data = try fixture("colors-animated-8bpc-audio.avif")
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.frameCount, 5)
+        XCTAssertEqual(decoded.width, 150)
+        XCTAssertEqual(decoded.height, 150)
+        let info = try XCTUnwrap(try AVIFCoder().animationInfo(data, limits: .default))
+        XCTAssertEqual(info.durations.count, 5)
+        // The bytes handed in are left as they were.
+        XCTAssertEqual(try fixture("colors-animated-8bpc-audio.avif"), data)
+        XCTAssertEqual(BMFFBoxes.foreignTracks(in: UnsafeRawBufferPointer(start: nil, count: 0)), [])
+        let foreign = data.withUnsafeBytes { BMFFBoxes.foreignTracks(in: $0) }
+        XCTAssertEqual(foreign, [996], "the audio trak, and not the image sequence's")
+    }
+
+    func testTruncatedMovieBoxesAreLeftToLibavif() throws {
+        let data = try fixture("colors-animated-8bpc-audio.avif")
+        for cut in [300, 1000, 1100, 1500] {
+            XCTAssertThrowsError(try ImageCodersManager.shared.decode(data.prefix(cut)), "cut at \(cut)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// A lossless 10-bit 4:4:4 AVIF (identity matrix: RGB stored as is) with the given CICP.
+    static func losslessAVIF(_ rgb: [UInt16], width: Int, height: Int, transfer: UInt16, primaries: UInt16) throws
+        -> Data
+    {
+        let image = try XCTUnwrap(avifImageCreate(UInt32(width), UInt32(height), 10, AVIF_PIXEL_FORMAT_YUV444))
+        defer { avifImageDestroy(image) }
+        image.pointee.matrixCoefficients = UInt16(AVIF_MATRIX_COEFFICIENTS_IDENTITY)
+        image.pointee.transferCharacteristics = transfer
+        image.pointee.colorPrimaries = primaries
+        image.pointee.yuvRange = AVIF_RANGE_FULL
+        var rgbImage = avifRGBImage()
+        avifRGBImageSetDefaults(&rgbImage, image)
+        rgbImage.format = AVIF_RGB_FORMAT_RGB
+        rgbImage.depth = 10
+        var pixels = rgb
+        let converted = pixels.withUnsafeMutableBytes { bytes -> avifResult in
+            rgbImage.pixels = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            rgbImage.rowBytes = UInt32(width * 6)
+            return avifImageRGBToYUV(image, &rgbImage)
+        }
+        XCTAssertEqual(converted, AVIF_RESULT_OK)
+        let encoder = try XCTUnwrap(avifEncoderCreate())
+        defer { avifEncoderDestroy(encoder) }
+        encoder.pointee.minQuantizer = 0
+        encoder.pointee.maxQuantizer = 0
+        encoder.pointee.speed = 9
+        var output = avifRWData()
+        defer { avifRWDataFree(&output) }
+        XCTAssertEqual(avifEncoderWrite(encoder, image, &output), AVIF_RESULT_OK)
+        return Data(bytes: output.data, count: output.size)
+    }
+
+    /// libavif's decode of `data` as 10-bit RGB samples.
+    static func libavifSamples(_ data: Data) throws -> ([UInt16], Int, Int) {
+        let image = try XCTUnwrap(avifImageCreateEmpty())
+        defer { avifImageDestroy(image) }
+        let decoder = try XCTUnwrap(avifDecoderCreate())
+        defer { avifDecoderDestroy(decoder) }
+        let result = data.withUnsafeBytes {
+            avifDecoderReadMemory(decoder, image, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
+        }
+        XCTAssertEqual(result, AVIF_RESULT_OK)
+        let width = Int(image.pointee.width), height = Int(image.pointee.height)
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGB
+        rgb.depth = 10
+        var samples = [UInt16](repeating: 0, count: width * height * 3)
+        let converted = samples.withUnsafeMutableBytes { bytes -> avifResult in
+            rgb.pixels = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            rgb.rowBytes = UInt32(width * 6)
+            return avifImageYUVToRGB(image, &rgb)
+        }
+        XCTAssertEqual(converted, AVIF_RESULT_OK)
+        return (samples, width, height)
+    }
+
+    static func codeValuesAsSRGB(_ samples: [UInt16], width: Int, height: Int, maxCode: Int) throws -> Bitmap {
+        let buffer = try PixelBuffer(width: width, height: height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let index = (y * width + x) * 3
+                func byte(_ value: UInt16) -> UInt8 { UInt8((Double(value) * 255 / Double(maxCode)).rounded()) }
+                let pixel = buffer.row(y) + x * 4
+                (pixel[0], pixel[1], pixel[2], pixel[3]) = (
+                    byte(samples[index]), byte(samples[index + 1]), byte(samples[index + 2]), 255
+                )
+            }
+        }
+        return buffer.freeze(isOpaque: true)
+    }
+}
+
+/// A second implementation of ImageKit's tone mapping, in double precision and without tables:
+/// ST 2084 and ARIB STD-B67 curves, BT.2100's HLG OOTF (1000 cd/m², γ 1.2), BT.2390's EETF from
+/// 1000 cd/m² to SDR white (203 cd/m²) on max(R, G, B), the published BT.2020 and P3 to BT.709
+/// matrices, and the sRGB curve.
+enum HDRReference {
+    enum Transfer { case pq, hlg }
+    enum Primaries { case bt2020, displayP3 }
+
+    static let m1 = 0.1593017578125, m2 = 78.84375, c1 = 0.8359375, c2 = 18.8515625, c3 = 18.6875
+
+    static func pqToNits(_ e: Double) -> Double {
+        let p = pow(e, 1 / m2)
+        return 10_000 * pow(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
+    }
+
+    static func nitsToPQ(_ nits: Double) -> Double {
+        let y = pow(nits / 10_000, m1)
+        return pow((c1 + c2 * y) / (1 + c3 * y), m2)
+    }
+
+    static func hlgInverseOETF(_ e: Double) -> Double {
+        let a = 0.17883277, b = 0.28466892, c = 0.55991073
+        return e <= 0.5 ? e * e / 3 : (exp((e - c) / a) + b) / 12
+    }
+
+    /// BT.2390 EETF, 1000 → 203 cd/m².
+    static func eetf(_ nits: Double) -> Double {
+        let source = nitsToPQ(1000), target = nitsToPQ(203)
+        let e1 = min(nitsToPQ(nits) / source, 1)
+        let maxLum = target / source
+        let ks = 1.5 * maxLum - 0.5
+        guard e1 > ks else { return nits }
+        let t = (e1 - ks) / (1 - ks)
+        let p =
+            (2 * pow(t, 3) - 3 * t * t + 1) * ks + (pow(t, 3) - 2 * t * t + t) * (1 - ks)
+            + (-2 * pow(t, 3) + 3 * t * t) * maxLum
+        return pqToNits(p * source)
+    }
+
+    static func srgbEncode(_ v: Double) -> Double {
+        let c = min(max(v, 0), 1)
+        return c <= 0.0031308 ? 12.92 * c : 1.055 * pow(c, 1 / 2.4) - 0.055
+    }
+
+    static func toneMap(
+        _ samples: [UInt16], width: Int, height: Int, maxCode: Double, transfer: Transfer, primaries: Primaries
+    ) throws -> Bitmap {
+        let matrix: [Double]
+        let luma: [Double]
+        switch primaries {
+        case .bt2020:
+            // ITU-R BT.2087's BT.2020-to-BT.709 matrix (linear light).
+            matrix = [1.6605, -0.5876, -0.0728, -0.1246, 1.1329, -0.0083, -0.0182, -0.1006, 1.1187]
+            luma = [0.2627, 0.6780, 0.0593]
+        case .displayP3:
+            matrix = [1.2249, -0.2247, 0, -0.0420, 1.0419, 0, -0.0197, -0.0786, 1.0979]
+            luma = [0.2290, 0.6917, 0.0793]
+        }
+        let buffer = try PixelBuffer(width: width, height: height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let index = (y * width + x) * 3
+                var rgb = (0..<3).map { Double(samples[index + $0]) / maxCode }
+                switch transfer {
+                case .pq:
+                    rgb = rgb.map { pqToNits($0) }
+                case .hlg:
+                    rgb = rgb.map { hlgInverseOETF($0) }
+                    let ys = luma[0] * rgb[0] + luma[1] * rgb[1] + luma[2] * rgb[2]
+                    rgb = rgb.map { 1000 * pow(ys, 0.2) * $0 }
+                }
+                let peak = rgb.max()!
+                if peak > 0 {
+                    let scale = peak >= 1000 ? 203 / peak : eetf(peak) / peak
+                    rgb = rgb.map { $0 * scale }
+                }
+                rgb = rgb.map { $0 / 203 }
+                let out = (0..<3).map { row in
+                    srgbEncode(matrix[row * 3] * rgb[0] + matrix[row * 3 + 1] * rgb[1] + matrix[row * 3 + 2] * rgb[2])
+                }
+                let pixel = buffer.row(y) + x * 4
+                for channel in 0..<3 { pixel[channel] = UInt8((out[channel] * 255).rounded()) }
+                pixel[3] = 255
+            }
+        }
+        return buffer.freeze(isOpaque: true)
+    }
+}
+#endif
