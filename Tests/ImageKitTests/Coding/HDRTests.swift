@@ -302,3 +302,98 @@ enum HDRReference {
     }
 }
 #endif
+
+#if HEIF && AVIF
+import CHeif
+
+extension HDRTests {
+    func testHEICWithPQNclxIsToneMappedLikeTheReference() throws {
+        // A 10-bit HEIC whose nclx says PQ / BT.2020: libheif's own decode of it at 10 bits, tone
+        // mapped by the reference, is what ImageKit's decode should show.
+        let width = 64, height = 16
+        var samples: [UInt16] = []
+        for y in 0..<height {
+            for x in 0..<width {
+                let level = UInt16(min(1023, x * 16))
+                samples += y < 8 ? [level, level, level] : [level, UInt16(x * 4), 0]
+            }
+        }
+        let data = try Self.heic10(samples, width: width, height: height, transfer: 16)
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.hdrTransfer, .pq)
+        let stored = try Self.libheifSamples(data)
+        let reference = try HDRReference.toneMap(
+            stored, width: width, height: height, maxCode: 1023, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        let sdr = try ImageCodersManager.shared.decode(
+            try Self.heic10(samples, width: width, height: height, transfer: 1))
+        XCTAssertNil(sdr.hdrTransfer)
+    }
+
+    static func heic10(_ rgb: [UInt16], width: Int, height: Int, transfer: UInt16) throws -> Data {
+        let context = try XCTUnwrap(heif_context_alloc())
+        defer { heif_context_free(context) }
+        var found: OpaquePointer?
+        XCTAssertEqual(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &found).code, heif_error_Ok)
+        let encoder = try XCTUnwrap(found)
+        defer { heif_encoder_release(encoder) }
+        heif_encoder_set_lossy_quality(encoder, 100)
+        var created: OpaquePointer?
+        XCTAssertEqual(
+            heif_image_create(
+                Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &created
+            ).code, heif_error_Ok)
+        let picture = try XCTUnwrap(created)
+        defer { heif_image_release(picture) }
+        heif_image_add_plane(picture, heif_channel_interleaved, Int32(width), Int32(height), 10)
+        var stride: Int32 = 0
+        let plane = try XCTUnwrap(heif_image_get_plane(picture, heif_channel_interleaved, &stride))
+        for y in 0..<height {
+            let row = UnsafeMutableRawPointer(plane + y * Int(stride)).assumingMemoryBound(to: UInt16.self)
+            for index in 0..<width * 3 { row[index] = rgb[y * width * 3 + index] }
+        }
+        let nclx = try XCTUnwrap(heif_nclx_color_profile_alloc())
+        defer { heif_nclx_color_profile_free(nclx) }
+        heif_nclx_color_profile_set_color_primaries(nclx, 9)
+        heif_nclx_color_profile_set_transfer_characteristics(nclx, transfer)
+        heif_nclx_color_profile_set_matrix_coefficients(nclx, 9)
+        nclx.pointee.full_range_flag = 1
+        XCTAssertEqual(heif_image_set_nclx_color_profile(picture, nclx).code, heif_error_Ok)
+        let options = try XCTUnwrap(heif_encoding_options_alloc())
+        defer { heif_encoding_options_free(options) }
+        options.pointee.output_nclx_profile = nclx
+        options.pointee.macOS_compatibility_workaround_no_nclx_profile = 0
+        XCTAssertEqual(heif_context_encode_image(context, picture, encoder, options, nil).code, heif_error_Ok)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hdr-\(UUID().uuidString).heic").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        XCTAssertEqual(heif_context_write_to_file(context, path).code, heif_error_Ok)
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    /// libheif's decode of `data` as 10-bit RGB samples.
+    static func libheifSamples(_ data: Data) throws -> [UInt16] {
+        let context = try XCTUnwrap(heif_context_alloc())
+        defer { heif_context_free(context) }
+        let read = data.withUnsafeBytes { heif_context_read_from_memory(context, $0.baseAddress, $0.count, nil) }
+        XCTAssertEqual(read.code, heif_error_Ok)
+        var handle: OpaquePointer?
+        XCTAssertEqual(heif_context_get_primary_image_handle(context, &handle).code, heif_error_Ok)
+        defer { heif_image_handle_release(handle) }
+        var image: OpaquePointer?
+        XCTAssertEqual(
+            heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, nil).code,
+            heif_error_Ok)
+        defer { heif_image_release(image) }
+        let width = Int(heif_image_get_width(image, heif_channel_interleaved))
+        let height = Int(heif_image_get_height(image, heif_channel_interleaved))
+        var stride: Int32 = 0
+        let plane = try XCTUnwrap(heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride))
+        var samples: [UInt16] = []
+        for y in 0..<height {
+            let row = UnsafeRawPointer(plane + y * Int(stride)).assumingMemoryBound(to: UInt16.self)
+            samples += UnsafeBufferPointer(start: row, count: width * 3)
+        }
+        return samples
+    }
+}
+#endif

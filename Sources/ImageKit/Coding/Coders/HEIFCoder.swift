@@ -181,11 +181,16 @@ public struct HEIFCoder: ImageCoding {
             throw ImageError(.internalError, "libheif: out of memory")
         }
         defer { heif_decoding_options_free(decodeOptions) }
-        decodeOptions.pointee.convert_hdr_to_8bit = 1
+        let hdrTransfer = Self.hdrTransfer(source) ?? (source == primary ? nil : Self.hdrTransfer(primary))
+        // An HDR image keeps its 10 or 12 bits (two bytes a sample) for the tone mapper.
+        let deep = hdrTransfer != nil && bits > 8
+        decodeOptions.pointee.convert_hdr_to_8bit = deep ? 0 : 1
+        let chroma =
+            deep
+            ? (hasAlpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
+            : heif_chroma_interleaved_RGBA
         var image: OpaquePointer?
-        try check(
-            heif_decode_image(source, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decodeOptions),
-            "decoding")
+        try check(heif_decode_image(source, &image, heif_colorspace_RGB, chroma, decodeOptions), "decoding")
         guard let image else { throw ImageError(.badImageData, "HEIF: the image did not decode") }
         defer { heif_image_release(image) }
         let width = Int(heif_image_get_width(image, heif_channel_interleaved))
@@ -195,14 +200,74 @@ public struct HEIFCoder: ImageCoding {
         else {
             throw ImageError(.badImageData, "HEIF: the decoded image has no pixels")
         }
-        let buffer = try PixelBuffer(width: width, height: height)
-        for y in 0..<height { buffer.row(y).update(from: plane + y * Int(stride), count: width * 4) }
-        var bitmap = buffer.freeze(isOpaque: !hasAlpha)
+        var bitmap: Bitmap
+        if let hdrTransfer {
+            bitmap = try Self.toneMap(
+                image, plane: plane, stride: Int(stride), deep: deep, hasAlpha: hasAlpha, transfer: hdrTransfer,
+                nclx: Self.nclx(source) ?? Self.nclx(primary), width: width, height: height)
+        } else {
+            let buffer = try PixelBuffer(width: width, height: height)
+            for y in 0..<height { buffer.row(y).update(from: plane + y * Int(stride), count: width * 4) }
+            bitmap = buffer.freeze(isOpaque: !hasAlpha)
+        }
         // The full image's target, whether the primary image or a thumbnail item was decoded.
         if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
         var decoded = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: format)
-        ColorManagement.apply(icc, to: &decoded, options: options)
+        if let hdrTransfer {
+            decoded.hdrTransfer = hdrTransfer
+        } else {
+            ColorManagement.apply(icc, to: &decoded, options: options)
+        }
         return decoded
+    }
+
+    /// The image's `nclx` colour: primaries and transfer (nil: none, or an ICC profile only).
+    static func nclx(_ handle: OpaquePointer) -> (primaries: Int, transfer: Int)? {
+        var profile: UnsafeMutablePointer<heif_color_profile_nclx>?
+        guard heif_image_handle_get_nclx_color_profile(handle, &profile).code == heif_error_Ok, let profile else {
+            return nil
+        }
+        defer { heif_nclx_color_profile_free(profile) }
+        return (Int(profile.pointee.color_primaries.rawValue), Int(profile.pointee.transfer_characteristics.rawValue))
+    }
+
+    static func hdrTransfer(_ handle: OpaquePointer) -> HDRTransfer? {
+        nclx(handle).flatMap { HDRTransfer(cicpTransfer: $0.transfer) }
+    }
+
+    /// A PQ or HLG image's pixels in SDR sRGB: `plane` holds 16-bit little-endian samples of
+    /// the image's depth when `deep`, else 8-bit RGBA (an 8-bit HDR file).
+    private static func toneMap(
+        _ image: OpaquePointer, plane: UnsafePointer<UInt8>, stride: Int, deep: Bool, hasAlpha: Bool,
+        transfer: HDRTransfer, nclx: (primaries: Int, transfer: Int)?, width: Int, height: Int
+    ) throws(ImageError) -> Bitmap {
+        var peak: Double?
+        if heif_image_has_content_light_level(image) != 0 {
+            var level = heif_content_light_level()
+            heif_image_get_content_light_level(image, &level)
+            peak = Double(level.max_content_light_level)
+        }
+        let channels = deep && !hasAlpha ? 3 : 4
+        let bits = deep ? Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved)) : 8
+        let mapper = HDRToneMapper.mapper(
+            transfer: transfer, primaries: ColorPrimaries(cicp: nclx?.primaries ?? 9),
+            maxCode: (1 << max(8, min(16, bits))) - 1, peakNits: peak)
+        if deep {
+            // Rows of 16-bit samples: libheif aligns each row, in bytes.
+            return try plane.withMemoryRebound(to: UInt16.self, capacity: stride / 2 * height) {
+                samples throws(ImageError) in
+                try mapper.map(
+                    samples, stride: stride / 2, channels: channels, width: width, height: height, isOpaque: !hasAlpha)
+            }
+        }
+        var samples = [UInt16](repeating: 0, count: width * height * 4)
+        for y in 0..<height {
+            for index in 0..<width * 4 { samples[y * width * 4 + index] = UInt16(plane[y * stride + index]) }
+        }
+        return try samples.withUnsafeBufferPointer { samples throws(ImageError) in
+            try mapper.map(
+                samples.baseAddress!, stride: width * 4, channels: 4, width: width, height: height, isOpaque: !hasAlpha)
+        }
     }
 
     /// Whether libheif sees an alpha channel on the primary image (a container parse, no
