@@ -144,9 +144,10 @@ let package = Package(
         .testTarget(
             name: "ImageKitTests",
             // CLCMS2: the colour tests compare the fast path with Little CMS's own transform;
-            // CHeif writes HEIC files with thumbnail items.
+            // CHeif writes HEIC files with thumbnail items; CAVIF, CHeif and CJXL write HDR test files.
             dependencies: ["ImageKit", "CLCMS2", .target(name: "CHeif", condition: .when(traits: ["HEIF"])),
                            .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
+                           .target(name: "CJXL", condition: .when(traits: ["JXL"])),
                            .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Logging", package: "swift-log")],
             // Read by the tests from their paths: fuzz findings, SVG files and their renderings.
             exclude: ["Coding/FuzzRegressions", "Fixtures"]

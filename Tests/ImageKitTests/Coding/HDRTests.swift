@@ -397,3 +397,83 @@ extension HDRTests {
     }
 }
 #endif
+
+#if JXL && AVIF
+import CJXL
+
+extension HDRTests {
+    func testJPEGXLWithAPQColourEncodingIsToneMapped() throws {
+        // 16-bit samples from black to 10 000 cd/m², in gray and colours, tagged BT.2100 PQ.
+        let width = 64, height = 8
+        var samples: [UInt16] = []
+        for y in 0..<height {
+            for x in 0..<width {
+                let level = UInt16(x * 1040)
+                samples += y < 4 ? [level, level, level] : [level, UInt16(x * 300), UInt16(y * 2000)]
+            }
+        }
+        let lossless = try Self.jxl(samples, width: width, height: height, transfer: JXL_TRANSFER_FUNCTION_PQ)
+        let decoded = try ImageCodersManager.shared.decode(lossless)
+        XCTAssertEqual(decoded.hdrTransfer, .pq)
+        let reference = try HDRReference.toneMap(
+            samples, width: width, height: height, maxCode: 65535, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        // A lossy (XYB) file is rendered in its PQ encoding first, then mapped the same way.
+        let lossy = try Self.jxl(
+            samples, width: width, height: height, transfer: JXL_TRANSFER_FUNCTION_PQ, distance: 0.5)
+        let lossyDecoded = try ImageCodersManager.shared.decode(lossy)
+        XCTAssertEqual(lossyDecoded.hdrTransfer, .pq)
+        XCTAssertGreaterThan(psnr(lossyDecoded.bitmap, reference), 30)
+        let hlg = try ImageCodersManager.shared.decode(
+            try Self.jxl(samples, width: width, height: height, transfer: JXL_TRANSFER_FUNCTION_HLG))
+        XCTAssertEqual(hlg.hdrTransfer, .hlg)
+        let hlgReference = try HDRReference.toneMap(
+            samples, width: width, height: height, maxCode: 65535, transfer: .hlg, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(hlg.bitmap, hlgReference), 45)
+    }
+
+    /// A JPEG XL of 16-bit RGB samples in BT.2020 with `transfer`: lossless, or lossy at `distance`.
+    static func jxl(
+        _ rgb: [UInt16], width: Int, height: Int, transfer: JxlTransferFunction, distance: Float? = nil
+    ) throws -> Data {
+        let encoder = try XCTUnwrap(JxlEncoderCreate(nil))
+        defer { JxlEncoderDestroy(encoder) }
+        var info = JxlBasicInfo()
+        JxlEncoderInitBasicInfo(&info)
+        info.xsize = UInt32(width)
+        info.ysize = UInt32(height)
+        info.bits_per_sample = 16
+        info.num_color_channels = 3
+        info.uses_original_profile = distance == nil ? 1 : 0
+        info.intensity_target = 1000
+        XCTAssertEqual(JxlEncoderSetBasicInfo(encoder, &info), JXL_ENC_SUCCESS)
+        var encoding = JxlColorEncoding()
+        JxlColorEncodingSetToLinearSRGB(&encoding, 0)
+        encoding.primaries = JXL_PRIMARIES_2100
+        encoding.transfer_function = transfer
+        encoding.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        XCTAssertEqual(JxlEncoderSetColorEncoding(encoder, &encoding), JXL_ENC_SUCCESS)
+        let settings = try XCTUnwrap(JxlEncoderFrameSettingsCreate(encoder, nil))
+        if let distance {
+            XCTAssertEqual(JxlEncoderSetFrameDistance(settings, distance), JXL_ENC_SUCCESS)
+        } else {
+            XCTAssertEqual(JxlEncoderSetFrameLossless(settings, 1), JXL_ENC_SUCCESS)
+        }
+        var format = JxlPixelFormat(
+            num_channels: 3, data_type: JXL_TYPE_UINT16, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        let added = rgb.withUnsafeBytes { JxlEncoderAddImageFrame(settings, &format, $0.baseAddress, $0.count) }
+        XCTAssertEqual(added, JXL_ENC_SUCCESS)
+        JxlEncoderCloseInput(encoder)
+        var output = [UInt8](repeating: 0, count: 1 << 20)
+        var next: UnsafeMutablePointer<UInt8>? = nil
+        var available = 0
+        let status = output.withUnsafeMutableBufferPointer { buffer -> JxlEncoderStatus in
+            next = buffer.baseAddress
+            available = buffer.count
+            return JxlEncoderProcessOutput(encoder, &next, &available)
+        }
+        XCTAssertEqual(status, JXL_ENC_SUCCESS)
+        return Data(output.prefix(output.count - available))
+    }
+}
+#endif

@@ -14,6 +14,7 @@ final class JXLAnimationCursor: AnimationFrameCursor {
     private var info = JxlBasicInfo()
     /// The profile of the pixels libjxl writes (nil: sRGB), converted to sRGB per frame.
     private var dataProfile: Data?
+    private var hdr: JXLHDROutput?
     private var shown = PixelSize(width: 0, height: 0)
     private(set) var nextIndex = 0
 
@@ -65,7 +66,8 @@ final class JXLAnimationCursor: AnimationFrameCursor {
                 let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
                 shown = info.orientation.rawValue > 4 ? stored.transposed : stored
             case JXL_DEC_COLOR_ENCODING:
-                dataProfile = JXLCoder.chooseOutputColor(decoder, info: info, keepsProfile: false)
+                hdr = JXLHDROutput(decoder, info: info)
+                if hdr == nil { dataProfile = JXLCoder.chooseOutputColor(decoder, info: info, keepsProfile: false) }
                 return decoder
             case JXL_DEC_NEED_MORE_INPUT:
                 JxlDecoderDestroy(decoder)
@@ -85,10 +87,14 @@ final class JXLAnimationCursor: AnimationFrameCursor {
             while true {
                 switch JxlDecoderProcessInput(decoder) {
                 case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
-                    pending = try JXLCoder.setOutputBuffer(
-                        decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                    if let hdr {
+                        try hdr.setOutputBuffer(decoder, size: shown)
+                    } else {
+                        pending = try JXLCoder.setOutputBuffer(
+                            decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                    }
                 case JXL_DEC_FULL_IMAGE:
-                    guard let bitmap = pending else {
+                    guard let bitmap = try hdr?.toneMapped(isOpaque: info.alpha_bits == 0) ?? pending else {
                         throw ImageError(.badImageData, "JPEG XL: a frame without pixels")
                     }
                     ColorManagement.convertToSRGB(bitmap, from: dataProfile)

@@ -56,6 +56,7 @@ public struct JXLCoder: ImageCoding {
         var frameLimit = 1
         var dataProfile: Data?
         var sourceProfile: Data?
+        var hdr: JXLHDROutput?
         decoding: while true {
             let status = JxlDecoderProcessInput(decoder)
             switch status {
@@ -75,7 +76,10 @@ public struct JXLCoder: ImageCoding {
                     "the \(stored) JPEG XL frame's planes")
             case JXL_DEC_COLOR_ENCODING:
                 sourceProfile = iccProfile(decoder, JXL_COLOR_PROFILE_TARGET_ORIGINAL)
-                dataProfile = Self.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
+                hdr = JXLHDROutput(decoder, info: info)
+                if hdr == nil {
+                    dataProfile = Self.chooseOutputColor(decoder, info: info, keepsProfile: options.keepsColorProfile)
+                }
             case JXL_DEC_FRAME:
                 var header = JxlFrameHeader()
                 if info.have_animation != 0, JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS,
@@ -88,10 +92,17 @@ public struct JXLCoder: ImageCoding {
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 try options.limits.check(width: target.width, height: target.height, frames: frames.count + 1)
                 // libjxl writes the oriented frame: the displayed size.
-                pending = try Self.setOutputBuffer(
-                    decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                if let hdr {
+                    try hdr.setOutputBuffer(decoder, size: shown)
+                    pending = nil
+                } else {
+                    pending = try Self.setOutputBuffer(
+                        decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
+                }
             case JXL_DEC_FULL_IMAGE:
-                guard var bitmap = pending else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
+                guard var bitmap = try hdr?.toneMapped(isOpaque: info.alpha_bits == 0) ?? pending else {
+                    throw ImageError(.badImageData, "JPEG XL: a frame without pixels")
+                }
                 pending = nil
                 if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
                 frames.append(ImageFrame(bitmap: bitmap, duration: info.have_animation != 0 ? pendingDuration : 0))
@@ -107,6 +118,7 @@ public struct JXLCoder: ImageCoding {
         guard !frames.isEmpty else { throw ImageError(.truncatedData, "JPEG XL: no frame decoded") }
         let loopCount = frames.count > 1 ? Int(info.animation.num_loops) : 1
         var image = DecodedImage(frames: frames, loopCount: loopCount, format: .jpegXL)
+        image.hdrTransfer = hdr?.mapper.key.transfer
         ColorManagement.apply(dataProfile, to: &image, options: options)
         if let sourceProfile, image.sourceColorProfile == nil {
             image.sourceColorProfile = ColorManagement.profile(sourceProfile)
@@ -269,6 +281,59 @@ public struct JXLCoder: ImageCoding {
                 decoder, nil, target, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
         }
         return status == JXL_DEC_SUCCESS ? data : nil
+    }
+}
+/// A PQ or HLG JPEG XL's frames: libjxl writes 16-bit samples in the file's own colour encoding
+/// (a lossy, XYB file is asked for it), which ImageKit tone-maps to sRGB.
+final class JXLHDROutput {
+    let mapper: HDRToneMapper
+    private var samples: UnsafeMutableBufferPointer<UInt16>?
+    private var size = PixelSize(width: 0, height: 0)
+
+    /// At the colour-encoding event: nil for an SDR file; for an HDR one, the output is set up.
+    init?(_ decoder: OpaquePointer, info: JxlBasicInfo) {
+        var encoding = JxlColorEncoding()
+        guard
+            JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_ORIGINAL, &encoding)
+                == JXL_DEC_SUCCESS,
+            let transfer = HDRTransfer(cicpTransfer: Int(encoding.transfer_function.rawValue))
+        else { return nil }
+        if info.uses_original_profile == 0 {
+            guard JxlDecoderSetPreferredColorProfile(decoder, &encoding) == JXL_DEC_SUCCESS else { return nil }
+        }
+        // libjxl's intensity target defaults to 10 000 cd/m² for PQ: a stated peak only below that.
+        let peak = info.intensity_target > 0 && info.intensity_target < 10_000 ? Double(info.intensity_target) : nil
+        mapper = HDRToneMapper.mapper(
+            transfer: transfer, primaries: ColorPrimaries(cicp: Int(encoding.primaries.rawValue)), maxCode: 65535,
+            peakNits: peak)
+    }
+
+    deinit { samples?.deallocate() }
+
+    /// Hands libjxl the sample buffer for the next frame of `size` (the displayed size).
+    func setOutputBuffer(_ decoder: OpaquePointer, size: PixelSize) throws(ImageError) {
+        let count = size.pixelCount * 4
+        if samples == nil || samples!.count < count {
+            samples?.deallocate()
+            samples = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: count)
+        }
+        self.size = size
+        var format = JxlPixelFormat(
+            num_channels: 4, data_type: JXL_TYPE_UINT16, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        var needed = 0
+        guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= count * 2,
+            JxlDecoderSetImageOutBuffer(decoder, &format, samples!.baseAddress, count * 2) == JXL_DEC_SUCCESS
+        else {
+            throw ImageError(.internalError, "JPEG XL: the output buffer does not fit (\(needed) bytes)")
+        }
+    }
+
+    /// The frame libjxl just wrote, tone-mapped.
+    func toneMapped(isOpaque: Bool) throws(ImageError) -> Bitmap {
+        guard let samples else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
+        return try mapper.map(
+            samples.baseAddress!, stride: size.width * 4, channels: 4, width: size.width, height: size.height,
+            isOpaque: isOpaque)
     }
 }
 #endif
