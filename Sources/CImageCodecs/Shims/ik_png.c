@@ -51,8 +51,9 @@ static const png_byte ik_png_ignored_chunks[] = {
     't', 'I', 'M', 'E', '\0', 'z', 'T', 'X', 't', '\0',
 };
 
-/// Applies ImageKit's transforms (everything to RGBA8, straight alpha) and fills `info`.
-static void ik_png_setup_transforms(png_structp png, png_infop png_info, ik_png_info *info) {
+/// Applies ImageKit's transforms (everything to RGBA8, straight alpha; RGBA16 in native byte
+/// order when `deep`) and fills `info`.
+static void ik_png_setup_transforms_depth(png_structp png, png_infop png_info, ik_png_info *info, int deep) {
     png_uint_32 width = 0, height = 0;
     int bit_depth = 0, color_type = 0, interlace = 0;
     png_get_IHDR(png, png_info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
@@ -66,9 +67,20 @@ static void ik_png_setup_transforms(png_structp png, png_infop png_info, ik_png_
     if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (has_trns) png_set_tRNS_to_alpha(png);
-    if (bit_depth == 16) png_set_strip_16(png);
+    if (deep) {
+        if (bit_depth < 16) png_set_expand_16(png);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        png_set_swap(png);
+#endif
+    } else if (bit_depth == 16) {
+        png_set_strip_16(png);
+    }
     if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-    if (!info->has_alpha) png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    if (!info->has_alpha) png_set_add_alpha(png, deep ? 0xFFFF : 0xFF, PNG_FILLER_AFTER);
+}
+
+static void ik_png_setup_transforms(png_structp png, png_infop png_info, ik_png_info *info) {
+    ik_png_setup_transforms_depth(png, png_info, info, 0);
 }
 
 static void ik_png_configure_reader(png_structp png, ik_png_reader *reader, int ignore_crc) {
@@ -145,8 +157,9 @@ ik_status ik_png_decode_rows(const void *data, size_t size, ik_png_header_fn hea
     return IK_OK;
 }
 
-ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_png_alloc_fn alloc,
-                             void *context, ik_png_info *info, char *message, size_t message_size) {
+static ik_status ik_png_decode_whole(const void *data, size_t size, int ignore_crc, int deep, ik_png_alloc_fn alloc,
+                                    void *context, ik_png_info *info, char *message, size_t message_size) {
+    const size_t pixel_bytes = deep ? 8 : 4;
     ik_png_reader reader;
     png_structp png = NULL;
     png_infop png_info = NULL;
@@ -164,13 +177,13 @@ ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_p
 
     ik_png_configure_reader(png, &reader, ignore_crc);
     png_read_info(png, png_info);
-    ik_png_setup_transforms(png, png_info, info);
+    ik_png_setup_transforms_depth(png, png_info, info, deep);
     png_uint_32 width = info->width, height = info->height;
     int passes = png_set_interlace_handling(png);
     (void)passes;
     png_read_update_info(png, png_info);
 
-    if (png_get_rowbytes(png, png_info) != (size_t)width * 4) {
+    if (png_get_rowbytes(png, png_info) != (size_t)width * pixel_bytes) {
         snprintf(message, message_size, "unexpected PNG row layout");
         refused = IK_ERR_DECODE;
         png_error(png, "unexpected row layout");
@@ -178,7 +191,7 @@ ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_p
 
     size_t stride = 0;
     unsigned char *first_row = (unsigned char *)alloc(context, info, &stride);
-    if (!first_row || stride < (size_t)width * 4) {
+    if (!first_row || stride < (size_t)width * pixel_bytes) {
         refused = IK_ERR_REFUSED;
         png_error(png, "refused");
     }
@@ -194,6 +207,16 @@ ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_p
     free(rows);
     png_destroy_read_struct(&png, &png_info, NULL);
     return IK_OK;
+}
+
+ik_status ik_png_decode_rgba(const void *data, size_t size, int ignore_crc, ik_png_alloc_fn alloc,
+                             void *context, ik_png_info *info, char *message, size_t message_size) {
+    return ik_png_decode_whole(data, size, ignore_crc, 0, alloc, context, info, message, message_size);
+}
+
+ik_status ik_png_decode_rgba16(const void *data, size_t size, ik_png_alloc_fn alloc, void *context,
+                               ik_png_info *info, char *message, size_t message_size) {
+    return ik_png_decode_whole(data, size, 0, 1, alloc, context, info, message, message_size);
 }
 
 void ik_free(void *pointer) { free(pointer); }

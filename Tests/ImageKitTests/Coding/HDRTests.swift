@@ -1,21 +1,185 @@
-#if AVIF
-import CAVIF
 import Foundation
 import XCTest
 
 @testable import ImageKit
 
+#if AVIF
+import CAVIF
+#endif
+
 /// HDR sources (PQ and HLG) tone-mapped to SDR sRGB, compared with a double-precision reference
 /// written here without tables (see ``HDRReference``); libavif's own HDR test files, and files
-/// whose code values the test chose (lossless AVIF).
+/// whose code values the test chose (lossless AVIF and JPEG XL, 16-bit PNG, HEIC).
 final class HDRTests: XCTestCase {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/hdr")
 
-    private func fixture(_ name: String) throws -> Data {
+    func fixture(_ name: String) throws -> Data {
         try Data(contentsOf: Self.fixtures.appendingPathComponent(name))
     }
 
+    // MARK: - PNG with cICP
+
+    func testSixteenBitPNGWithPQCicpIsToneMapped() throws {
+        let width = 32, height = 4
+        var samples: [UInt16] = []
+        for y in 0..<height {
+            for x in 0..<width {
+                let level = UInt16(x * 2114)
+                samples += y < 2 ? [level, level, level] : [level, UInt16(x * 1000), 4000]
+            }
+        }
+        let png = Self.png16(samples, width: width, height: height, cicp: [9, 16, 0, 1])
+        let decoded = try ImageCodersManager.shared.decode(png)
+        XCTAssertEqual(decoded.hdrTransfer, .pq)
+        let reference = try HDRReference.toneMap(
+            samples, width: width, height: height, maxCode: 65535, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        // A scaled decode maps, then scales.
+        var options = ImageDecodingOptions.default
+        options.thumbnailPixelSize = PixelSize(width: 16, height: 2)
+        XCTAssertEqual(
+            try ImageCodersManager.shared.decode(png, options: options).bitmap.size, options.thumbnailPixelSize)
+        let hlg = try ImageCodersManager.shared.decode(
+            Self.png16(samples, width: width, height: height, cicp: [9, 18, 0, 1]))
+        XCTAssertEqual(hlg.hdrTransfer, .hlg)
+        // sRGB's code point (13) is SDR: the high bytes, as before.
+        let sdr = try ImageCodersManager.shared.decode(
+            Self.png16(samples, width: width, height: height, cicp: [1, 13, 0, 1]))
+        XCTAssertNil(sdr.hdrTransfer)
+        XCTAssertEqual(sdr.bitmap[31, 0].r, UInt8((31 * 2114) >> 8))
+    }
+
+    func testATruncatedHDRPNGIsATypedError() throws {
+        let png = Self.png16(
+            [UInt16](repeating: 30000, count: 64 * 64 * 3), width: 64, height: 64, cicp: [9, 16, 0, 1])
+        XCTAssertThrowsError(try ImageCodersManager.shared.decode(png.prefix(png.count - 40))) { error in
+            XCTAssertEqual((error as? ImageError)?.code, .truncatedData, "\(error)")
+        }
+    }
+
+    /// A 16-bit RGB PNG (stored deflate blocks) with a `cICP` chunk.
+    static func png16(_ rgb: [UInt16], width: Int, height: Int, cicp: [UInt8]) -> Data {
+        var raw: [UInt8] = []
+        for y in 0..<height {
+            raw.append(0)
+            for value in rgb[(y * width * 3)..<((y + 1) * width * 3)] {
+                raw += [UInt8(value >> 8), UInt8(value & 0xFF)]
+            }
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65535, raw.count - offset)
+            let last: UInt8 = offset + count == raw.count ? 1 : 0
+            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8(~count >> 8 & 0xFF)]
+            zlib += raw[offset..<offset + count]
+            offset += count
+        } while offset < raw.count
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        zlib += HostileImages.u32be(Int(b << 16 | a))
+        let header = HostileImages.u32be(width) + HostileImages.u32be(height) + [16, 2, 0, 0, 0]
+        let bytes =
+            [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + HostileImages.chunk("IHDR", header)
+            + HostileImages.chunk("cICP", cicp) + HostileImages.chunk("IDAT", zlib) + HostileImages.chunk("IEND", [])
+        return Data(bytes)
+    }
+}
+
+/// A second implementation of ImageKit's tone mapping, in double precision and without tables:
+/// ST 2084 and ARIB STD-B67 curves, BT.2100's HLG OOTF (1000 cd/m², γ 1.2), BT.2390's EETF from
+/// 1000 cd/m² to SDR white (203 cd/m²) on max(R, G, B), the published BT.2020 and P3 to BT.709
+/// matrices, and the sRGB curve.
+enum HDRReference {
+    enum Transfer { case pq, hlg }
+    enum Primaries { case bt2020, displayP3 }
+
+    static let m1 = 0.1593017578125, m2 = 78.84375, c1 = 0.8359375, c2 = 18.8515625, c3 = 18.6875
+
+    static func pqToNits(_ e: Double) -> Double {
+        let p = pow(e, 1 / m2)
+        return 10_000 * pow(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
+    }
+
+    static func nitsToPQ(_ nits: Double) -> Double {
+        let y = pow(nits / 10_000, m1)
+        return pow((c1 + c2 * y) / (1 + c3 * y), m2)
+    }
+
+    static func hlgInverseOETF(_ e: Double) -> Double {
+        let a = 0.17883277, b = 0.28466892, c = 0.55991073
+        return e <= 0.5 ? e * e / 3 : (exp((e - c) / a) + b) / 12
+    }
+
+    /// BT.2390 EETF, 1000 → 203 cd/m².
+    static func eetf(_ nits: Double) -> Double {
+        let source = nitsToPQ(1000), target = nitsToPQ(203)
+        let e1 = min(nitsToPQ(nits) / source, 1)
+        let maxLum = target / source
+        let ks = 1.5 * maxLum - 0.5
+        guard e1 > ks else { return nits }
+        let t = (e1 - ks) / (1 - ks)
+        let p =
+            (2 * pow(t, 3) - 3 * t * t + 1) * ks + (pow(t, 3) - 2 * t * t + t) * (1 - ks)
+            + (-2 * pow(t, 3) + 3 * t * t) * maxLum
+        return pqToNits(p * source)
+    }
+
+    static func srgbEncode(_ v: Double) -> Double {
+        let c = min(max(v, 0), 1)
+        return c <= 0.0031308 ? 12.92 * c : 1.055 * pow(c, 1 / 2.4) - 0.055
+    }
+
+    static func toneMap(
+        _ samples: [UInt16], width: Int, height: Int, maxCode: Double, transfer: Transfer, primaries: Primaries
+    ) throws -> Bitmap {
+        let matrix: [Double]
+        let luma: [Double]
+        switch primaries {
+        case .bt2020:
+            // ITU-R BT.2087's BT.2020-to-BT.709 matrix (linear light).
+            matrix = [1.6605, -0.5876, -0.0728, -0.1246, 1.1329, -0.0083, -0.0182, -0.1006, 1.1187]
+            luma = [0.2627, 0.6780, 0.0593]
+        case .displayP3:
+            matrix = [1.2249, -0.2247, 0, -0.0420, 1.0419, 0, -0.0197, -0.0786, 1.0979]
+            luma = [0.2290, 0.6917, 0.0793]
+        }
+        let buffer = try PixelBuffer(width: width, height: height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let index = (y * width + x) * 3
+                var rgb = (0..<3).map { Double(samples[index + $0]) / maxCode }
+                switch transfer {
+                case .pq:
+                    rgb = rgb.map { pqToNits($0) }
+                case .hlg:
+                    rgb = rgb.map { hlgInverseOETF($0) }
+                    let ys = luma[0] * rgb[0] + luma[1] * rgb[1] + luma[2] * rgb[2]
+                    rgb = rgb.map { 1000 * pow(ys, 0.2) * $0 }
+                }
+                let peak = rgb.max()!
+                if peak > 0 {
+                    let scale = peak >= 1000 ? 203 / peak : eetf(peak) / peak
+                    rgb = rgb.map { $0 * scale }
+                }
+                rgb = rgb.map { $0 / 203 }
+                let out = (0..<3).map { row in
+                    srgbEncode(matrix[row * 3] * rgb[0] + matrix[row * 3 + 1] * rgb[1] + matrix[row * 3 + 2] * rgb[2])
+                }
+                let pixel = buffer.row(y) + x * 4
+                for channel in 0..<3 { pixel[channel] = UInt8((out[channel] * 255).rounded()) }
+                pixel[3] = 255
+            }
+        }
+        return buffer.freeze(isOpaque: true)
+    }
+}
+#if AVIF
+extension HDRTests {
     // MARK: - libavif's HDR files
 
     func testLibavifPQRec2020PhotoMatchesTheReference() throws {
@@ -213,97 +377,9 @@ final class HDRTests: XCTestCase {
     }
 }
 
-/// A second implementation of ImageKit's tone mapping, in double precision and without tables:
-/// ST 2084 and ARIB STD-B67 curves, BT.2100's HLG OOTF (1000 cd/m², γ 1.2), BT.2390's EETF from
-/// 1000 cd/m² to SDR white (203 cd/m²) on max(R, G, B), the published BT.2020 and P3 to BT.709
-/// matrices, and the sRGB curve.
-enum HDRReference {
-    enum Transfer { case pq, hlg }
-    enum Primaries { case bt2020, displayP3 }
-
-    static let m1 = 0.1593017578125, m2 = 78.84375, c1 = 0.8359375, c2 = 18.8515625, c3 = 18.6875
-
-    static func pqToNits(_ e: Double) -> Double {
-        let p = pow(e, 1 / m2)
-        return 10_000 * pow(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
-    }
-
-    static func nitsToPQ(_ nits: Double) -> Double {
-        let y = pow(nits / 10_000, m1)
-        return pow((c1 + c2 * y) / (1 + c3 * y), m2)
-    }
-
-    static func hlgInverseOETF(_ e: Double) -> Double {
-        let a = 0.17883277, b = 0.28466892, c = 0.55991073
-        return e <= 0.5 ? e * e / 3 : (exp((e - c) / a) + b) / 12
-    }
-
-    /// BT.2390 EETF, 1000 → 203 cd/m².
-    static func eetf(_ nits: Double) -> Double {
-        let source = nitsToPQ(1000), target = nitsToPQ(203)
-        let e1 = min(nitsToPQ(nits) / source, 1)
-        let maxLum = target / source
-        let ks = 1.5 * maxLum - 0.5
-        guard e1 > ks else { return nits }
-        let t = (e1 - ks) / (1 - ks)
-        let p =
-            (2 * pow(t, 3) - 3 * t * t + 1) * ks + (pow(t, 3) - 2 * t * t + t) * (1 - ks)
-            + (-2 * pow(t, 3) + 3 * t * t) * maxLum
-        return pqToNits(p * source)
-    }
-
-    static func srgbEncode(_ v: Double) -> Double {
-        let c = min(max(v, 0), 1)
-        return c <= 0.0031308 ? 12.92 * c : 1.055 * pow(c, 1 / 2.4) - 0.055
-    }
-
-    static func toneMap(
-        _ samples: [UInt16], width: Int, height: Int, maxCode: Double, transfer: Transfer, primaries: Primaries
-    ) throws -> Bitmap {
-        let matrix: [Double]
-        let luma: [Double]
-        switch primaries {
-        case .bt2020:
-            // ITU-R BT.2087's BT.2020-to-BT.709 matrix (linear light).
-            matrix = [1.6605, -0.5876, -0.0728, -0.1246, 1.1329, -0.0083, -0.0182, -0.1006, 1.1187]
-            luma = [0.2627, 0.6780, 0.0593]
-        case .displayP3:
-            matrix = [1.2249, -0.2247, 0, -0.0420, 1.0419, 0, -0.0197, -0.0786, 1.0979]
-            luma = [0.2290, 0.6917, 0.0793]
-        }
-        let buffer = try PixelBuffer(width: width, height: height)
-        for y in 0..<height {
-            for x in 0..<width {
-                let index = (y * width + x) * 3
-                var rgb = (0..<3).map { Double(samples[index + $0]) / maxCode }
-                switch transfer {
-                case .pq:
-                    rgb = rgb.map { pqToNits($0) }
-                case .hlg:
-                    rgb = rgb.map { hlgInverseOETF($0) }
-                    let ys = luma[0] * rgb[0] + luma[1] * rgb[1] + luma[2] * rgb[2]
-                    rgb = rgb.map { 1000 * pow(ys, 0.2) * $0 }
-                }
-                let peak = rgb.max()!
-                if peak > 0 {
-                    let scale = peak >= 1000 ? 203 / peak : eetf(peak) / peak
-                    rgb = rgb.map { $0 * scale }
-                }
-                rgb = rgb.map { $0 / 203 }
-                let out = (0..<3).map { row in
-                    srgbEncode(matrix[row * 3] * rgb[0] + matrix[row * 3 + 1] * rgb[1] + matrix[row * 3 + 2] * rgb[2])
-                }
-                let pixel = buffer.row(y) + x * 4
-                for channel in 0..<3 { pixel[channel] = UInt8((out[channel] * 255).rounded()) }
-                pixel[3] = 255
-            }
-        }
-        return buffer.freeze(isOpaque: true)
-    }
-}
 #endif
 
-#if HEIF && AVIF
+#if HEIF
 import CHeif
 
 extension HDRTests {
@@ -398,7 +474,7 @@ extension HDRTests {
 }
 #endif
 
-#if JXL && AVIF
+#if JXL
 import CJXL
 
 extension HDRTests {

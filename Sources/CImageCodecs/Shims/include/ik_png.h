@@ -34,6 +34,12 @@ ik_status ik_png_decode_rgba(const void *_Nonnull data, size_t size, int ignore_
                              ik_png_alloc_fn _Nonnull alloc, void *_Nullable context,
                              ik_png_info *_Nonnull info, char *_Nonnull message, size_t message_size);
 
+/// As `ik_png_decode_rgba`, keeping 16 bits a sample (8-bit images widened): RGBA16 in native
+/// byte order, `alloc`'s stride >= width * 8. For HDR PNGs, whose depth the tone mapper needs.
+ik_status ik_png_decode_rgba16(const void *_Nonnull data, size_t size, ik_png_alloc_fn _Nonnull alloc,
+                               void *_Nullable context, ik_png_info *_Nonnull info, char *_Nonnull message,
+                               size_t message_size);
+
 /// The one-shot fast path (ik_png_fast.c): chunks CRC-checked (critical ones and tRNS, unless
 /// `check_crc` is 0), the IDAT stream inflated in one call by libdeflate, rows unfiltered with
 /// SSE2 and expanded with the same transforms as `ik_png_decode_rgba`, byte for byte. Returns

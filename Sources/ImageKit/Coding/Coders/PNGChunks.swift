@@ -40,6 +40,25 @@ extension PNGChunks {
         return nil
     }
 
+    static let cICP = tag("cICP"), cLLi = tag("cLLi")
+
+    /// The HDR colour of a `cICP` chunk before the first `IDAT` (PNG third edition) whose
+    /// transfer is PQ or HLG, with the `cLLi` chunk's MaxCLL in cd/m² when there is one; nil for
+    /// an SDR or untagged file.
+    static func hdrColor(_ bytes: UnsafeRawBufferPointer) -> (transfer: HDRTransfer, primaries: Int, peakNits: Double?)?
+    {
+        var cicp: (primaries: Int, transfer: Int)?
+        var peak: Double?
+        forEach(bytes) { chunk in
+            let d = chunk.dataStart
+            if chunk.type == cICP, chunk.dataCount == 4, cicp == nil { cicp = (Int(bytes[d]), Int(bytes[d + 1])) }
+            if chunk.type == cLLi, chunk.dataCount == 8, peak == nil { peak = Double(u32(bytes, d)) / 10_000 }
+            return chunk.type != IDAT
+        }
+        guard let cicp, let transfer = HDRTransfer(cicpTransfer: cicp.transfer) else { return nil }
+        return (transfer, cicp.primaries, peak)
+    }
+
     /// A defect in the chunks before the first `IDAT` that libpng would let through (it treats
     /// them as benign), or nil.
     static func headerDefect(_ bytes: UnsafeRawBufferPointer) -> String? {

@@ -24,6 +24,9 @@ public struct PNGCoder: ImageCoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
         try data.withImageBytes { bytes throws(ImageError) in
+            if let hdr = PNGChunks.hdrColor(bytes), !PNGChunks.hasAnimationControl(bytes) {
+                return try Self.decodeHDR(bytes, hdr, options: options)
+            }
             var image = try Self.decodePixels(bytes, options: options)
             ColorManagement.apply(PNGChunks.iccProfile(bytes), to: &image, options: options)
             return image
@@ -96,6 +99,73 @@ public struct PNGCoder: ImageCoding {
         return try decodeRGBA(limits: limits, checksWorkingBytes: true) { alloc, context, info, message, count in
             ik_png_fast_decode(base, bytes.count, checksCRC ? 1 : 0, alloc, context, info, message, count)
         }
+    }
+
+    /// A PNG whose `cICP` chunk says PQ or HLG: libpng's 16-bit samples, tone-mapped to sRGB,
+    /// then scaled to the target. (An animated one is decoded as SDR: its frames go through the
+    /// 8-bit compositor.)
+    static func decodeHDR(
+        _ bytes: UnsafeRawBufferPointer, _ hdr: (transfer: HDRTransfer, primaries: Int, peakNits: Double?),
+        options: ImageDecodingOptions
+    ) throws(ImageError) -> DecodedImage {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the PNG data is empty")
+        }
+        final class Samples {
+            let limits: DecodingLimits
+            var storage: UnsafeMutableBufferPointer<UInt16>?
+            var error: ImageError?
+            init(limits: DecodingLimits) { self.limits = limits }
+            deinit { storage?.deallocate() }
+        }
+        let samples = Samples(limits: options.limits)
+        var info = ik_png_info()
+        var message = [CChar](repeating: 0, count: 256)
+        let status = withExtendedLifetime(samples) {
+            ik_png_decode_rgba16(
+                base, bytes.count,
+                { context, info, stride in
+                    let samples = Unmanaged<Samples>.fromOpaque(context!).takeUnretainedValue()
+                    let width = Int(info.pointee.width), height = Int(info.pointee.height)
+                    do throws(ImageError) {
+                        try samples.limits.check(width: width, height: height)
+                        try samples.limits.checkWorking(
+                            width * height * 8, outputBytes: width * height * 4, "the HDR PNG's 16-bit samples")
+                    } catch {
+                        samples.error = error
+                        return nil
+                    }
+                    let storage = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: width * height * 4)
+                    samples.storage = storage
+                    stride.pointee = width * 8
+                    return UnsafeMutableRawPointer(storage.baseAddress)
+                }, Unmanaged.passUnretained(samples).toOpaque(), &info, &message, message.count)
+        }
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch status {
+        case IK_OK: break
+        case IK_ERR_REFUSED: throw samples.error ?? ImageError(.internalError, "could not allocate the PNG's samples")
+        case IK_ERR_TRUNCATED: throw ImageError(.truncatedData, "PNG: \(text)")
+        case IK_ERR_INTERNAL: throw ImageError(.internalError, "PNG: \(text.isEmpty ? "out of memory" : text)")
+        default: throw ImageError(.badImageData, "PNG: \(text.isEmpty ? "corrupt data" : text)")
+        }
+        guard let storage = samples.storage else {
+            throw ImageError(.internalError, "the PNG decoder returned no pixels")
+        }
+        let width = Int(info.width), height = Int(info.height)
+        let mapper = HDRToneMapper.mapper(
+            transfer: hdr.transfer, primaries: ColorPrimaries(cicp: hdr.primaries), maxCode: 65535,
+            peakNits: hdr.peakNits)
+        var bitmap = try withExtendedLifetime(samples) { () throws(ImageError) -> Bitmap in
+            try mapper.map(
+                storage.baseAddress!, stride: width * 4, channels: 4, width: width, height: height,
+                isOpaque: info.has_alpha == 0)
+        }
+        let target = DecodeTarget.size(for: bitmap.size, options: options)
+        if target != bitmap.size { bitmap = try bitmap.resized(to: target) }
+        var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
+        image.hdrTransfer = hdr.transfer
+        return image
     }
 
     /// libpng's decode of a whole PNG.
