@@ -8,7 +8,9 @@ struct Info: ParsableCommand {
         discussion: """
             Prints format (jpeg, png, gif, webp, heic, heif, avif, jxl, tiff, bmp, ico), size, frame \
             count, loop count, frame durations, EXIF orientation, the embedded ICC profile's \
-            description and decoded cost for each file. Pixels are converted to sRGB from an \
+            description and decoded cost for each file; a TIFF's page count; for an HDR source \
+            (PQ or HLG) its transfer, as it was tone-mapped to sRGB; whether the file carries an HDR \
+            gain map (its SDR base image is what is decoded); SVG files are marked as vectors. Pixels are converted to sRGB from an \
             embedded profile unless --keep-color-profile is given. With --pixels, also the SHA-256 \
             of each frame's pixels as tightly packed RGBA8 with fully transparent pixels cleared to \
             0,0,0,0. An animation (GIF, APNG, WebP, AVIF, JPEG XL) is reported from its first frame and its \
@@ -35,11 +37,11 @@ struct Info: ParsableCommand {
             do {
                 let data = try readFile(path, mapped: true)
                 if !pixels, let facts = try animationFacts(data, options: options) {
-                    report(path: path, image: facts.first, frames: facts.frames)
+                    report(path: path, data: data, image: facts.first, frames: facts.frames)
                     continue
                 }
                 let image = try ImageCodersManager.shared.decode(data, options: options)
-                report(path: path, image: image)
+                report(path: path, data: data, image: image)
             } catch let error as ImageError {
                 failed = true
                 reportFailure(path: path, code: error.code.rawValue, message: error.message)
@@ -68,7 +70,9 @@ struct Info: ParsableCommand {
 
     /// `frames`: an animation's durations and loop count from its headers, when `image` holds only
     /// its first frame.
-    private func report(path: String, image: DecodedImage, frames: (durations: [Double], loopCount: Int)? = nil) {
+    private func report(
+        path: String, data: Data, image: DecodedImage, frames: (durations: [Double], loopCount: Int)? = nil
+    ) {
         let digests = pixels ? image.frames.map { $0.bitmap.canonicalSHA256() } : []
         let durations = frames?.durations ?? image.frames.map(\.duration)
         let loopCount = frames?.loopCount ?? image.loopCount
@@ -79,6 +83,9 @@ struct Info: ParsableCommand {
                 "frames": durations.count, "loopCount": loopCount,
                 "durations": durations, "orientation": image.orientation.rawValue,
                 "cost": cost, "vector": image.format == .svg,
+                "hdrTransfer": image.hdrTransfer.map { $0.rawValue as Any } ?? NSNull(),
+                "toneMapped": image.isToneMapped, "gainMap": image.hasGainMap,
+                "pages": pages(data) as Any? ?? NSNull(),
                 "iccProfile": image.sourceColorProfile.map { $0.description as Any } ?? NSNull(),
             ]
             if pixels { object["sha256"] = digests }
@@ -86,6 +93,9 @@ struct Info: ParsableCommand {
         } else {
             var line = "\(path): \(image.format) \(image.width)x\(image.height), \(durations.count) frame(s)"
             if image.format == .svg { line += " (vector: its intrinsic size, drawn at any size asked)" }
+            if let pages = pages(data) { line += ", \(pages) page(s)" }
+            if let transfer = image.hdrTransfer { line += ", HDR \(transfer) tone-mapped to sRGB" }
+            if image.hasGainMap { line += ", HDR gain map (SDR base decoded)" }
             if durations.count > 1 {
                 let listed = durations.map { String(format: "%.3g", $0) }.joined(separator: ",")
                 line += ", loop \(loopCount == 0 ? "forever" : String(loopCount)), durations [\(listed)] s"
@@ -99,6 +109,11 @@ struct Info: ParsableCommand {
             print(line)
             for (index, digest) in digests.enumerated() { print("  frame \(index) sha256 \(digest)") }
         }
+    }
+
+    /// A multi-page document's page count (TIFF); nil for other formats.
+    private func pages(_ data: Data) -> Int? {
+        TIFFCoder.pageCount(data)
     }
 
     private func reportFailure(path: String, code: String, message: String) {

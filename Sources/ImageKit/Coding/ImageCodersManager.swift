@@ -88,7 +88,11 @@ public final class ImageCodersManager: ImageCoding {
         {
             return lazy
         }
-        return try coder.decode(data, options: options)
+        var image = try coder.decode(data, options: options)
+        if [.jpeg, .heic, .heif, .avif, .jpegXL].contains(signature.format) {
+            image.hasGainMap = data.withUnsafeBytes { GainMapDetection.isPresent(in: $0, format: signature.format) }
+        }
+        return image
     }
 
     /// `data` as a lazy animation, when the options allow one, its coder plays animations frame

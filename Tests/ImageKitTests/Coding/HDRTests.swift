@@ -18,6 +18,55 @@ final class HDRTests: XCTestCase {
         try Data(contentsOf: Self.fixtures.appendingPathComponent(name))
     }
 
+    // MARK: - Gain maps
+
+    func testGainMapJPEGsDecodeTheirSDRBaseAndReportTheGainMap() throws {
+        for name in ["seine_sdr_gainmap_srgb.jpg", "apple_gainmap_new.jpg"] {
+            let image = try ImageCodersManager.shared.decode(try fixture(name))
+            XCTAssertTrue(image.hasGainMap, name)
+            XCTAssertNil(image.hdrTransfer, name)
+            XCTAssertEqual(image.format, .jpeg)
+        }
+        let plain = try ImageCodersManager.shared.encode(
+            try ImageCodersManager.shared.decode(try fixture("seine_sdr_gainmap_srgb.jpg")), as: .jpeg, options: .init()
+        )
+        XCTAssertFalse(try ImageCodersManager.shared.decode(plain).hasGainMap)
+    }
+
+    func testInfoReportsHDRGainMapsAndPages() throws {
+        let tool = try XCTUnwrap(DecodeMemoryBoundTests.tool, "the imagekit tool is not built beside the tests")
+        func info(_ path: String) throws -> [String: Any] {
+            let process = Process()
+            process.executableURL = tool
+            process.arguments = ["info", "--json", path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        let gainMap = try info(Self.fixtures.appendingPathComponent("seine_sdr_gainmap_srgb.jpg").path)
+        XCTAssertEqual(gainMap["gainMap"] as? Bool, true)
+        XCTAssertEqual(gainMap["toneMapped"] as? Bool, false)
+        XCTAssertTrue(gainMap["hdrTransfer"] is NSNull)
+        XCTAssertTrue(gainMap["pages"] is NSNull)
+        #if AVIF
+        let pq = try info(Self.fixtures.appendingPathComponent("seine_hdr_rec2020.avif").path)
+        XCTAssertEqual(pq["hdrTransfer"] as? String, "pq")
+        XCTAssertEqual(pq["toneMapped"] as? Bool, true)
+        XCTAssertEqual(pq["gainMap"] as? Bool, false)
+        let tmap = try info(Self.fixtures.appendingPathComponent("seine_sdr_gainmap_srgb.avif").path)
+        XCTAssertEqual(tmap["gainMap"] as? Bool, true)
+        #endif
+        let directory = TemporaryDirectory("info-pages")
+        defer { directory.remove() }
+        let tiff = directory.url.appendingPathComponent("three.tiff")
+        let page = (width: 2, height: 2, bits: 8, pixels: [UInt8](repeating: 90, count: 12))
+        try FormatsCorpusTests.classicTIFF(pages: [page, page, page]).write(to: tiff)
+        XCTAssertEqual(try info(tiff.path)["pages"] as? Int, 3)
+    }
+
     // MARK: - PNG with cICP
 
     func testSixteenBitPNGWithPQCicpIsToneMapped() throws {
