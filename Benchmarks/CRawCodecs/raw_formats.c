@@ -146,6 +146,78 @@ done:
 #endif
 }
 
+int ik_raw_avif_decode16(const void *data, size_t size, uint16_t **samples, int *width, int *height) {
+#ifdef IK_HAS_AVIF
+    *samples = NULL;
+    avifDecoder *decoder = avifDecoderCreate();
+    decoder->maxThreads = 1;
+    decoder->ignoreExif = decoder->ignoreXMP = AVIF_TRUE;
+    int status = -1;
+    if (avifDecoderSetIOMemory(decoder, (const uint8_t *)data, size) != AVIF_RESULT_OK) goto done;
+    if (avifDecoderParse(decoder) != AVIF_RESULT_OK || avifDecoderNextImage(decoder) != AVIF_RESULT_OK) goto done;
+    *width = (int)decoder->image->width;
+    *height = (int)decoder->image->height;
+    *samples = (uint16_t *)malloc((size_t)*width * *height * 8);
+    if (!*samples) goto done;
+    avifRGBImage rgb;
+    avifRGBImageSetDefaults(&rgb, decoder->image);
+    rgb.format = AVIF_RGB_FORMAT_RGBA;
+    rgb.depth = decoder->image->depth > 8 ? decoder->image->depth : 10;
+    rgb.pixels = (uint8_t *)*samples;
+    rgb.rowBytes = (uint32_t)*width * 8;
+    if (avifImageYUVToRGB(decoder->image, &rgb) != AVIF_RESULT_OK) {
+        free(*samples);
+        *samples = NULL;
+        goto done;
+    }
+    status = 0;
+done:
+    avifDecoderDestroy(decoder);
+    return status;
+#else
+    (void)data; (void)size; (void)samples; (void)width; (void)height;
+    return -1;
+#endif
+}
+
+size_t ik_raw_avif_encode_pq(const uint16_t *rgb10, int width, int height, void **output) {
+#ifdef IK_HAS_AVIF
+    *output = NULL;
+    avifImage *image = avifImageCreate((uint32_t)width, (uint32_t)height, 10, AVIF_PIXEL_FORMAT_YUV420);
+    image->colorPrimaries = AVIF_COLOR_PRIMARIES_BT2020;
+    image->transferCharacteristics = AVIF_TRANSFER_CHARACTERISTICS_SMPTE2084;
+    image->matrixCoefficients = AVIF_MATRIX_COEFFICIENTS_BT2020_NCL;
+    avifRGBImage rgb;
+    avifRGBImageSetDefaults(&rgb, image);
+    rgb.format = AVIF_RGB_FORMAT_RGB;
+    rgb.depth = 10;
+    rgb.pixels = (uint8_t *)rgb10;
+    rgb.rowBytes = (uint32_t)width * 6;
+    size_t size = 0;
+    if (avifImageRGBToYUV(image, &rgb) == AVIF_RESULT_OK) {
+        avifEncoder *encoder = avifEncoderCreate();
+        encoder->maxThreads = 1;
+        encoder->speed = 10;
+        encoder->minQuantizer = encoder->maxQuantizer = 20;
+        avifRWData written = AVIF_DATA_EMPTY;
+        if (avifEncoderWrite(encoder, image, &written) == AVIF_RESULT_OK) {
+            *output = malloc(written.size);
+            if (*output) {
+                memcpy(*output, written.data, written.size);
+                size = written.size;
+            }
+        }
+        avifRWDataFree(&written);
+        avifEncoderDestroy(encoder);
+    }
+    avifImageDestroy(image);
+    return size;
+#else
+    (void)rgb10; (void)width; (void)height; *output = NULL;
+    return 0;
+#endif
+}
+
 size_t ik_raw_avif_encode(const void *rgba, int width, int height, int quantizer, int speed) {
 #ifdef IK_HAS_AVIF
     avifImage *image = avifImageCreate((uint32_t)width, (uint32_t)height, 8, AVIF_PIXEL_FORMAT_YUV420);

@@ -18,6 +18,7 @@ struct FormatsBench {
         colorRows()
         encodeRows()
         svgRows()
+        hdrRows()
     }
 
     // MARK: - Decode
@@ -205,6 +206,59 @@ struct FormatsBench {
         report.table(
             "SVG: drawn with librsvg (megapixels/s, single thread; raw = librsvg into a cairo surface, straight from C)",
             header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"], rows: rows)
+    }
+
+    // MARK: - HDR
+
+    /// A 12 MP PQ / BT.2020 AVIF (the synthetic photo with its whites at 406 cd/m², twice SDR
+    /// white, so the tone curve's knee is crossed) decoded to sRGB with tone mapping, beside
+    /// libavif decoding the same file to its 10-bit samples (what ImageKit starts from).
+    private func hdrRows() {
+        let name = "hdr/pq-avif-12mp"
+        guard options.includes(name), !options.quick, ImageFormat.avif.isDecodingSupported else { return }
+        let photo = SyntheticImages.photo(width: 4000, height: 3000)
+        let codes: [UInt16] = (0..<256).map { value in
+            let v = Double(value) / 255
+            let linear = v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4)
+            let y = pow(linear * 406 / 10_000, 0.1593017578125)
+            let pq = pow((0.8359375 + 18.8515625 * y) / (1 + 18.6875 * y), 78.84375)
+            return UInt16((pq * 1023).rounded())
+        }
+        let pixels = photo.packedRGBA()
+        var rgb = [UInt16](repeating: 0, count: photo.width * photo.height * 3)
+        for index in 0..<photo.width * photo.height {
+            for channel in 0..<3 { rgb[index * 3 + channel] = codes[Int(pixels[index * 4 + channel])] }
+        }
+        var output: UnsafeMutableRawPointer?
+        let size = ik_raw_avif_encode_pq(rgb, Int32(photo.width), Int32(photo.height), &output)
+        guard size > 0, let output else {
+            log("skipping \(name): the PQ AVIF could not be made")
+            return
+        }
+        let data = Data(bytes: output, count: size)
+        free(output)
+        guard let probe = try? ImageCodersManager.shared.decode(data), probe.isToneMapped else {
+            log("skipping \(name): the file did not decode as HDR")
+            return
+        }
+        let measurement = PairedMeasurement(minTime: options.minTime)
+        let (imagekit, raw) = measurement.run(
+            work: 12,
+            { _ = try? ImageCodersManager.shared.decode(data) },
+            {
+                var samples: UnsafeMutablePointer<UInt16>?
+                var width: Int32 = 0, height: Int32 = 0
+                _ = data.withUnsafeBytes { ik_raw_avif_decode16($0.baseAddress!, $0.count, &samples, &width, &height) }
+                free(samples)
+            })
+        report.jsonLine([
+            "case": name, "width": 4000, "height": 3000, "bytes": data.count, "imagekit_mps": imagekit,
+            "raw_mps": raw, "ratio": imagekit / raw,
+        ])
+        report.table(
+            "HDR: a PQ AVIF tone-mapped to sRGB (megapixels/s, single thread; raw = libavif to 10-bit samples, no tone mapping)",
+            header: ["case", "size", "bytes", "ImageKit MP/s", "raw C MP/s", "ratio"],
+            rows: [[name, "4000x3000", "\(data.count)", format(imagekit), format(raw), format(imagekit / raw, 3)]])
     }
 
     // MARK: - Colour

@@ -46,6 +46,12 @@ int ik_raw_tiff_decode(const void *_Nonnull data, size_t size, ik_raw_image *_No
 size_t ik_raw_heif_encode(const void *_Nonnull rgba, int width, int height, int quality, void *_Nullable *_Nonnull output);
 size_t ik_raw_jxl_encode(const void *_Nonnull rgba, int width, int height, float distance, void *_Nullable *_Nonnull output);
 size_t ik_raw_tiff_encode(const void *_Nonnull rgba, int width, int height, void *_Nullable *_Nonnull output);
+/// libavif's decode of the first image as RGBA samples at its depth (at least 10 bits), two bytes
+/// each, into `*samples` (malloc'ed; free it): an HDR decode without tone mapping. 0 on success.
+int ik_raw_avif_decode16(const void *_Nonnull data, size_t size, uint16_t *_Nullable *_Nonnull samples,
+                         int *_Nonnull width, int *_Nonnull height);
+/// A 10-bit 4:2:0 PQ / BT.2020 AVIF of 10-bit RGB samples (the bench's HDR photo).
+size_t ik_raw_avif_encode_pq(const uint16_t *_Nonnull rgb10, int width, int height, void *_Nullable *_Nonnull output);
 /// libavif's encoder straight (4:2:0, one quantizer, one thread): the output size.
 size_t ik_raw_avif_encode(const void *_Nonnull rgba, int width, int height, int quantizer, int speed);
 /// librsvg straight, as a C program would call it: the document from bytes, drawn into a cairo

@@ -26,22 +26,32 @@ void ik_tonemap_rows(const ik_tonemap *map, const uint16_t *src, size_t src_stri
         const uint16_t *in = src + (size_t)y * src_stride;
         uint8_t *out = dst + (size_t)y * dst_stride;
         for (int x = 0; x < width; x++, in += channels, out += 4) {
-            float r = map->linear[in[0] > max_code ? max_code : in[0]];
-            float g = map->linear[in[1] > max_code ? max_code : in[1]];
-            float b = map->linear[in[2] > max_code ? max_code : in[2]];
-            if (map->hlg) {
-                float ys = map->luma[0] * r + map->luma[1] * g + map->luma[2] * b;
-                float gain = ik_table(map->hlg_gain, ys * IK_TONEMAP_STEPS);
+            uint32_t cr = in[0] > max_code ? max_code : in[0];
+            uint32_t cg = in[1] > max_code ? max_code : in[1];
+            uint32_t cb = in[2] > max_code ? max_code : in[2];
+            float r = map->linear[cr], g = map->linear[cg], b = map->linear[cb];
+            if (map->code_gain) {
+                uint32_t top = cr > cg ? (cr > cb ? cr : cb) : (cg > cb ? cg : cb);
+                float gain = map->code_gain[top];
                 r *= gain;
                 g *= gain;
                 b *= gain;
-            }
-            float peak = r > g ? (r > b ? r : b) : (g > b ? g : b);
-            if (peak > 0) {
-                float gain = peak >= map->tone_max ? 1.0f / peak : ik_table(map->tone_gain, sqrtf(peak) * tone_scale);
-                r *= gain;
-                g *= gain;
-                b *= gain;
+            } else {
+                if (map->hlg) {
+                    float ys = map->luma[0] * r + map->luma[1] * g + map->luma[2] * b;
+                    float gain = ik_table(map->hlg_gain, ys * IK_TONEMAP_STEPS);
+                    r *= gain;
+                    g *= gain;
+                    b *= gain;
+                }
+                float peak = r > g ? (r > b ? r : b) : (g > b ? g : b);
+                if (peak > 0) {
+                    float gain = peak >= map->tone_max ? 1.0f / peak
+                                                       : ik_table(map->tone_gain, sqrtf(peak) * tone_scale);
+                    r *= gain;
+                    g *= gain;
+                    b *= gain;
+                }
             }
             out[0] = ik_encode(map->srgb, m[0] * r + m[1] * g + m[2] * b);
             out[1] = ik_encode(map->srgb, m[3] * r + m[4] * g + m[5] * b);

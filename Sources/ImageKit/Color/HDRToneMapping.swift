@@ -134,6 +134,8 @@ final class HDRToneMapper: Sendable {
     private let linear: [Float]
     private let hlgGain: [Float]
     private let toneGain: [Float]
+    /// PQ only: the tone curve's gain by max(R, G, B)'s code value, exact (no interpolation).
+    private let codeGain: [Float]
     private let srgb: [UInt8]
     private let matrix: [Float]
     private let luma: [Float]
@@ -195,6 +197,17 @@ final class HDRToneMapper: Sendable {
             let mapped = Self.eetf(nits: relative * white, sourcePeak: peakNits, targetPeak: white) / white
             return Float(mapped / relative)
         }
+        if key.transfer == .pq {
+            codeGain = (0...key.maxCode).map { code in
+                let relative = Self.pqToNits(Double(code) / maxCode) / white
+                guard relative > 0 else { return 1 }
+                guard relative < peakNits / white else { return Float(1 / relative) }
+                return Float(
+                    Self.eetf(nits: relative * white, sourcePeak: peakNits, targetPeak: white) / white / relative)
+            }
+        } else {
+            codeGain = []
+        }
         matrix = key.primaries.matrix(to: .bt709).map { Float($0) }
         let entries = Int(IK_TONEMAP_SRGB_ENTRIES)
         srgb = (0..<entries).map { index in
@@ -214,22 +227,25 @@ final class HDRToneMapper: Sendable {
             hlgGain.withUnsafeBufferPointer { hlgGain in
                 toneGain.withUnsafeBufferPointer { toneGain in
                     srgb.withUnsafeBufferPointer { srgb in
-                        var map = ik_tonemap()
-                        map.linear = linear.baseAddress
-                        map.max_code = UInt32(key.maxCode)
-                        map.hlg = key.transfer == .hlg ? 1 : 0
-                        map.luma = (luma[0], luma[1], luma[2])
-                        map.hlg_gain = hlgGain.baseAddress
-                        map.tone_gain = toneGain.baseAddress
-                        map.tone_max = Float(toneMax)
-                        map.matrix = (
-                            matrix[0], matrix[1], matrix[2], matrix[3], matrix[4], matrix[5], matrix[6], matrix[7],
-                            matrix[8]
-                        )
-                        map.srgb = srgb.baseAddress
-                        ik_tonemap_rows(
-                            &map, samples, stride, Int32(channels), buffer.row(0),
-                            buffer.bytesPerRow, Int32(width), Int32(height))
+                        codeGain.withUnsafeBufferPointer { codeGain in
+                            var map = ik_tonemap()
+                            map.linear = linear.baseAddress
+                            map.max_code = UInt32(key.maxCode)
+                            map.hlg = key.transfer == .hlg ? 1 : 0
+                            map.luma = (luma[0], luma[1], luma[2])
+                            map.hlg_gain = hlgGain.baseAddress
+                            map.tone_gain = toneGain.baseAddress
+                            map.tone_max = Float(toneMax)
+                            map.matrix = (
+                                matrix[0], matrix[1], matrix[2], matrix[3], matrix[4], matrix[5], matrix[6], matrix[7],
+                                matrix[8]
+                            )
+                            map.srgb = srgb.baseAddress
+                            map.code_gain = codeGain.isEmpty ? nil : codeGain.baseAddress
+                            ik_tonemap_rows(
+                                &map, samples, stride, Int32(channels), buffer.row(0),
+                                buffer.bytesPerRow, Int32(width), Int32(height))
+                        }
                     }
                 }
             }

@@ -23,6 +23,9 @@ typedef struct ik_tonemap {
     /// tone_max the pixel is brought to 1.0 (the source's peak is the display's).
     const float *tone_gain;
     float tone_max;
+    /// For PQ, the same gain indexed by max(R, G, B)'s code value (max_code + 1 entries): the
+    /// EOTF is monotonic, so the largest code is the largest light. NULL for HLG.
+    const float *code_gain;
     /// Source primaries to BT.709 primaries, linear light, row-major.
     float matrix[9];
     /// Linear [0, 1] to 8-bit sRGB: IK_TONEMAP_SRGB_ENTRIES entries.

@@ -63,9 +63,19 @@ public struct AVIFCoder: ImageCoding {
         let icc = first.pointee.icc.size > 0 ? Data(bytes: first.pointee.icc.data, count: first.pointee.icc.size) : nil
         let toneMapper = Self.toneMapper(first.pointee)
         if toneMapper != nil {
+            // libavif's planes as subsampled (4:2:0 holds half a chroma sample a pixel), and the
+            // 16-bit RGB(A) samples the tone mapper reads.
+            let chromaSamples: Int
+            switch first.pointee.yuvFormat {
+            case AVIF_PIXEL_FORMAT_YUV420: chromaSamples = stored.pixelCount / 2
+            case AVIF_PIXEL_FORMAT_YUV422: chromaSamples = stored.pixelCount
+            case AVIF_PIXEL_FORMAT_YUV400: chromaSamples = 0
+            default: chromaSamples = stored.pixelCount * 2
+            }
+            let planes = (stored.pixelCount * (hasAlpha ? 2 : 1) + chromaSamples) * depthBytes
             try options.limits.checkWorking(
-                stored.pixelCount * (3 + 1) * depthBytes + stored.pixelCount * 12,
-                outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) HDR AVIF planes")
+                planes + stored.pixelCount * 2 * (hasAlpha ? 4 : 3),
+                outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) HDR AVIF planes and samples")
         }
 
         var frames: [ImageFrame] = []
@@ -137,17 +147,18 @@ public struct AVIFCoder: ImageCoding {
         if let toneMapper {
             // libavif writes the samples at the image's depth (at least 10 bits), which the mapper's
             // tables are indexed by.
-            var samples = [UInt16](repeating: 0, count: stored.pixelCount * 4)
+            let channels = hasAlpha ? 4 : 3
+            var samples = [UInt16](repeating: 0, count: stored.pixelCount * channels)
             return try samples.withUnsafeMutableBufferPointer { samples throws(ImageError) in
                 var rgb = avifRGBImage()
                 avifRGBImageSetDefaults(&rgb, image)
-                rgb.format = AVIF_RGB_FORMAT_RGBA
+                rgb.format = hasAlpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB
                 rgb.depth = UInt32(max(10, image.pointee.depth))
                 rgb.pixels = UnsafeMutableRawPointer(samples.baseAddress!).assumingMemoryBound(to: UInt8.self)
-                rgb.rowBytes = UInt32(stored.width * 8)
+                rgb.rowBytes = UInt32(stored.width * 2 * channels)
                 try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
                 let bitmap = try toneMapper.map(
-                    samples.baseAddress!, stride: stored.width * 4, channels: 4, width: stored.width,
+                    samples.baseAddress!, stride: stored.width * channels, channels: channels, width: stored.width,
                     height: stored.height, isOpaque: !hasAlpha)
                 return try geometry.apply(to: bitmap)
             }
