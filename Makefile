@@ -7,13 +7,13 @@ SWIFT ?= swift
 # MAKEFLAGS/MAKELEVEL, which differ between `make test` and a sub-make or `make -s`: every swift
 # command runs without them, so a second build with the same flags is a no-op.
 SWIFTPM = env -u _ -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u MAKE_TERMOUT -u MAKE_TERMERR $(SWIFT)
-DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev nginx openssl python3
-PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0
+DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev libpoppler-glib-dev nginx openssl python3
+PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0 poppler-glib
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all docs lint format deps build release test test-asan test-tsan test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
+.PHONY: all docs lint format deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
 	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
@@ -38,7 +38,9 @@ release: deps
 
 # Tests run optimised (-c release, with @testable imports enabled): the codec and resampler
 # loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
-TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test
+# Every trait on, PDF too (off by default: poppler is GPL), so that every coder's tests run;
+# `test-no-traits` checks the build and the tests with none.
+TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits HEIF,AVIF,JXL,SVG,PDF,Serve
 
 # The image service's output sizes are compared with a real thumbor 7.8 asked for the same URLs
 # in the same run (Tests/thumbor/sizes.py, loopback only). thumbor lives in a venv outside the
@@ -75,7 +77,13 @@ test: deps thumbor-sizes
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL,SVG
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL,SVG,PDF
+
+# Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
+# library, the tool and every test build, and the tests pass with those formats answering
+# `unsupportedFormat`.
+test-no-traits: deps
+	$(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
@@ -204,4 +212,4 @@ docs: deps
 	python3 Tests/check-docs.py .build-docs ImageKit ImageKitServer
 
 clean:
-	rm -rf .build-docs .build .build-test .build-asan .build-tsan Fuzz/.build-fuzz
+	rm -rf .build-docs .build .build-test .build-asan .build-tsan .build-no-traits Fuzz/.build-fuzz

@@ -33,6 +33,8 @@ let package = Package(
         .trait(name: "AVIF", description: "AVIF still and animated decoding and AVIF encoding with libavif"),
         .trait(name: "JXL", description: "JPEG XL decoding and encoding with libjxl"),
         .trait(name: "SVG", description: "SVG rendering with librsvg (and cairo)"),
+        // Off by default: poppler is GPL-2.0-or-later, so a binary built with it is GPL too.
+        .trait(name: "PDF", description: "PDF first-page rendering with poppler-glib (GPL: see the README)"),
         // The image service's HTTP layer (Hummingbird 2, swift-service-lifecycle, swift-prometheus)
         // and `imagekit serve`. Without it ImageKitServer keeps its framework-free core
         // (`ImageService.handle`), which is how the sanitizer builds skip compiling Hummingbird twice.
@@ -67,6 +69,7 @@ let package = Package(
         systemLibrary("CAVIF", pkgConfig: "libavif", apt: "libavif-dev"),
         systemLibrary("CJXL", pkgConfig: "libjxl", apt: "libjxl-dev"),
         systemLibrary("CRSVG", pkgConfig: "librsvg-2.0", apt: "librsvg2-dev"),
+        systemLibrary("CPoppler", pkgConfig: "poppler-glib", apt: "libpoppler-glib-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
         // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
@@ -84,6 +87,7 @@ let package = Package(
                 .target(name: "CAVIF", condition: .when(traits: ["AVIF"])),
                 .target(name: "CJXL", condition: .when(traits: ["JXL"])),
                 .target(name: "CRSVG", condition: .when(traits: ["SVG"])),
+                .target(name: "CPoppler", condition: .when(traits: ["PDF"])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

@@ -6,9 +6,9 @@ struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode files and print what they hold.",
         discussion: """
-            Prints format (jpeg, png, gif, webp, heic, heif, avif, jxl, tiff, bmp, ico), size, frame \
+            Prints format (jpeg, png, gif, webp, heic, heif, avif, jxl, tiff, bmp, ico, svg, pdf), size, frame \
             count, loop count, frame durations, EXIF orientation, the embedded ICC profile's \
-            description and decoded cost for each file; a TIFF's page count; for an HDR source \
+            description and decoded cost for each file; a TIFF's (or PDF's) page count; for an HDR source \
             (PQ or HLG) its transfer, as it was tone-mapped to sRGB; whether the file carries an HDR \
             gain map (its SDR base image is what is decoded); SVG files are marked as vectors. Pixels are converted to sRGB from an \
             embedded profile unless --keep-color-profile is given. With --pixels, also the SHA-256 \
@@ -111,9 +111,13 @@ struct Info: ParsableCommand {
         }
     }
 
-    /// A multi-page document's page count (TIFF); nil for other formats.
+    /// A multi-page document's page count (TIFF, and PDF in builds with the PDF trait); nil for
+    /// other formats.
     private func pages(_ data: Data) -> Int? {
-        TIFFCoder.pageCount(data)
+        #if PDF
+        if ImageFormat.detect(data) == .pdf { return PDFCoder.pageCount(data) }
+        #endif
+        return TIFFCoder.pageCount(data)
     }
 
     private func reportFailure(path: String, code: String, message: String) {

@@ -27,7 +27,8 @@ public final class ImageCodersManager: ImageCoding {
     }
 
     /// The coders ImageKit ships: JPEG, PNG (and APNG), GIF, WebP, TIFF, BMP, ICO, and HEIF,
-    /// AVIF, JPEG XL and SVG (a decoder) when their package traits are enabled (the default).
+    /// AVIF, JPEG XL and SVG (a decoder) when their package traits are enabled (the default), and
+    /// PDF (a decoder) with the `PDF` trait.
     public static var builtInCoders: [any ImageDecoding] {
         var coders: [any ImageDecoding] = [
             JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), TIFFCoder(), BMPCoder(), ICOCoder(),
@@ -43,6 +44,9 @@ public final class ImageCodersManager: ImageCoding {
         #endif
         #if JXL
         coders.append(JXLCoder())
+        #endif
+        #if PDF
+        coders.append(PDFCoder())
         #endif
         return coders
     }

@@ -25,6 +25,9 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The format is recognised (or valid) but ImageKit cannot decode this variant of it:
         /// TIFF, HEIC, 12-bit or lossless JPEG …
         public static let unsupportedFormat = Code(rawValue: "unsupportedFormat")
+        /// The document is encrypted with a password needed to open it (a PDF's user password).
+        /// A file with only an owner password (which restricts printing or copying) opens.
+        public static let encrypted = Code(rawValue: "encrypted")
         /// The header declares more pixels than the decoding limits allow.
         public static let decompressionBomb = Code(rawValue: "decompressionBomb")
         /// An image has zero width, zero height or no frames.

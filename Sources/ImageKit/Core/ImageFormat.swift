@@ -2,9 +2,10 @@ import Foundation
 
 /// An image container format, recognised from the data's signature (never from a file name).
 ///
-/// ImageKit decodes and encodes ``jpeg``, ``png`` (with APNG), ``gif``, ``webp`` and ``avif``;
-/// it decodes ``tiff``, ``bmp``, ``ico``, ``heic``/``heif`` and ``jpegXL`` too. HEIF, AVIF and
-/// JPEG XL need the package traits of the same names (on by default). The other formats are
+/// ImageKit decodes and encodes ``jpeg``, ``png`` (with APNG), ``gif``, ``webp``, ``avif``,
+/// ``heic`` and ``jpegXL``; it decodes ``tiff``, ``bmp``, ``ico``, ``heif``, ``svg`` and ``pdf``
+/// too. HEIF, AVIF, JPEG XL, SVG and PDF need the package traits of the same names (all but PDF
+/// on by default). The other formats are
 /// recognised so that callers get ``ImageError/Code/unsupportedFormat`` instead of a generic
 /// "bad data" answer.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -28,9 +29,10 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
     case bmp
     /// Windows icon.
     case ico
-    /// PDF (recognised; not decoded).
+    /// PDF: its first page (or another, ``ImageDecodingOptions/pages``) rendered, with the `PDF`
+    /// package trait (off by default: poppler is GPL).
     case pdf
-    /// SVG (recognised; not decoded).
+    /// SVG, rendered with the `SVG` package trait.
     case svg
     /// JPEG XL, bare codestream or ISO BMFF container.
     case jpegXL = "jxl"
@@ -114,6 +116,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
         case .jpeg, .png, .gif, .webp, .tiff, .bmp, .ico: true
         #if SVG
         case .svg: true
+        #endif
+        #if PDF
+        case .pdf: true
         #endif
         #if HEIF
         case .heic, .heif: true

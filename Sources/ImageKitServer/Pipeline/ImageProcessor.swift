@@ -732,6 +732,8 @@ public struct ImageProcessor: Sendable {
             return ImageServiceError(415, code: "undecodableImage", "the source image is corrupt")
         case .unsupportedFormat, .emptyData:
             return ImageServiceError(415, code: "notAnImage", "the source is not an image this service reads")
+        case .encrypted:
+            return ImageServiceError(415, code: "encryptedSource", "the source document needs a password")
         case .invalidArgument: return ImageServiceError(400, code: "invalidArgument", error.message)
         default:
             return ImageServiceError(500, code: "processingFailed", "the image could not be processed (\(error.code))")

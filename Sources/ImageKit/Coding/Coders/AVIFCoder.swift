@@ -8,7 +8,9 @@ import Foundation
 /// images (reduced to 8 bits), monochrome, grids, and applies the `clap` crop, then `irot`
 /// and `imir`, in the order the format defines; an EXIF orientation inside is not applied (the
 /// file's own transforms are). The ICC profile is converted to sRGB (nclx colour is libavif's
-/// YUV-to-RGB matrix and taken as sRGB primaries; see the README). libavif 0.11 does not report
+/// YUV-to-RGB matrix and taken as sRGB primaries), except that a PQ or HLG `nclx` transfer is
+/// decoded at full depth and tone-mapped to sRGB with its primaries (``DecodedImage/hdrTransfer``).
+/// Tracks of an image sequence's movie other than its pictures (audio, metadata) are ignored. libavif 0.11 does not report
 /// a sequence's loop count: animations loop forever, as browsers play them. One thread per decode.
 ///
 /// Encoding writes a still (the first frame) in 4:2:0, 8 bits, with alpha when the image has

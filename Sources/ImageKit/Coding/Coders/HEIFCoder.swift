@@ -5,7 +5,10 @@ import Foundation
 /// HEIC/HEIF decoding with libheif (libde265 for HEVC): the primary image, grids (how iPhones
 /// store photos), alpha, 10- and 12-bit images reduced to 8 bits, the `irot`/`imir`/`clap`
 /// transforms applied by libheif (they win over an EXIF orientation stored inside, which is not
-/// applied, as in browsers), and the `colr` ICC profile converted to sRGB.
+/// applied, as in browsers), and the `colr` ICC profile converted to sRGB. An image whose `nclx`
+/// transfer is PQ or HLG is decoded at its depth and tone-mapped to sRGB
+/// (``DecodedImage/hdrTransfer``); Apple's HDR gain map is reported, not applied
+/// (``DecodedImage/hasGainMap``).
 ///
 /// Encoding writes HEIC (HEVC through libheif's x265 plugin): a still (the first frame), with
 /// alpha when the image has any, at libheif's lossy quality (``ImageEncodingOptions/quality``

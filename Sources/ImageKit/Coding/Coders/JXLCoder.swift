@@ -14,7 +14,8 @@ import Foundation
 ///
 /// Colour: a lossy (XYB) file is rendered by libjxl straight to sRGB; a file that keeps its
 /// original profile (lossless, or stored as RGB) is converted from that profile by Little CMS
-/// like every other format. Thumbnails are decoded whole, then resized (libjxl 0.7 has no
+/// like every other format. A PQ or HLG colour encoding is decoded as 16-bit samples in that
+/// encoding and tone-mapped to sRGB (``DecodedImage/hdrTransfer``). Thumbnails are decoded whole, then resized (libjxl 0.7 has no
 /// scaled decode). One thread per decode. Built with the `JXL` package trait.
 public struct JXLCoder: ImageCoding {
     /// The JPEG XL decoder (libjxl).

@@ -11,7 +11,9 @@ import Foundation
 /// uses ImageKit's libdeflate writer (libpng's filter heuristic, one compression call). An
 /// APNG decodes to its animation frames composited on the IHDR-sized canvas; a default image
 /// that is not part of the animation is returned only with
-/// ``ImageDecodingOptions/firstFrameOnly``, as a viewer that does not animate shows it.
+/// ``ImageDecodingOptions/firstFrameOnly``, as a viewer that does not animate shows it. A still
+/// whose `cICP` chunk says PQ or HLG is read at 16 bits and tone-mapped to sRGB
+/// (``DecodedImage/hdrTransfer``).
 ///
 /// An animated image encodes as an APNG (every frame, durations and loop count kept) unless
 /// ``ImageEncodingOptions/firstFrameOnly`` is given.

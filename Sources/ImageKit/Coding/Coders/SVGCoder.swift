@@ -3,6 +3,12 @@ internal import CImageCodecs
 internal import CRSVG
 import Foundation
 
+// cairo's header is included by both librsvg's and poppler's: Clang gives its declarations to
+// whichever of the two modules it builds first, so a file using cairo imports both.
+#if PDF
+internal import CPoppler
+#endif
+
 /// SVG rendering with librsvg (and cairo): the document drawn straight at the size asked for.
 ///
 /// The intrinsic size is the root's `width` and `height` in CSS pixels (96 dpi), else its

@@ -1,0 +1,3 @@
+#pragma once
+#include <cairo.h>
+#include <poppler.h>

@@ -1,0 +1,154 @@
+#if PDF
+internal import CImageCodecs
+internal import CPoppler
+import Foundation
+
+// cairo's declarations may belong to librsvg's module (see SVGCoder.swift).
+#if SVG
+internal import CRSVG
+#endif
+
+/// PDF rendering with poppler (poppler-glib, through cairo): the first page, as viewers show it.
+///
+/// The page's CropBox is drawn (what viewers show, not the larger MediaBox), turned by its
+/// `/Rotate`, on white paper, at 72 dpi by default (1 pt = 1 px: an A4 page is 595 × 842), or at
+/// the resolution that fits a thumbnail or a scale-down limit, drawn at that size — never large
+/// and then shrunk. ``ImageDecodingOptions/pages`` picks another page (`.page(n)` from 0), or
+/// every page as the frames of one image when they share one size.
+///
+/// A file with only an owner password (which restricts printing or copying) opens, as in
+/// poppler's tools and in viewers; one with a user password gives
+/// ``ImageError/Code/encrypted``. A damaged file poppler cannot reconstruct gives
+/// ``ImageError/Code/badImageData``, a truncated one ``ImageError/Code/truncatedData``. The
+/// decoding limits apply to the pixels drawn, before anything is drawn. Documents are read from
+/// bytes: poppler follows no link and opens no other file.
+///
+/// Decode only, `format` `.pdf`. Built with the `PDF` package trait, off by default: poppler is
+/// GPL-2.0-or-later, so a program linking it must be distributed under the GPL.
+public struct PDFCoder: ImageDecoding {
+    /// The PDF decoder (poppler).
+    public init() {}
+
+    /// True for PDF.
+    public func canDecode(_ signature: ImageSignature) -> Bool { signature.format == .pdf }
+
+    /// Renders the first page (or the pages the options name).
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(ImageError) -> DecodedImage {
+        try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
+    }
+
+    /// A PDF's page count, nil when poppler cannot open it (not a PDF, damaged, a user password).
+    public static func pageCount(_ data: Data) -> Int? {
+        data.withUnsafeBytes { bytes -> Int? in
+            guard let document = try? open(bytes) else { return nil }
+            defer { g_object_unref(UnsafeMutableRawPointer(document)) }
+            return Int(poppler_document_get_n_pages(document))
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
+        -> DecodedImage
+    {
+        let document = try open(bytes)
+        defer { g_object_unref(UnsafeMutableRawPointer(document)) }
+        let pageCount = Int(poppler_document_get_n_pages(document))
+        guard pageCount > 0 else { throw ImageError(.zeroPixels, "PDF: the document has no page") }
+        switch options.pages {
+        case .first:
+            return DecodedImage(
+                frames: [ImageFrame(bitmap: try render(document, page: 0, options: options))], format: .pdf)
+        case .page(let index):
+            guard (0..<pageCount).contains(index) else {
+                throw ImageError(.invalidArgument, "PDF: page \(index) of a document of \(pageCount) pages")
+            }
+            return DecodedImage(
+                frames: [ImageFrame(bitmap: try render(document, page: index, options: options))], format: .pdf)
+        case .all:
+            var frames: [ImageFrame] = []
+            for index in 0..<pageCount {
+                let bitmap = try render(document, page: index, options: options)
+                if let first = frames.first?.bitmap, first.size != bitmap.size {
+                    throw ImageError(
+                        .unsupportedFormat,
+                        "PDF: page \(index) is \(bitmap.size), page 0 \(first.size): "
+                            + "pages of different sizes are decoded one at a time (.page(n))")
+                }
+                frames.append(ImageFrame(bitmap: bitmap))
+                try options.limits.check(width: bitmap.width, height: bitmap.height, frames: frames.count)
+            }
+            return DecodedImage(frames: frames, format: .pdf)
+        }
+    }
+
+    /// The page drawn at its displayed size (CropBox, rotated) in points, or at the target the
+    /// options give for that size.
+    private static func render(_ document: OpaquePointer, page index: Int, options: ImageDecodingOptions)
+        throws(ImageError) -> Bitmap
+    {
+        guard let page = poppler_document_get_page(document, Int32(index)) else {
+            throw ImageError(.badImageData, "PDF: page \(index) cannot be read")
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(page)) }
+        var width = 0.0, height = 0.0
+        // The CropBox's size with the page's /Rotate applied.
+        poppler_page_get_size(page, &width, &height)
+        guard width.isFinite, height.isFinite, width >= 0.5, height >= 0.5 else {
+            throw ImageError(.zeroPixels, "PDF: page \(index) is \(width) × \(height) pt")
+        }
+        func side(_ value: Double) -> Int { Int(min(value.rounded(), 1e9)) }
+        let natural = PixelSize(width: max(1, side(width)), height: max(1, side(height)))
+        let target = DecodeTarget.size(for: natural, options: options)
+        try options.limits.check(width: target.width, height: target.height)
+        let buffer = try PixelBuffer(width: target.width, height: target.height)
+        guard
+            let surface = cairo_image_surface_create_for_data(
+                buffer.row(0), CAIRO_FORMAT_ARGB32, Int32(target.width), Int32(target.height),
+                Int32(buffer.bytesPerRow))
+        else { throw ImageError(.internalError, "cairo: no surface") }
+        defer { cairo_surface_destroy(surface) }
+        guard let context = cairo_create(surface) else { throw ImageError(.internalError, "cairo: no context") }
+        defer { cairo_destroy(context) }
+        // Paper: viewers and pdftoppm show a page on white, whatever the content leaves unpainted.
+        cairo_set_source_rgb(context, 1, 1, 1)
+        cairo_paint(context)
+        cairo_scale(context, Double(target.width) / width, Double(target.height) / height)
+        poppler_page_render(page, context)
+        cairo_surface_flush(surface)
+        for y in 0..<target.height { _ = ik_cairo_to_rgba_row(buffer.row(y), Int32(target.width)) }
+        return buffer.freeze(isOpaque: true)
+    }
+
+    /// The document, opened from `bytes` (which must outlive it) without a password.
+    private static func open(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> OpaquePointer {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw ImageError(.emptyData, "the PDF data is empty")
+        }
+        // A file cut short has lost its trailer: `%%EOF` within the last 1024 bytes, where readers
+        // look for it. poppler would rebuild the cross-references and draw what is left.
+        let tail = UnsafeRawBufferPointer(rebasing: bytes[max(0, bytes.count - 1024)...])
+        guard ByteSearch.contains(Array("%%EOF".utf8), in: tail) else {
+            throw ImageError(.truncatedData, "PDF: the document ends early (no %%EOF)")
+        }
+        guard let data = g_bytes_new_static(base, gsize(bytes.count)) else {
+            throw ImageError(.internalError, "glib: out of memory")
+        }
+        defer { g_bytes_unref(data) }
+        var error: UnsafeMutablePointer<GError>?
+        guard let document = poppler_document_new_from_bytes(data, nil, &error) else {
+            throw failure(error)
+        }
+        return document
+    }
+
+    private static func failure(_ error: UnsafeMutablePointer<GError>?) -> ImageError {
+        defer { if let error { g_error_free(error) } }
+        let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "unknown error"
+        if let error, error.pointee.domain == poppler_error_quark(),
+            error.pointee.code == Int32(POPPLER_ERROR_ENCRYPTED.rawValue)
+        {
+            return ImageError(.encrypted, "PDF: the document needs a password (\(message))")
+        }
+        return ImageError(.badImageData, "PDF: \(message)")
+    }
+}
+#endif
