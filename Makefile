@@ -82,8 +82,8 @@ test-asan: deps thumbor-sizes
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
 # library, the tool and every test build, and the tests pass with those formats answering
 # `unsupportedFormat`.
-test-no-traits: deps
-	$(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
+test-no-traits: deps thumbor-sizes
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:

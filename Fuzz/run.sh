@@ -16,7 +16,7 @@ corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
 formats=${IMAGEKIT_FORMATS_CORPUS:-$root/../shared/formats-corpus}
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
 all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager
-     FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL)
+     FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL FuzzSVG FuzzPDF)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 
@@ -51,11 +51,13 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
         FuzzTIFF)
             find "$corpus" "$formats" -type f \( -name '*.tif' -o -name '*.tiff' \) -size -200k | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzModernFormats)
-            find "$corpus" "$formats" -type f \( -name '*.heic' -o -name '*.heif' -o -name '*.avif' -o -name '*.avifs' -o -name '*.jxl' \) -size -200k \
+            find "$corpus" "$formats" "$root/Tests/ImageKitTests/Fixtures/hdr" -type f \( -name '*.heic' -o -name '*.heif' -o -name '*.avif' -o -name '*.avifs' -o -name '*.jxl' \) -size -200k \
                 | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; printf '\x08' | cat - "$f" > "$dir/lazy-$(basename "$f")"; done ;;
         FuzzSVG)
             find "$root/Tests/ImageKitTests/Fixtures/svg" -type f -name '*.svg' | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; printf '\x21' | cat - "$f" > "$dir/t-$(basename "$f")"; done
             printf '\x00<!DOCTYPE svg [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><svg xmlns="http://www.w3.org/2000/svg"><text>&b;&b;</text></svg>' > "$dir/entities" ;;
+        FuzzPDF)
+            find "$root/Tests/ImageKitTests/Fixtures/pdf" -type f -name '*.pdf' | while read -r f; do printf '\x00' | cat - "$f" > "$dir/$(basename "$f")"; printf '\x03' | cat - "$f" > "$dir/p-$(basename "$f")"; done ;;
         FuzzGIFBlocks) find "$corpus" -type f -name '*.gif' -size -200k | while read -r f; do printf '\x3f\x3f\x00\x40\x40\x00' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
         FuzzDiskMetadata)
             printf 'v\t1\nkey\thttps://e.example/a.jpg\nstored\t1800000000\nbytes\t1234\nexpiry\t1800000600\nhttp\t1\netag\t"x"\ncache-control\tmax-age=60\nexpires\tThu, 01 Dec 2033 16:00:00 GMT\n' > "$dir/1"

@@ -1,3 +1,4 @@
+#if AVIF
 import Foundation
 import XCTest
 
@@ -92,3 +93,4 @@ final class AVIFEncodingTests: XCTestCase {
         XCTAssertGreaterThan(png.count, 10)
     }
 }
+#endif
