@@ -557,6 +557,58 @@ extension HDRTests {
         XCTAssertGreaterThan(psnr(hlg.bitmap, hlgReference), 45)
     }
 
+    func testLibjxlsPQGradientMatchesTheReference() throws {
+        // libjxl's testdata: 1088 × 64, 16-bit gray, PQ, intensity target 10 000 (libjxl's default
+        // for PQ, so the default 1000 cd/m² peak applies).
+        let data = try fixture("pq_gradient.jxl")
+        let decoded = try ImageCodersManager.shared.decode(data)
+        XCTAssertEqual(decoded.hdrTransfer, .pq)
+        XCTAssertEqual(decoded.bitmap.size, PixelSize(width: 1088, height: 64))
+        let (gray, width, height) = try Self.libjxlSamples(data)
+        let rgb = gray.flatMap { [$0, $0, $0] }
+        let reference = try HDRReference.toneMap(
+            rgb, width: width, height: height, maxCode: 65535, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(decoded.bitmap, reference), 45)
+        // A gradient: left to right never darker.
+        let row = (0..<width).map { decoded.bitmap[$0, 32].r }
+        XCTAssertEqual(row, row.sorted())
+    }
+
+    /// libjxl's decode of a gray file as its 16-bit samples.
+    static func libjxlSamples(_ data: Data) throws -> ([UInt16], Int, Int) {
+        let decoder = try XCTUnwrap(JxlDecoderCreate(nil))
+        defer { JxlDecoderDestroy(decoder) }
+        XCTAssertEqual(
+            JxlDecoderSubscribeEvents(decoder, Int32(JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_FULL_IMAGE.rawValue)),
+            JXL_DEC_SUCCESS)
+        var info = JxlBasicInfo()
+        var samples: [UInt16] = []
+        var format = JxlPixelFormat(
+            num_channels: 1, data_type: JXL_TYPE_UINT16, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        try data.withUnsafeBytes { bytes in
+            XCTAssertEqual(
+                JxlDecoderSetInput(decoder, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count),
+                JXL_DEC_SUCCESS)
+            JxlDecoderCloseInput(decoder)
+            loop: while true {
+                switch JxlDecoderProcessInput(decoder) {
+                case JXL_DEC_BASIC_INFO:
+                    XCTAssertEqual(JxlDecoderGetBasicInfo(decoder, &info), JXL_DEC_SUCCESS)
+                    samples = [UInt16](repeating: 0, count: Int(info.xsize * info.ysize))
+                case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
+                    let status = samples.withUnsafeMutableBytes {
+                        JxlDecoderSetImageOutBuffer(decoder, &format, $0.baseAddress, $0.count)
+                    }
+                    XCTAssertEqual(status, JXL_DEC_SUCCESS)
+                case JXL_DEC_FULL_IMAGE: continue
+                case JXL_DEC_SUCCESS: break loop
+                default: throw ImageError(.badImageData, "libjxl could not decode the test file")
+                }
+            }
+        }
+        return (samples, Int(info.xsize), Int(info.ysize))
+    }
+
     /// A JPEG XL of 16-bit RGB samples in BT.2020 with `transfer`: lossless, or lossy at `distance`.
     static func jxl(
         _ rgb: [UInt16], width: Int, height: Int, transfer: JxlTransferFunction, distance: Float? = nil
