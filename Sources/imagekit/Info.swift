@@ -10,7 +10,7 @@ struct Info: ParsableCommand {
             count, loop count, frame durations, EXIF orientation, the embedded ICC profile's \
             description and decoded cost for each file; a TIFF's (or PDF's) page count; for an HDR source \
             (PQ or HLG) its transfer, as it was tone-mapped to sRGB; whether the file carries an HDR \
-            gain map (its SDR base image is what is decoded); SVG files are marked as vectors. Pixels are converted to sRGB from an \
+            gain map (not applied: its base image is what is decoded); SVG files are marked as vectors. Pixels are converted to sRGB from an \
             embedded profile unless --keep-color-profile is given. With --pixels, also the SHA-256 \
             of each frame's pixels as tightly packed RGBA8 with fully transparent pixels cleared to \
             0,0,0,0. An animation (GIF, APNG, WebP, AVIF, JPEG XL) is reported from its first frame and its \
@@ -95,7 +95,7 @@ struct Info: ParsableCommand {
             if image.format == .svg { line += " (vector: its intrinsic size, drawn at any size asked)" }
             if let pages = pages(data) { line += ", \(pages) page(s)" }
             if let transfer = image.hdrTransfer { line += ", HDR \(transfer) tone-mapped to sRGB" }
-            if image.hasGainMap { line += ", HDR gain map (SDR base decoded)" }
+            if image.hasGainMap { line += ", HDR gain map (not applied: the base image is shown)" }
             if durations.count > 1 {
                 let listed = durations.map { String(format: "%.3g", $0) }.joined(separator: ",")
                 line += ", loop \(loopCount == 0 ? "forever" : String(loopCount)), durations [\(listed)] s"

@@ -57,7 +57,13 @@ static void ik_png_setup_transforms_depth(png_structp png, png_infop png_info, i
     png_uint_32 width = 0, height = 0;
     int bit_depth = 0, color_type = 0, interlace = 0;
     png_get_IHDR(png, png_info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
-    int has_trns = png_get_valid(png, png_info, PNG_INFO_tRNS) != 0;
+    // libpng 1.6.39 drops a tRNS chunk that comes before PLTE but leaves its valid flag set:
+    // only a tRNS with entries adds alpha (otherwise the rows would be RGB, not RGBA).
+    png_bytep trans_alpha = NULL;
+    int num_trans = 0;
+    png_color_16p trans_color = NULL;
+    int has_trns = png_get_valid(png, png_info, PNG_INFO_tRNS) != 0 &&
+                   png_get_tRNS(png, png_info, &trans_alpha, &num_trans, &trans_color) != 0 && num_trans > 0;
     info->width = width;
     info->height = height;
     info->bit_depth = bit_depth;

@@ -53,9 +53,10 @@ public struct DecodedImage: Sendable {
     public var hdrTransfer: HDRTransfer?
     /// Whether the pixels were tone-mapped from an HDR source (see ``hdrTransfer``).
     public var isToneMapped: Bool { hdrTransfer != nil }
-    /// The file carries an HDR gain map beside the SDR image that was decoded (an Ultra HDR or
+    /// The file carries an HDR gain map beside the base image that was decoded (an Ultra HDR or
     /// Adobe gain-map JPEG, Apple's HEIC or JPEG, an ISO 21496-1 `tmap` item in AVIF or HEIF, a
-    /// JPEG XL `jhgm` box). The gain map itself is not read: the pixels are the SDR base image.
+    /// JPEG XL `jhgm` box). The gain map itself is not applied: the pixels are the base image —
+    /// SDR in those JPEGs and HEICs; an AVIF's base may be HDR, which is then tone-mapped.
     public var hasGainMap = false
 
     /// An image of `frames`; a coder or transformer makes these.

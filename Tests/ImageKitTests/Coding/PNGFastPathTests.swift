@@ -177,6 +177,25 @@ final class PNGFastPathTests: XCTestCase {
         XCTAssertNil(fast(cases[1].1), "a CRC mismatch goes to libpng")
     }
 
+    /// An RGB file whose tRNS comes before its (suggested) PLTE: libpng 1.6.39 drops the tRNS
+    /// but kept its flag, and the decode failed ("unexpected PNG row layout"); it is the opaque
+    /// image libpng reads (libavif's test file circle-trns-before-plte.png).
+    func testATRNSChunkBeforePLTEIsDroppedAsLibpngDoes() throws {
+        var generator = SplitMix(seed: 11)
+        let rows = PNGBuilder.rawRows(width: 16, height: 4, bytesPerRow: 48, filter: 0, generator: &generator)
+        let ihdr = PNGBuilder.ihdr(width: 16, height: 4, depth: 8, colour: 2, interlaced: false)
+        let idat = HostileImages.chunk("IDAT", PNGBuilder.zlibStored(rows))
+        let misplaced = PNGBuilder.file([
+            ihdr, HostileImages.chunk("tRNS", [0, 0, 0, 255, 0, 0]),
+            HostileImages.chunk("PLTE", [0, 0, 0, 128, 128, 128]),
+            idat,
+        ])
+        let plain = PNGBuilder.file([ihdr, idat])
+        let image = try ImageCodersManager.shared.decode(misplaced)
+        XCTAssertTrue(image.bitmap.isOpaque)
+        XCTAssertEqual(image.bitmap.packedRGBA(), try ImageCodersManager.shared.decode(plain).bitmap.packedRGBA())
+    }
+
     func testTheLibdeflateWriterIsReadByLibpngAtEveryLevel() throws {
         for (width, height) in [(1, 1), (7, 3), (64, 48), (301, 17)] {
             for alpha in [false, true] {
