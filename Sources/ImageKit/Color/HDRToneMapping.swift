@@ -113,6 +113,8 @@ struct ColorPrimaries: Hashable, Sendable {
 /// ratio so hue and saturation are kept (libjxl's Rec2408 tone mapper does the same on
 /// luminance; max(R, G, B) never pushes a channel past white); then the source primaries to
 /// BT.709 in linear light, negative values and values above white clipped, and the sRGB curve.
+/// A thumbnail is first reduced by whole factors in 16 bits, so the mapping runs on about the
+/// pixels it keeps (the rest of the scaling is ImageKit's 8-bit resampler).
 ///
 /// The source's peak is its stated one (`clli` MaxCLL, a JPEG XL intensity target below
 /// 10 000), else 1000 cd/m², the usual mastering peak BT.2408 takes; brighter pixels reach
@@ -218,11 +220,16 @@ final class HDRToneMapper: Sendable {
 
     /// Tone-maps `height` rows of `width` pixels of `channels` (3 or 4) 16-bit samples, rows
     /// `stride` samples apart, into a new RGBA8 bitmap.
-    func map(_ samples: UnsafePointer<UInt16>, stride: Int, channels: Int, width: Int, height: Int, isOpaque: Bool)
-        throws(ImageError) -> Bitmap
-    {
+    ///
+    /// `factor` > 1 first averages blocks of factor × factor samples (the output is then
+    /// ceil(width / factor) × ceil(height / factor)): a thumbnail maps the pixels it keeps.
+    func map(
+        _ samples: UnsafePointer<UInt16>, stride: Int, channels: Int, width: Int, height: Int, isOpaque: Bool,
+        reducingBy factor: Int = 1
+    ) throws(ImageError) -> Bitmap {
         precondition(channels == 3 || channels == 4)
-        let buffer = try PixelBuffer(width: width, height: height)
+        let factor = max(1, factor)
+        let buffer = try PixelBuffer(width: (width + factor - 1) / factor, height: (height + factor - 1) / factor)
         linear.withUnsafeBufferPointer { linear in
             hlgGain.withUnsafeBufferPointer { hlgGain in
                 toneGain.withUnsafeBufferPointer { toneGain in
@@ -242,15 +249,22 @@ final class HDRToneMapper: Sendable {
                             )
                             map.srgb = srgb.baseAddress
                             map.code_gain = codeGain.isEmpty ? nil : codeGain.baseAddress
-                            ik_tonemap_rows(
-                                &map, samples, stride, Int32(channels), buffer.row(0),
-                                buffer.bytesPerRow, Int32(width), Int32(height))
+                            ik_tonemap_rows_reduced(
+                                &map, samples, stride, Int32(channels), Int32(width), Int32(height), Int32(factor),
+                                buffer.row(0), buffer.bytesPerRow)
                         }
                     }
                 }
             }
         }
         return buffer.freeze(isOpaque: isOpaque || channels == 3)
+    }
+
+    /// The largest whole factor that shrinks `size` without going below `target` in either
+    /// dimension (1: no reduction), for ``map(_:stride:channels:width:height:isOpaque:reducingBy:)``.
+    static func reductionFactor(from size: PixelSize, to target: PixelSize) -> Int {
+        guard target.width > 0, target.height > 0 else { return 1 }
+        return max(1, min(size.width / target.width, size.height / target.height))
     }
 
     // MARK: - The curves (double precision; the tables above sample them)

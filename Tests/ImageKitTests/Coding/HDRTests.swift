@@ -99,6 +99,39 @@ final class HDRTests: XCTestCase {
         XCTAssertEqual(sdr.bitmap[31, 0].r, UInt8((31 * 2114) >> 8))
     }
 
+    func testAThumbnailIsReducedInSixteenBitsBeforeItIsMapped() throws {
+        // 64 × 32 → a 16 × 8 thumbnail: blocks of 4 × 4 codes averaged, then mapped.
+        let width = 64, height = 32
+        var samples: [UInt16] = []
+        for y in 0..<height {
+            for x in 0..<width { samples += [UInt16(x * 1000), UInt16(y * 2000), UInt16((x * y * 37) % 60000)] }
+        }
+        let png = Self.png16(samples, width: width, height: height, cicp: [9, 16, 0, 1])
+        var options = ImageDecodingOptions.default
+        options.thumbnailPixelSize = PixelSize(width: 16, height: 8)
+        let thumbnail = try ImageCodersManager.shared.decode(png, options: options)
+        XCTAssertEqual(thumbnail.bitmap.size, PixelSize(width: 16, height: 8))
+        var averaged: [UInt16] = []
+        for by in 0..<8 {
+            for bx in 0..<16 {
+                for channel in 0..<3 {
+                    var sum = 0
+                    for y in by * 4..<by * 4 + 4 {
+                        for x in bx * 4..<bx * 4 + 4 { sum += Int(samples[(y * width + x) * 3 + channel]) }
+                    }
+                    averaged.append(UInt16((sum + 8) / 16))
+                }
+            }
+        }
+        let reference = try HDRReference.toneMap(
+            averaged, width: 16, height: 8, maxCode: 65535, transfer: .pq, primaries: .bt2020)
+        XCTAssertGreaterThan(psnr(thumbnail.bitmap, reference), 45)
+        // A factor that leaves partial blocks: 64 × 32 → 20 × 10 (factor 3, 22 × 11, then resized).
+        options.thumbnailPixelSize = PixelSize(width: 20, height: 10)
+        XCTAssertEqual(
+            try ImageCodersManager.shared.decode(png, options: options).bitmap.size, PixelSize(width: 20, height: 10))
+    }
+
     func testATruncatedHDRPNGIsATypedError() throws {
         let png = Self.png16(
             [UInt16](repeating: 30000, count: 64 * 64 * 3), width: 64, height: 64, cicp: [9, 16, 0, 1])
@@ -305,6 +338,23 @@ extension HDRTests {
         let gray = (0..<levels.count).map { decoded.bitmap[0, $0].r }
         XCTAssertEqual(gray, gray.sorted())
         XCTAssertEqual(gray.last, 255)
+    }
+
+    func testHDRThumbnailsMatchTheFullDecodeScaled() throws {
+        var options = ImageDecodingOptions.default
+        options.thumbnailPixelSize = PixelSize(100)
+        for name in ["seine_hdr_rec2020.avif", "cosmos1650_yuv444_10bpc_p3pq.avif", "pq_gradient.jxl"] {
+            #if !JXL
+            if name.hasSuffix(".jxl") { continue }
+            #endif
+            let data = try fixture(name)
+            let thumbnail = try ImageCodersManager.shared.decode(data, options: options)
+            let full = try ImageCodersManager.shared.decode(data)
+            XCTAssertEqual(thumbnail.hdrTransfer, .pq, name)
+            XCTAssertEqual(thumbnail.bitmap.size, DecodeTarget.size(for: full.bitmap.size, options: options), name)
+            let quality = psnr(thumbnail.bitmap, try full.bitmap.resized(to: thumbnail.bitmap.size))
+            XCTAssertGreaterThan(quality, 30, "\(name): \(quality) dB")
+        }
     }
 
     func testSDRAVIFIsNotToneMapped() throws {

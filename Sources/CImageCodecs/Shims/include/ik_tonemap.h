@@ -36,3 +36,9 @@ typedef struct ik_tonemap {
 /// 16-bit samples (`src_stride` samples apart) into RGBA8 rows (`dst_stride` bytes apart).
 void ik_tonemap_rows(const ik_tonemap *map, const uint16_t *src, size_t src_stride, int channels, uint8_t *dst,
                      size_t dst_stride, int width, int height);
+
+/// As `ik_tonemap_rows`, after averaging blocks of factor × factor samples (in code values; the
+/// last row and column of blocks may be partial): writes ceil(width / factor) × ceil(height /
+/// factor) pixels. So that a thumbnail maps the pixels it keeps, not the source's.
+void ik_tonemap_rows_reduced(const ik_tonemap *map, const uint16_t *src, size_t src_stride, int channels,
+                             int width, int height, int factor, uint8_t *dst, size_t dst_stride);

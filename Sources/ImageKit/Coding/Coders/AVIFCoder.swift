@@ -80,6 +80,10 @@ public struct AVIFCoder: ImageCoding {
                 outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) HDR AVIF planes and samples")
         }
 
+        // A thumbnail of an HDR image is reduced in 16 bits before it is mapped (not with a
+        // `clap` crop, whose rectangle is in the stored pixels).
+        let hdrReduction =
+            toneMapper != nil && geometry.crop == nil ? HDRToneMapper.reductionFactor(from: shown, to: target) : 1
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         while frames.count < frameCount {
@@ -88,7 +92,7 @@ public struct AVIFCoder: ImageCoding {
             try check(result, decoder, "decoding frame \(frames.count)")
             var bitmap = try currentFrame(
                 decoder, stored: stored, geometry: geometry, hasAlpha: hasAlpha, toneMapper: toneMapper,
-                index: frames.count)
+                reducingBy: hdrReduction, index: frames.count)
             if bitmap.size != target { bitmap = try bitmap.resized(to: target) }
             frames.append(
                 ImageFrame(bitmap: bitmap, duration: frameCount > 1 ? decoder.pointee.imageTiming.duration : 0))
@@ -139,7 +143,7 @@ public struct AVIFCoder: ImageCoding {
     /// tone-mapped to sRGB by `toneMapper` when there is one).
     static func currentFrame(
         _ decoder: UnsafeMutablePointer<avifDecoder>, stored: PixelSize, geometry: Geometry, hasAlpha: Bool,
-        toneMapper: HDRToneMapper?, index: Int
+        toneMapper: HDRToneMapper?, reducingBy factor: Int = 1, index: Int
     ) throws(ImageError) -> Bitmap {
         guard let image = decoder.pointee.image, Int(image.pointee.width) == stored.width,
             Int(image.pointee.height) == stored.height
@@ -161,7 +165,7 @@ public struct AVIFCoder: ImageCoding {
                 try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
                 let bitmap = try toneMapper.map(
                     samples.baseAddress!, stride: stored.width * channels, channels: channels, width: stored.width,
-                    height: stored.height, isOpaque: !hasAlpha)
+                    height: stored.height, isOpaque: !hasAlpha, reducingBy: factor)
                 return try geometry.apply(to: bitmap)
             }
         }

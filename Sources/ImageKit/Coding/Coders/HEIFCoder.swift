@@ -207,7 +207,8 @@ public struct HEIFCoder: ImageCoding {
         if let hdrTransfer {
             bitmap = try Self.toneMap(
                 image, plane: plane, stride: Int(stride), deep: deep, hasAlpha: hasAlpha, transfer: hdrTransfer,
-                nclx: Self.nclx(source) ?? Self.nclx(primary), width: width, height: height)
+                nclx: Self.nclx(source) ?? Self.nclx(primary), width: width, height: height,
+                reducingBy: HDRToneMapper.reductionFactor(from: PixelSize(width: width, height: height), to: target))
         } else {
             let buffer = try PixelBuffer(width: width, height: height)
             for y in 0..<height { buffer.row(y).update(from: plane + y * Int(stride), count: width * 4) }
@@ -242,7 +243,7 @@ public struct HEIFCoder: ImageCoding {
     /// the image's depth when `deep`, else 8-bit RGBA (an 8-bit HDR file).
     private static func toneMap(
         _ image: OpaquePointer, plane: UnsafePointer<UInt8>, stride: Int, deep: Bool, hasAlpha: Bool,
-        transfer: HDRTransfer, nclx: (primaries: Int, transfer: Int)?, width: Int, height: Int
+        transfer: HDRTransfer, nclx: (primaries: Int, transfer: Int)?, width: Int, height: Int, reducingBy factor: Int
     ) throws(ImageError) -> Bitmap {
         var peak: Double?
         if heif_image_has_content_light_level(image) != 0 {
@@ -260,7 +261,8 @@ public struct HEIFCoder: ImageCoding {
             return try plane.withMemoryRebound(to: UInt16.self, capacity: stride / 2 * height) {
                 samples throws(ImageError) in
                 try mapper.map(
-                    samples, stride: stride / 2, channels: channels, width: width, height: height, isOpaque: !hasAlpha)
+                    samples, stride: stride / 2, channels: channels, width: width, height: height, isOpaque: !hasAlpha,
+                    reducingBy: factor)
             }
         }
         var samples = [UInt16](repeating: 0, count: width * height * 4)
@@ -269,7 +271,8 @@ public struct HEIFCoder: ImageCoding {
         }
         return try samples.withUnsafeBufferPointer { samples throws(ImageError) in
             try mapper.map(
-                samples.baseAddress!, stride: width * 4, channels: 4, width: width, height: height, isOpaque: !hasAlpha)
+                samples.baseAddress!, stride: width * 4, channels: 4, width: width, height: height, isOpaque: !hasAlpha,
+                reducingBy: factor)
         }
     }
 

@@ -101,7 +101,7 @@ public struct JXLCoder: ImageCoding {
                         decoder, format: &format, size: shown, isOpaque: info.alpha_bits == 0)
                 }
             case JXL_DEC_FULL_IMAGE:
-                guard var bitmap = try hdr?.toneMapped(isOpaque: info.alpha_bits == 0) ?? pending else {
+                guard var bitmap = try hdr?.toneMapped(isOpaque: info.alpha_bits == 0, target: target) ?? pending else {
                     throw ImageError(.badImageData, "JPEG XL: a frame without pixels")
                 }
                 pending = nil
@@ -329,12 +329,12 @@ final class JXLHDROutput {
         }
     }
 
-    /// The frame libjxl just wrote, tone-mapped.
-    func toneMapped(isOpaque: Bool) throws(ImageError) -> Bitmap {
+    /// The frame libjxl just wrote, tone-mapped (reduced first towards `target`, when given).
+    func toneMapped(isOpaque: Bool, target: PixelSize? = nil) throws(ImageError) -> Bitmap {
         guard let samples else { throw ImageError(.badImageData, "JPEG XL: a frame without pixels") }
         return try mapper.map(
             samples.baseAddress!, stride: size.width * 4, channels: 4, width: size.width, height: size.height,
-            isOpaque: isOpaque)
+            isOpaque: isOpaque, reducingBy: target.map { HDRToneMapper.reductionFactor(from: size, to: $0) } ?? 1)
     }
 }
 #endif

@@ -103,8 +103,8 @@ public struct PNGCoder: ImageCoding {
         }
     }
 
-    /// A PNG whose `cICP` chunk says PQ or HLG: libpng's 16-bit samples, tone-mapped to sRGB,
-    /// then scaled to the target. (An animated one is decoded as SDR: its frames go through the
+    /// A PNG whose `cICP` chunk says PQ or HLG: libpng's 16-bit samples, reduced towards the
+    /// target, tone-mapped to sRGB, then scaled the rest of the way. (An animated one is decoded as SDR: its frames go through the
     /// 8-bit compositor.)
     static func decodeHDR(
         _ bytes: UnsafeRawBufferPointer, _ hdr: (transfer: HDRTransfer, primaries: Int, peakNits: Double?),
@@ -158,12 +158,13 @@ public struct PNGCoder: ImageCoding {
         let mapper = HDRToneMapper.mapper(
             transfer: hdr.transfer, primaries: ColorPrimaries(cicp: hdr.primaries), maxCode: 65535,
             peakNits: hdr.peakNits)
+        let target = DecodeTarget.size(for: PixelSize(width: width, height: height), options: options)
         var bitmap = try withExtendedLifetime(samples) { () throws(ImageError) -> Bitmap in
             try mapper.map(
                 storage.baseAddress!, stride: width * 4, channels: 4, width: width, height: height,
-                isOpaque: info.has_alpha == 0)
+                isOpaque: info.has_alpha == 0,
+                reducingBy: HDRToneMapper.reductionFactor(from: PixelSize(width: width, height: height), to: target))
         }
-        let target = DecodeTarget.size(for: bitmap.size, options: options)
         if target != bitmap.size { bitmap = try bitmap.resized(to: target) }
         var image = DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .png)
         image.hdrTransfer = hdr.transfer
