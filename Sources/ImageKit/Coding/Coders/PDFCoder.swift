@@ -1,12 +1,6 @@
 #if PDF
-internal import CImageCodecs
 internal import CPoppler
 import Foundation
-
-// cairo's declarations may belong to librsvg's module (see SVGCoder.swift).
-#if SVG
-internal import CRSVG
-#endif
 
 /// PDF rendering with poppler (poppler-glib, through cairo): the first page, as viewers show it.
 ///
@@ -99,23 +93,11 @@ public struct PDFCoder: ImageDecoding {
         let natural = PixelSize(width: max(1, side(width)), height: max(1, side(height)))
         let target = DecodeTarget.size(for: natural, options: options)
         try options.limits.check(width: target.width, height: target.height)
-        let buffer = try PixelBuffer(width: target.width, height: target.height)
-        guard
-            let surface = cairo_image_surface_create_for_data(
-                buffer.row(0), CAIRO_FORMAT_ARGB32, Int32(target.width), Int32(target.height),
-                Int32(buffer.bytesPerRow))
-        else { throw ImageError(.internalError, "cairo: no surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let context = cairo_create(surface) else { throw ImageError(.internalError, "cairo: no context") }
-        defer { cairo_destroy(context) }
         // Paper: viewers and pdftoppm show a page on white, whatever the content leaves unpainted.
-        cairo_set_source_rgb(context, 1, 1, 1)
-        cairo_paint(context)
-        cairo_scale(context, Double(target.width) / width, Double(target.height) / height)
-        poppler_page_render(page, context)
-        cairo_surface_flush(surface)
-        for y in 0..<target.height { _ = ik_cairo_to_rgba_row(buffer.row(y), Int32(target.width)) }
-        return buffer.freeze(isOpaque: true)
+        return try CairoCanvas.draw(
+            size: target, background: .white,
+            scale: (Double(target.width) / width, Double(target.height) / height)
+        ) { context in poppler_page_render(page, context) }
     }
 
     /// The document, opened from `bytes` (which must outlive it) without a password.

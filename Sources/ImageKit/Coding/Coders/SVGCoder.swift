@@ -1,13 +1,6 @@
 #if SVG
-internal import CImageCodecs
 internal import CRSVG
 import Foundation
-
-// cairo's header is included by both librsvg's and poppler's: Clang gives its declarations to
-// whichever of the two modules it builds first, so a file using cairo imports both.
-#if PDF
-internal import CPoppler
-#endif
 
 /// SVG rendering with librsvg (and cairo): the document drawn straight at the size asked for.
 ///
@@ -82,28 +75,13 @@ public struct SVGCoder: ImageDecoding {
                 .decompressionBomb,
                 "SVG: drawing \(target.width)x\(target.height) needs more working memory than the limits allow")
         }
-        var buffer = try PixelBuffer(width: target.width, height: target.height)
-        // cairo draws over what the memory holds, and pixel memory is reused: start transparent.
-        buffer.clear()
-        guard
-            let surface = cairo_image_surface_create_for_data(
-                buffer.row(0), CAIRO_FORMAT_ARGB32, Int32(target.width), Int32(target.height),
-                Int32(buffer.bytesPerRow))
-        else { throw ImageError(.internalError, "cairo: no surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let context = cairo_create(surface) else { throw ImageError(.internalError, "cairo: no context") }
-        defer { cairo_destroy(context) }
-        var viewport = RsvgRectangle(x: 0, y: 0, width: Double(target.width), height: Double(target.height))
-        var error: UnsafeMutablePointer<GError>?
-        if rsvg_handle_render_document(handle, context, &viewport, &error) == 0 {
-            throw failure(error, "drawing the document")
+        let bitmap = try CairoCanvas.draw(size: target, background: .transparent) { context throws(ImageError) in
+            var viewport = RsvgRectangle(x: 0, y: 0, width: Double(target.width), height: Double(target.height))
+            var error: UnsafeMutablePointer<GError>?
+            if rsvg_handle_render_document(handle, context, &viewport, &error) == 0 {
+                throw failure(error, "drawing the document")
+            }
         }
-        cairo_surface_flush(surface)
-        var opaque = true
-        for y in 0..<target.height where ik_cairo_to_rgba_row(buffer.row(y), Int32(target.width)) == 0 {
-            opaque = false
-        }
-        let bitmap = buffer.freeze(isOpaque: opaque)
         return DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: .svg)
     }
 
