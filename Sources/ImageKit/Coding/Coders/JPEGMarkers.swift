@@ -20,10 +20,11 @@ struct JPEGMarkers {
     var firstScanOffset: Int?
     /// The `ICC_PROFILE` APP2 segments: sequence number and the profile bytes' range.
     var iccChunks: [(sequence: Int, range: Range<Int>)] = []
-    /// An `MPF` APP2 segment: the file holds more images (a gain map, a depth map, a preview).
-    var hasMultiPictureIndex = false
-    /// The XMP names an `hdrgm` gain map (Ultra HDR, Adobe).
-    var xmpMentionsGainMap = false
+    /// The `MPF` APP2 segment's TIFF structure (after `MPF\0`): the index of the file's other
+    /// images (a gain map, a depth map, a preview).
+    var multiPictureIndex: Range<Int>?
+    /// The XMP APP1 segments' payloads.
+    var xmpRanges: [Range<Int>] = []
 
     /// Walks segments from SOI up to the first SOS, never reading past `bytes`.
     init(_ bytes: UnsafeRawBufferPointer) {
@@ -53,9 +54,7 @@ struct JPEGMarkers {
                 let xmpPrefix = Array("http://ns.adobe.com/xap/1.0/".utf8)
                 if payload.count > xmpPrefix.count, payload.prefix(xmpPrefix.count).elementsEqual(xmpPrefix) {
                     if xmpOrientation == nil { xmpOrientation = ExifReader.orientation(xmp: payload) }
-                    if GainMapDetection.contains(GainMapDetection.ultraHDRNamespace, in: payload) {
-                        xmpMentionsGainMap = true
-                    }
+                    xmpRanges.append(payloadStart..<payloadEnd)
                 } else if exifOrientation == nil {
                     exifOrientation = ExifReader.orientation(exifPayload: payload)
                 }
@@ -63,8 +62,8 @@ struct JPEGMarkers {
                 let iccPrefix = Array("ICC_PROFILE\0".utf8)
                 if payload.count > 14, payload.prefix(12).elementsEqual(iccPrefix) {
                     iccChunks.append((Int(payload[12]), payloadStart + 14..<payloadEnd))
-                } else if payload.count >= 4, payload.prefix(4).elementsEqual(Array("MPF\0".utf8)) {
-                    hasMultiPictureIndex = true
+                } else if payload.count > 12, payload.prefix(4).elementsEqual(Array("MPF\0".utf8)) {
+                    multiPictureIndex = payloadStart + 4..<payloadEnd
                 }
             case 0xEE:
                 if payload.count >= 5, payload[0] == 0x41, payload[1] == 0x64, payload[2] == 0x6F,
