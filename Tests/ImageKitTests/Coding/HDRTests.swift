@@ -506,43 +506,23 @@ extension HDRTests {
     }
 
     static func heic10(_ rgb: [UInt16], width: Int, height: Int, transfer: UInt16) throws -> Data {
-        let context = try XCTUnwrap(heif_context_alloc())
-        defer { heif_context_free(context) }
-        var found: OpaquePointer?
-        XCTAssertEqual(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &found).code, heif_error_Ok)
-        let encoder = try XCTUnwrap(found)
-        defer { heif_encoder_release(encoder) }
-        heif_encoder_set_lossy_quality(encoder, 100)
-        var created: OpaquePointer?
-        XCTAssertEqual(
-            heif_image_create(
-                Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &created
-            ).code, heif_error_Ok)
-        let picture = try XCTUnwrap(created)
-        defer { heif_image_release(picture) }
-        heif_image_add_plane(picture, heif_channel_interleaved, Int32(width), Int32(height), 10)
-        var stride: Int32 = 0
-        let plane = try XCTUnwrap(heif_image_get_plane(picture, heif_channel_interleaved, &stride))
-        for y in 0..<height {
-            let row = UnsafeMutableRawPointer(plane + y * Int(stride)).assumingMemoryBound(to: UInt16.self)
-            for index in 0..<width * 3 { row[index] = rgb[y * width * 3 + index] }
-        }
         let nclx = try XCTUnwrap(heif_nclx_color_profile_alloc())
         defer { heif_nclx_color_profile_free(nclx) }
         heif_nclx_color_profile_set_color_primaries(nclx, 9)
         heif_nclx_color_profile_set_transfer_characteristics(nclx, transfer)
         heif_nclx_color_profile_set_matrix_coefficients(nclx, 9)
         nclx.pointee.full_range_flag = 1
-        XCTAssertEqual(heif_image_set_nclx_color_profile(picture, nclx).code, heif_error_Ok)
-        let options = try XCTUnwrap(heif_encoding_options_alloc())
-        defer { heif_encoding_options_free(options) }
-        options.pointee.output_nclx_profile = nclx
-        options.pointee.macOS_compatibility_workaround_no_nclx_profile = 0
-        XCTAssertEqual(heif_context_encode_image(context, picture, encoder, options, nil).code, heif_error_Ok)
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hdr-\(UUID().uuidString).heic").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        XCTAssertEqual(heif_context_write_to_file(context, path).code, heif_error_Ok)
-        return try Data(contentsOf: URL(fileURLWithPath: path))
+        return try HEICWriter.write(
+            width: width, height: height, bitDepth: 10, quality: 100,
+            fill: { row, y in
+                let words = row.assumingMemoryBound(to: UInt16.self)
+                for index in 0..<width * 3 { words[index] = rgb[y * width * 3 + index] }
+            },
+            prepare: { picture, options in
+                XCTAssertEqual(heif_image_set_nclx_color_profile(picture, nclx).code, heif_error_Ok)
+                options.pointee.output_nclx_profile = nclx
+                options.pointee.macOS_compatibility_workaround_no_nclx_profile = 0
+            })
     }
 
     /// libheif's decode of `data` as 10-bit RGB samples.
