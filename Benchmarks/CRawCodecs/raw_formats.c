@@ -119,15 +119,27 @@ done:
 
 // MARK: - AVIF
 
-int ik_raw_avif_decode(const void *data, size_t size, ik_raw_image *out) {
 #ifdef IK_HAS_AVIF
-    memset(out, 0, sizeof(*out));
+/// A one-thread libavif decoder with the first image decoded, or NULL (destroyed).
+static avifDecoder *first_avif_image(const void *data, size_t size) {
     avifDecoder *decoder = avifDecoderCreate();
     decoder->maxThreads = 1;
     decoder->ignoreExif = decoder->ignoreXMP = AVIF_TRUE;
+    if (avifDecoderSetIOMemory(decoder, (const uint8_t *)data, size) != AVIF_RESULT_OK ||
+        avifDecoderParse(decoder) != AVIF_RESULT_OK || avifDecoderNextImage(decoder) != AVIF_RESULT_OK) {
+        avifDecoderDestroy(decoder);
+        return NULL;
+    }
+    return decoder;
+}
+#endif
+
+int ik_raw_avif_decode(const void *data, size_t size, ik_raw_image *out) {
+#ifdef IK_HAS_AVIF
+    memset(out, 0, sizeof(*out));
+    avifDecoder *decoder = first_avif_image(data, size);
+    if (!decoder) return -1;
     int status = -1;
-    if (avifDecoderSetIOMemory(decoder, (const uint8_t *)data, size) != AVIF_RESULT_OK) goto done;
-    if (avifDecoderParse(decoder) != AVIF_RESULT_OK || avifDecoderNextImage(decoder) != AVIF_RESULT_OK) goto done;
     if (alloc_frame(out, (int)decoder->image->width, (int)decoder->image->height) != 0) goto done;
     avifRGBImage rgb;
     avifRGBImageSetDefaults(&rgb, decoder->image);
@@ -149,12 +161,9 @@ done:
 int ik_raw_avif_decode16(const void *data, size_t size, uint16_t **samples, int *width, int *height) {
 #ifdef IK_HAS_AVIF
     *samples = NULL;
-    avifDecoder *decoder = avifDecoderCreate();
-    decoder->maxThreads = 1;
-    decoder->ignoreExif = decoder->ignoreXMP = AVIF_TRUE;
+    avifDecoder *decoder = first_avif_image(data, size);
+    if (!decoder) return -1;
     int status = -1;
-    if (avifDecoderSetIOMemory(decoder, (const uint8_t *)data, size) != AVIF_RESULT_OK) goto done;
-    if (avifDecoderParse(decoder) != AVIF_RESULT_OK || avifDecoderNextImage(decoder) != AVIF_RESULT_OK) goto done;
     *width = (int)decoder->image->width;
     *height = (int)decoder->image->height;
     *samples = (uint16_t *)malloc((size_t)*width * *height * 8);

@@ -186,19 +186,27 @@ final class HDRToneMapper: Sendable {
         let toXYZ = key.primaries.toXYZ
         luma = [Float(toXYZ[3]), Float(toXYZ[4]), Float(toXYZ[5])]
         // HLG's OOTF: display light = peak × Ys^(γ − 1) × scene light, γ = 1.2 at 1000 cd/m².
-        hlgGain = (0...steps).map { index in
-            let ys = Double(index) / Double(steps)
-            return Float(Self.hlgDisplayPeakNits / white * pow(ys, 0.2))
-        }
+        hlgGain =
+            key.transfer == .pq
+            ? [1]
+            : (0...steps).map { index in
+                let ys = Double(index) / Double(steps)
+                return Float(Self.hlgDisplayPeakNits / white * pow(ys, 0.2))
+            }
         let peakNits = key.peakNits
         toneMax = peakNits / white
-        toneGain = (0...steps).map { index in
-            let u = Double(index) / Double(steps)
-            let relative = u * u * (peakNits / white)
-            guard relative > 0 else { return 1 }
-            let mapped = Self.eetf(nits: relative * white, sourcePeak: peakNits, targetPeak: white) / white
-            return Float(mapped / relative)
-        }
+        // PQ uses the exact table by code value below; HLG's light comes out of its OOTF, not from
+        // one code, so its curve is sampled over max(R, G, B).
+        toneGain =
+            key.transfer == .pq
+            ? [1]
+            : (0...steps).map { index in
+                let u = Double(index) / Double(steps)
+                let relative = u * u * (peakNits / white)
+                guard relative > 0 else { return 1 }
+                let mapped = Self.eetf(nits: relative * white, sourcePeak: peakNits, targetPeak: white) / white
+                return Float(mapped / relative)
+            }
         if key.transfer == .pq {
             codeGain = (0...key.maxCode).map { code in
                 let relative = Self.pqToNits(Double(code) / maxCode) / white

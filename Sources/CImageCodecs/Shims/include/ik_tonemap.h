@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// Intervals of the gain tables (`hlg_gain`, `tone_gain`): each holds IK_TONEMAP_STEPS + 1 entries.
+/// Intervals of the gain tables (`hlg_gain`, `tone_gain`): each holds IK_TONEMAP_STEPS + 1 entries
+/// (read only when `code_gain` is NULL).
 #define IK_TONEMAP_STEPS 4096
 /// Entries of the sRGB encoding table, over linear light [0, 1].
 #define IK_TONEMAP_SRGB_ENTRIES 16384
