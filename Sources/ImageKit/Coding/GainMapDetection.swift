@@ -1,7 +1,7 @@
 import Foundation
 
-/// Whether a file carries an HDR gain map beside its SDR base image: what ``DecodedImage/hasGainMap``
-/// reports. ImageKit decodes the base image (what such files are for on an SDR display) and reads
+/// Whether a file carries an HDR gain map beside its base image: what ``DecodedImage/hasGainMap``
+/// reports, set by each coder from what it has parsed already. ImageKit decodes the base image (what such files are for on an SDR display) and reads
 /// no gain map; this only says one is there.
 ///
 /// Recognised: Ultra HDR and Adobe gain-map JPEGs (`hdrgm` XMP, ISO 21496-1), Apple's (an MPF
@@ -15,15 +15,7 @@ enum GainMapDetection {
     static func isPresent(in bytes: UnsafeRawBufferPointer, format: ImageFormat) -> Bool {
         switch format {
         case .jpeg:
-            // The primary image's XMP names the gain map (Ultra HDR, Adobe); Apple's is described
-            // only in the secondary image's own XMP, which the MPF index points to.
-            let markers = JPEGMarkers(bytes)
-            if xmpMentionsGainMap(markers, bytes) { return true }
-            guard let index = markers.multiPictureIndex else { return false }
-            return secondaryImageOffsets(bytes, index).contains { offset in
-                let image = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-                return xmpMentionsGainMap(JPEGMarkers(image), image)
-            }
+            return isPresent(in: bytes, markers: JPEGMarkers(bytes))
         case .heic, .heif, .avif:
             guard
                 let meta = BMFFBoxes.boxes(in: bytes, 0..<bytes.count).first(where: { $0.type == "meta" })
@@ -36,6 +28,18 @@ enum GainMapDetection {
             return BMFFBoxes.boxes(in: bytes, 0..<bytes.count).contains { $0.type == "jhgm" }
         default:
             return false
+        }
+    }
+
+    /// A JPEG's gain map, from the markers its decoder read: the primary image's XMP names it
+    /// (Ultra HDR, Adobe), or, for Apple's, the secondary image's own XMP, which the MPF index
+    /// points to (only a file with an MPF index is read past its first image's header).
+    static func isPresent(in bytes: UnsafeRawBufferPointer, markers: JPEGMarkers) -> Bool {
+        if xmpMentionsGainMap(markers, bytes) { return true }
+        guard let index = markers.multiPictureIndex else { return false }
+        return secondaryImageOffsets(bytes, index).contains { offset in
+            let image = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            return xmpMentionsGainMap(JPEGMarkers(image), image)
         }
     }
 

@@ -92,11 +92,7 @@ public final class ImageCodersManager: ImageCoding {
         {
             return lazy
         }
-        var image = try coder.decode(data, options: options)
-        if [.jpeg, .heic, .heif, .avif, .jpegXL].contains(signature.format) {
-            image.hasGainMap = data.withUnsafeBytes { GainMapDetection.isPresent(in: $0, format: signature.format) }
-        }
-        return image
+        return try coder.decode(data, options: options)
     }
 
     /// `data` as a lazy animation, when the options allow one, its coder plays animations frame

@@ -103,6 +103,7 @@ public struct AVIFCoder: ImageCoding {
         } else {
             ColorManagement.apply(icc, to: &decoded, options: options)
         }
+        decoded.hasGainMap = GainMapDetection.isPresent(in: bytes, format: .avif)
         return decoded
     }
 

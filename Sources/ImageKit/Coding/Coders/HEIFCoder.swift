@@ -222,6 +222,7 @@ public struct HEIFCoder: ImageCoding {
         } else {
             ColorManagement.apply(icc, to: &decoded, options: options)
         }
+        decoded.hasGainMap = GainMapDetection.isPresent(in: bytes, format: format)
         return decoded
     }
 

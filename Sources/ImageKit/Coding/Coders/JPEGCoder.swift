@@ -134,6 +134,7 @@ public struct JPEGCoder: ImageCoding {
         var image = DecodedImage(
             frames: [ImageFrame(bitmap: bitmap)], format: .jpeg,
             orientation: orientation, isOrientationApplied: false, isPartial: isPartial)
+        image.hasGainMap = GainMapDetection.isPresent(in: bytes, markers: markers)
         // After scaling: a thumbnail converts a few thousand pixels, not the whole photo.
         ColorManagement.apply(icc, to: &image, options: options)
         if options.appliesOrientation { image = try image.applyingOrientation() }

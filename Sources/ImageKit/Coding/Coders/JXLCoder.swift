@@ -120,6 +120,7 @@ public struct JXLCoder: ImageCoding {
         let loopCount = frames.count > 1 ? Int(info.animation.num_loops) : 1
         var image = DecodedImage(frames: frames, loopCount: loopCount, format: .jpegXL)
         image.hdrTransfer = hdr?.mapper.key.transfer
+        image.hasGainMap = GainMapDetection.isPresent(in: bytes, format: .jpegXL)
         ColorManagement.apply(dataProfile, to: &image, options: options)
         if let sourceProfile, image.sourceColorProfile == nil {
             image.sourceColorProfile = ColorManagement.profile(sourceProfile)
