@@ -189,6 +189,30 @@ done:
 #endif
 }
 
+#ifdef IK_HAS_AVIF
+/// libavif's encoder straight (one quantizer, one thread): the output's size, and the bytes in
+/// `*output` (malloc'ed) when `output` is not NULL.
+static size_t encode_avif(avifImage *image, int quantizer, int speed, void **output) {
+    avifEncoder *encoder = avifEncoderCreate();
+    encoder->maxThreads = 1;
+    encoder->speed = speed;
+    encoder->minQuantizer = encoder->maxQuantizer = quantizer;
+    avifRWData written = AVIF_DATA_EMPTY;
+    size_t size = 0;
+    if (avifEncoderWrite(encoder, image, &written) == AVIF_RESULT_OK) {
+        size = written.size;
+        if (output) {
+            *output = malloc(written.size);
+            if (*output) memcpy(*output, written.data, written.size);
+            else size = 0;
+        }
+    }
+    avifRWDataFree(&written);
+    avifEncoderDestroy(encoder);
+    return size;
+}
+#endif
+
 size_t ik_raw_avif_encode_pq(const uint16_t *rgb10, int width, int height, void **output) {
 #ifdef IK_HAS_AVIF
     *output = NULL;
@@ -202,23 +226,7 @@ size_t ik_raw_avif_encode_pq(const uint16_t *rgb10, int width, int height, void 
     rgb.depth = 10;
     rgb.pixels = (uint8_t *)rgb10;
     rgb.rowBytes = (uint32_t)width * 6;
-    size_t size = 0;
-    if (avifImageRGBToYUV(image, &rgb) == AVIF_RESULT_OK) {
-        avifEncoder *encoder = avifEncoderCreate();
-        encoder->maxThreads = 1;
-        encoder->speed = 10;
-        encoder->minQuantizer = encoder->maxQuantizer = 20;
-        avifRWData written = AVIF_DATA_EMPTY;
-        if (avifEncoderWrite(encoder, image, &written) == AVIF_RESULT_OK) {
-            *output = malloc(written.size);
-            if (*output) {
-                memcpy(*output, written.data, written.size);
-                size = written.size;
-            }
-        }
-        avifRWDataFree(&written);
-        avifEncoderDestroy(encoder);
-    }
+    size_t size = avifImageRGBToYUV(image, &rgb) == AVIF_RESULT_OK ? encode_avif(image, 20, 10, output) : 0;
     avifImageDestroy(image);
     return size;
 #else
@@ -237,17 +245,7 @@ size_t ik_raw_avif_encode(const void *rgba, int width, int height, int quantizer
     rgb.ignoreAlpha = AVIF_TRUE;
     rgb.pixels = (uint8_t *)rgba;
     rgb.rowBytes = (uint32_t)width * 4;
-    size_t size = 0;
-    if (avifImageRGBToYUV(image, &rgb) == AVIF_RESULT_OK) {
-        avifEncoder *encoder = avifEncoderCreate();
-        encoder->maxThreads = 1;
-        encoder->speed = speed;
-        encoder->minQuantizer = encoder->maxQuantizer = quantizer;
-        avifRWData output = AVIF_DATA_EMPTY;
-        if (avifEncoderWrite(encoder, image, &output) == AVIF_RESULT_OK) size = output.size;
-        avifRWDataFree(&output);
-        avifEncoderDestroy(encoder);
-    }
+    size_t size = avifImageRGBToYUV(image, &rgb) == AVIF_RESULT_OK ? encode_avif(image, quantizer, speed, NULL) : 0;
     avifImageDestroy(image);
     return size;
 #else
