@@ -161,6 +161,54 @@ final class GrammarTests: XCTestCase {
         try assertRoundTrips(paths) { "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source) }
     }
 
+    /// The first seed of `FuzzServiceURL` (a tolerance after the default corner was rendered as
+    /// `trim:10`, which thumbor reads as the bottom-right corner) and every option of thumbor's
+    /// integration matrix (its `single_dataset` options alone, and its `combined_dataset` product
+    /// of the first two of each part) that this grammar parses: what the renderer writes parses
+    /// back to the same operations.
+    func testThumborRoundTripOfTheFuzzSeedAndTheIntegrationMatrix() throws {
+        let seed =
+            "/unsafe/meta/trim:top-left:10/10x20:110x220/adaptive-full-fit-in/-300x-orig/left/top/smart/filters:quality(70):focal(1x2:3x4):watermark(example.com/w.png,-10,center,50,20,none):round_corner(2|3,1,2,3,true)/example.com/a.jpg"
+        let render = { (request: ImageRequest) in
+            "/unsafe/" + ThumborURL.path(for: request.operations, source: request.source)
+        }
+        try assertRoundTrips([seed], render: render)
+
+        let trims = ["trim", "trim:top-left", "trim:bottom-right", "trim:top-left:10", "trim:bottom-right:20"]
+        let fitIns = ["fit-in", "adaptive-fit-in", "full-fit-in", "adaptive-full-fit-in"]
+        let sizes = ["200x200", "-300x100", "100x-300", "-100x-300", "origx300", "200xorig", "origxorig"]
+        let filters = [
+            "brightness(10)", "contrast(10)", "grayscale()", "rotate(90)", "noise(10)", "quality(5)", "rgb(10,-10,20)",
+            "round_corner(20,255,255,100)", "sharpen(6,2.5,false)", "sharpen(6,2.5,true)", "strip_exif()",
+            "strip_icc()", "watermark(rgba-interlaced.png,10,10,50)", "watermark(rgba-interlaced.png,center,center,50)",
+            "watermark(rgba-interlaced.png,repeat,repeat,50)", "fill(ff0000)", "fill(auto)", "fill(ff0000,true)",
+            "fill(transparent)", "fill(transparent,true)", "blur(2)", "focal(0x0:1x1)", "no_upscale()",
+            "max_age(600)", "upscale()",
+        ].map { "filters:" + $0 }
+        let single =
+            ["meta"] + trims + ["10x10:100x100"] + fitIns + sizes + ["left", "right", "center"]
+            + ["top", "bottom", "middle", "smart"] + filters
+        var paths = single.map { "/unsafe/\($0)/example.com/a.jpg" }
+        for trim in trims.prefix(2) {
+            for fitIn in fitIns.prefix(2) {
+                for size in sizes.prefix(2) {
+                    for horizontal in ["left", "right"] {
+                        for vertical in ["top", "bottom"] {
+                            for filter in filters.prefix(2) {
+                                paths.append(
+                                    "/unsafe/\(trim)/10x10:100x100/\(fitIn)/\(size)/\(horizontal)/\(vertical)/smart/\(filter)/example.com/a.jpg"
+                                )
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let parsed = paths.filter { (try? ImageRequest.parse(path: $0)) != nil }
+        XCTAssertEqual(parsed.count, paths.count, "every form of the matrix listed here parses")
+        try assertRoundTrips(parsed, render: render)
+    }
+
     // MARK: imgproxy
 
     /// The forms of imgproxy's processing-URL documentation.

@@ -9,8 +9,10 @@ extension ThumborURL {
         let number = ImageOperations.number
         if operations.metadataOnly { parts.append("meta") }
         if let trim = operations.trim {
+            // thumbor reads `trim:N` as a corner named N (bottom-right, tolerance 0): a tolerance
+            // is only ever the third part, so the corner is spelled whenever one follows.
             var text = "trim"
-            if trim.reference != .topLeft { text += ":" + trim.reference.rawValue }
+            if trim.reference != .topLeft || trim.tolerance != 0 { text += ":" + trim.reference.rawValue }
             if trim.tolerance != 0 { text += ":\(Int(trim.tolerance))" }
             parts.append(text)
         }
