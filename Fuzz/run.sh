@@ -14,6 +14,7 @@ seconds=${FUZZ_SECONDS:-60}
 rss=${FUZZ_RSS_MB:-2048}
 corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
 formats=${IMAGEKIT_FORMATS_CORPUS:-$root/../shared/formats-corpus}
+regressions=$root/Tests/ImageKitTests/Coding/FuzzRegressions
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
 all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager
      FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL FuzzSVG FuzzPDF)
@@ -42,7 +43,13 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
             find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' \) \
                 -size -200k | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done
             [ "$1" != FuzzProgressive ] || find "$formats" -type f -name '*.jxl' -size -200k \
-                | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done ;;
+                | while read -r f; do printf '\x00\x40' | cat - "$f" > "$dir/$(basename "$f")"; done
+            # The manager's findings (animated inputs: the lazy path) as they were found, and each
+            # regression's bytes under every flag combination that changes the path it takes.
+            [ "$1" != FuzzManager ] || for f in "$regressions"/FuzzManager-*; do
+                [ -f "$f" ] || continue; cp "$f" "$dir/$(basename "$f")"
+                for flags in 01 02 04 08 10 1f; do printf "\x$flags" | cat - <(tail -c +2 "$f") > "$dir/$(basename "$f")-$flags"; done
+            done ;;
         FuzzJPEGDC|FuzzExif) find "$corpus" -type f \( -name '*.jpg' -o -name '*.jpeg' \) -size -200k -exec cp {} "$dir/" \; ;;
         FuzzAPNG|FuzzPNGFast) find "$corpus" -type f -name '*.png' -size -200k -exec cp {} "$dir/" \; ;;
         FuzzBMPICO)
