@@ -13,7 +13,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all docs lint format deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz clean \
+.PHONY: all docs lint format deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz fuzz-smoke check-resolved clean \
 	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
@@ -132,8 +132,10 @@ bench-net: deps
 # `imagekit serve` beside a real thumbor 7.8 on ~1000 photos made from Debian's lomiri-wallpapers
 # (cached in ~/.cache/imagekit), served by nginx on loopback: in-process, cold, warm, mixed and
 # overload phases (Benchmarks/serve/bench_serve.py). JSON=1 prints JSON lines; SOAK=600 adds a
-# ten-minute soak; COUNT=N photos.
+# ten-minute soak; SOURCES=animated soaks with animated GIF, WebP and APNG sources instead of the
+# photos; COUNT=N photos.
 SOAK ?= 0
+SOURCES ?= photos
 COUNT ?= 1000
 bench-serve: deps thumbor-venv
 	@command -v wrk >/dev/null 2>&1 && [ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
@@ -141,7 +143,7 @@ bench-serve: deps thumbor-venv
 	$(SWIFTPM) build -c release --product imagekit
 	$(SWIFTPM) build -c release --product bench
 	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_serve.py --imagekit .build/release/imagekit --bench .build/release/bench \
-		--count $(COUNT) --soak $(SOAK) $(if $(JSON),--json,)
+		--count $(COUNT) --soak $(SOAK) --sources $(SOURCES) $(if $(JSON),--json,)
 
 # A fleet of N `imagekit serve` nodes on 127.0.0.1:FLEET_PORT+1…N behind nginx on FLEET_PORT
 # (deploy/fleet.py, deploy/nginx/): `make fleet N=3` starts or scales it (running nodes keep
@@ -192,6 +194,22 @@ bench-fleet: deps thumbor-venv
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) bash Fuzz/run.sh $(FUZZ_TARGETS)
+
+# Every target briefly (FUZZ_SMOKE_SECONDS each, two at a time): its seeds, the committed
+# findings among them, then a few seconds of mutation. `.ci/run` runs it, so that a seed a change
+# breaks (a renderer that no longer round-trips, a leak on an animated input) fails CI the day it
+# breaks rather than at the next `make fuzz`.
+FUZZ_SMOKE_SECONDS ?= 10
+fuzz-smoke: deps
+	FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_JOBS=2 bash Fuzz/run.sh
+
+# Reproducible builds: Package.resolved is committed, and this fails when resolving the package
+# would change it (a dependency added or its requirement moved without the pins being updated).
+# The pins are the revisions of the package copies this project builds from.
+check-resolved:
+	$(SWIFTPM) package resolve
+	@git diff --quiet -- Package.resolved || { git --no-pager diff -- Package.resolved; \
+		echo "check-resolved: Package.resolved is out of date: commit what 'swift package resolve' wrote" >&2; exit 1; }
 
 # Style and structure, in seconds: `swift format lint` with the repository's .swift-format (line
 # length 120; `make format` rewrites the files to it) and the layer rule (Tests/check-layers.py:
