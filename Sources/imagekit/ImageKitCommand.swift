@@ -7,7 +7,7 @@ struct ImageKitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imagekit",
         abstract: "Inspect, decode and convert images with ImageKit.",
-        version: ImageKit.version,
+        version: ImageKit.versionDescription,
         subcommands: subcommands
     )
 

@@ -154,6 +154,12 @@ struct Serve: ParsableCommand {
         ]
         .map { Duration.milliseconds(Int64($0 * 1000 * 1000)) / 1000 }
         MetricsSystem.bootstrap(factory)
+        // Prometheus's convention for what is running: a gauge of 1 whose labels say it.
+        registry.makeGauge(
+            name: "imagekit_build_info",
+            labels: [("version", ImageKit.version), ("commit", ImageKit.buildCommit ?? "unknown")],
+            help: "The imagekit build serving: its version and the commit it was built from"
+        ).set(to: 1)
 
         let configuration = serviceConfiguration()
         let service: ImageService

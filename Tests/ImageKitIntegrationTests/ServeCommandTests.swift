@@ -138,6 +138,9 @@ final class ServeCommandTests: XCTestCase {
         ] {
             XCTAssertTrue(metrics.contains(name), "\(name) missing from /metrics")
         }
+        // A test build is given no commit: the label says so rather than being left out.
+        XCTAssertTrue(
+            metrics.contains("imagekit_build_info{version=\"\(ImageKit.version)\",commit=\"unknown\"} 1"), metrics)
 
         let lines = server.output.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

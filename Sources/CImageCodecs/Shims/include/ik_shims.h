@@ -7,6 +7,7 @@
 // This umbrella header includes one header per concern; a C file includes only the ones it uses.
 #pragma once
 #include "ik_status.h"
+#include "ik_build.h"
 #include "ik_gif.h"
 #include "ik_png.h"
 #include "ik_curl.h"
