@@ -13,7 +13,7 @@ PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmu
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
 
-.PHONY: all docs lint format deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz fuzz-smoke check-resolved clean \
+.PHONY: all docs lint format deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz fuzz-smoke check-resolved dist deb test-deb clean \
 	thumbor-venv thumbor-sizes peers-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
@@ -203,6 +203,28 @@ FUZZ_SMOKE_SECONDS ?= 10
 fuzz-smoke: deps
 	FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_JOBS=2 bash Fuzz/run.sh
 
+# Releases. `make dist`: dist/imagekit with the Swift runtime linked in (--static-swift-stdlib),
+# so the machine that runs it needs only the C libraries; the default traits (no PDF: poppler is
+# GPL); `imagekit --version` and /metrics' imagekit_build_info carry `git describe`.
+# `make deb`: dist/imagekit_VERSION-1_ARCH.deb (deploy/debian/build-deb.sh: dpkg-deb, dependencies
+# from dpkg-shlibdeps, the systemd unit, /etc/default/imagekit, a man page). `make test-deb`
+# installs it on a bare Debian 12 root and serves a thumbnail there (deploy/debian/test-deb.sh).
+VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ImageKit/ImageKit.swift)
+BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+DIST_FLAGS := -c release --scratch-path .build-dist --static-swift-stdlib -Xcc '-DIK_BUILD_COMMIT="$(BUILD_COMMIT)"'
+dist: deps
+	$(SWIFTPM) build $(DIST_FLAGS) --product imagekit
+	@mkdir -p dist && cp .build-dist/release/imagekit dist/imagekit
+	dist/imagekit --version
+
+deb: dist
+	@command -v dpkg-shlibdeps >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends dpkg-dev; }
+	bash deploy/debian/build-deb.sh dist/imagekit $(VERSION) dist
+
+test-deb: deb
+	$(SUDO) bash deploy/debian/test-deb.sh dist/imagekit_$(VERSION)-1_$$(dpkg --print-architecture).deb "$(VERSION) ($(BUILD_COMMIT))"
+
 # Reproducible builds: Package.resolved is committed, and this fails when resolving the package
 # would change it (a dependency added or its requirement moved without the pins being updated).
 # The pins are the revisions of the package copies this project builds from.
@@ -230,4 +252,4 @@ docs: deps
 	python3 Tests/check-docs.py .build-docs ImageKit ImageKitServer
 
 clean:
-	rm -rf .build-docs .build .build-test .build-asan .build-tsan .build-no-traits Fuzz/.build-fuzz
+	rm -rf .build-docs .build .build-test .build-asan .build-tsan .build-no-traits .build-dist dist Fuzz/.build-fuzz
