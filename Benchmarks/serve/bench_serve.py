@@ -15,18 +15,22 @@ Phases (one JSON object per line with --json; fields as documented in the README
   warm       result-cache hits (thumbor: file result storage; imagekit: its result cache), wrk.
   mixed      each photo at 3 sizes + a crop + a WebP, all cold, source cache on for both.
   overload   imagekit only: 400 concurrent cold requests with --workers 2 --queue 16.
-  soak       imagekit only, --soak SECONDS of cold traffic (SOAK=600 for ten minutes).
+  soak       imagekit only, --soak SECONDS of cold traffic (SOAK=600 for ten minutes); RSS at
+             minute 1 and at the end. With --sources animated (SOURCES=animated) the soak's
+             sources are animated GIFs, WebPs and APNGs made from the photos, asked as still JPEGs
+             (imgproxy's grammar) and as animations (thumbor's fit-in keeps them animated).
 
 Run with the thumbor venv's python (it has thumbor and Pillow):
     ~/.cache/imagekit/thumbor-7.8.0-venv/bin/python Benchmarks/serve/bench_serve.py \\
-        --imagekit .build/release/imagekit --bench .build/release/bench [--count 1000] [--soak 0] [--json]
+        --imagekit .build/release/imagekit --bench .build/release/bench [--count 1000] [--soak 0]
+        [--sources photos|animated] [--json]
 """
-import argparse, glob, http.client, io, json, os, random, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, glob, http.client, io, json, math, os, random, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 from PIL import Image
 
 PHOTO_VERSION = "v1"
 FIELDS = ["tool", "phase", "concurrency", "thumbnails_per_s", "cpu_ms_per_thumbnail", "p50_ms", "p99_ms", "peak_rss_mb",
-          "median_bytes", "errors", "wrong_size"]
+          "median_bytes", "errors", "wrong_size", "rss_mb_at_minute_1"]
 
 
 def log(*parts):
@@ -67,6 +71,40 @@ def make_photos(directory, count):
     open(marker, "w").close()
 
 
+ANIMATED_VERSION = "v1"
+
+
+def make_animated(photos, names):
+    """60 animated sources in `photos`/animated (made once): 20 GIFs, 20 WebPs and 20 APNGs of 6-12
+    frames, each a 320-480 px window panning across one photo. Returns [(name, (width, height))]."""
+    directory = os.path.join(photos, "animated")
+    marker = os.path.join(directory, f".complete-{ANIMATED_VERSION}")
+    made = []
+    rng = random.Random(45)
+    specs = []
+    for index in range(60):
+        kind = ("gif", "webp", "png")[index % 3]
+        width, height = rng.randint(320, 480), rng.randint(240, 360)
+        specs.append((f"{index:02}.{kind}", kind, names[index % len(names)], width, height, rng.randint(6, 12)))
+    if not os.path.exists(marker):
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        log(f"making 60 animated sources into {directory}")
+        for name, kind, photo, width, height, count in specs:
+            image = Image.open(os.path.join(photos, photo)).convert("RGB")
+            step = max(1, (image.width - width) // count)
+            frames = [image.crop((i * step, 0, i * step + width, height)) for i in range(count)]
+            if kind == "gif":
+                frames = [frame.quantize(colors=128) for frame in frames]
+            options = {"webp": {"quality": 80}, "png": {"optimize": False}, "gif": {}}[kind]
+            frames[0].save(os.path.join(directory, name), save_all=True, append_images=frames[1:], duration=80, loop=0,
+                           **options)
+        open(marker, "w").close()
+    for name, _, _, width, height, _ in specs:
+        made.append((f"animated/{name}", (width, height)))
+    return made
+
+
 def fit(width, height, box_w, box_h):
     """thumbor 7.8's fit-in size (no upscaling): its halves round up (it adds 1e-5 before round())."""
     if width <= box_w and height <= box_h:
@@ -74,6 +112,16 @@ def fit(width, height, box_w, box_h):
     if width / box_w >= height / box_h:
         return box_w, max(1, round(height * box_w / width + 1e-5))
     return max(1, round(width * box_h / height + 1e-5)), box_h
+
+
+def imgproxy_fit(width, height, box_w, box_h):
+    """imgproxy 3's rs:fit size without enlarge: one scale, min(box/side), each side rounded half
+    away from zero (Go's math.Round), so a half that float arithmetic leaves at .4999 rounds down
+    where thumbor's fit() rounds up."""
+    if width <= box_w and height <= box_h:
+        return width, height
+    scale = min(box_w / width, box_h / height)
+    return max(1, math.floor(width * scale + 0.5)), max(1, math.floor(height * scale + 0.5))
 
 
 def free_port():
@@ -120,7 +168,7 @@ def start_origin(work, root, port, core=None, access_log=None):
                 f"events {{ worker_connections 1024; }}\n"
                 f"http {{ {logging} client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};"
                 f" uwsgi_temp_path {work}; scgi_temp_path {work}; keepalive_requests 100000;"
-                f" types {{ image/jpeg jpg; }} server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n")
+                f" types {{ image/jpeg jpg; image/gif gif; image/webp webp; image/png png; }} server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n")
     command = ["nginx", "-c", conf, "-p", work, "-g", "daemon off;"]
     if core is not None:
         command = ["taskset", "-c", str(core)] + command
@@ -309,6 +357,8 @@ def main():
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--photos", default=os.path.expanduser("~/.cache/imagekit/bench-serve-photos"))
     parser.add_argument("--soak", type=int, default=0, help="seconds of soak (0: skipped)")
+    parser.add_argument("--sources", choices=("photos", "animated"), default="photos",
+                        help="the soak's sources: the photos, or animated GIF/WebP/APNG made from them")
     parser.add_argument("--warm-seconds", type=int, default=10)
     parser.add_argument("--phases", default="inprocess,cold,warm,mixed,overload,soak")
     parser.add_argument("--json", action="store_true")
@@ -385,7 +435,10 @@ def main():
             emit(overload(work, args, origin_port, names, dimensions))
         if "soak" in phases and args.soak > 0:
             log(f"soak imagekit: {args.soak} s …")
-            emit(soak(work, args, origin_port, names, dimensions))
+            if args.sources == "animated":
+                emit(soak(work, args, origin_port, *animated_soak_jobs(args.photos, names, origin_port)))
+            else:
+                emit(soak(work, args, origin_port, *photo_soak_jobs(names, dimensions, origin_port)))
     finally:
         nginx.terminate()
         nginx.wait()
@@ -448,26 +501,51 @@ def overload(work, args, origin_port, names, dimensions):
             "median_bytes": None, "errors": errors + unhealthy, "wrong_size": 0}
 
 
-def soak(work, args, origin_port, names, dimensions):
+def photo_soak_jobs(names, dimensions, origin_port):
+    """The photo soak: fit-in thumbnails of sizes 100-499 (each size and photo a new result)."""
+    def job(index):
+        name = names[index % len(names)]
+        box = 100 + (index * 7) % 400
+        return (f"/unsafe/fit-in/{box}x{box}/127.0.0.1:{origin_port}/{name}", fit(*dimensions[name], box, box) + ("JPEG",))
+    return job, "photos"
+
+
+def animated_soak_jobs(photos, names, origin_port):
+    """The animated soak: each source asked in turn as a still JPEG thumbnail (imgproxy's
+    grammar: one frame decoded) and as an animation (thumbor's fit-in: every frame), sizes
+    80-299, so that every request is a new result."""
+    sources = make_animated(photos, names)
+
+    def job(index):
+        name, (width, height) = sources[index % len(sources)]
+        box = 80 + (index * 7) % 220
+        if (index // len(sources)) % 2 == 0:
+            # An animated GIF answers GIF whatever the format asked (issue 41, item 5): only its
+            # status counts until that lands.
+            expected = None if name.endswith(".gif") else imgproxy_fit(width, height, box, box) + ("JPEG",)
+            return (f"/_/rs:fit:{box}:{box}/plain/http://127.0.0.1:{origin_port}/{name}@jpg", expected)
+        return (f"/unsafe/fit-in/{box}x{box}/127.0.0.1:{origin_port}/{name}", None)
+    return job, "animated"
+
+
+def soak(work, args, origin_port, job, sources):
     service = Service("imagekit", work, args.imagekit, origin_port)
     rss_at_minute, deadline, index, totals = None, time.time() + args.soak, 0, []
     started = time.time()
     try:
         while time.time() < deadline:
-            jobs = []
-            for _ in range(200):
-                name = names[index % len(names)]
-                box = 100 + (index * 7) % 400
-                jobs.append((f"/unsafe/fit-in/{box}x{box}/{'127.0.0.1:%d' % origin_port}/{name}", fit(*dimensions[name], box, box) + ("JPEG",)))
-                index += 1
+            jobs = [job(index + offset) for offset in range(200)]
+            index += 200
             totals.append(run_load(service, jobs, 8))
             if rss_at_minute is None and time.time() - started >= min(60, args.soak / 2):
                 rss_at_minute = service.rss_mb()
         end = service.rss_mb()
     finally:
         service.stop()
-    log(f"  soak: RSS {rss_at_minute:.1f} MB at minute 1, {end:.1f} MB at the end ({(end / rss_at_minute - 1) * 100:+.1f} %)")
-    return {"tool": "imagekit", "phase": "soak", "concurrency": 8,
+    log(f"  soak ({sources}, {index} requests): RSS {rss_at_minute:.1f} MB at minute 1, {end:.1f} MB at the end"
+        f" ({(end / rss_at_minute - 1) * 100:+.1f} %)")
+    return {"tool": "imagekit", "phase": "soak" if sources == "photos" else f"soak-{sources}", "concurrency": 8,
+            "rss_mb_at_minute_1": rss_at_minute,
             "thumbnails_per_s": statistics.median(row["thumbnails_per_s"] for row in totals),
             "cpu_ms_per_thumbnail": statistics.median(row["cpu_ms_per_thumbnail"] for row in totals),
             "p50_ms": statistics.median(row["p50_ms"] for row in totals), "p99_ms": max(row["p99_ms"] for row in totals),
