@@ -36,6 +36,15 @@ mkdir -p "$pkg/usr/share/man/man1"
     printf '.SH SEE ALSO\nsystemctl(1), /usr/share/doc/imagekit/README.md\n'
 } | gzip -9n > "$pkg/usr/share/man/man1/imagekit.1.gz"
 
+# systemd's own check of the unit (against the staged binary: the unit names its installed path).
+if command -v systemd-analyze >/dev/null 2>&1; then
+    mkdir -p "$work/verify"
+    sed "s|/usr/bin/imagekit|$pkg/usr/bin/imagekit|" "$here/imagekit.service" > "$work/verify/imagekit.service"
+    # It exits 0 after a line it could not parse, so anything it says is a failure.
+    said=$(systemd-analyze verify --man=no "$work/verify/imagekit.service" 2>&1) && [ -z "$said" ] \
+        || { echo "$said" >&2; echo "build-deb: systemd-analyze verify refused imagekit.service" >&2; exit 1; }
+fi
+
 mkdir -p "$pkg/DEBIAN" "$work/src/debian"
 printf 'Source: imagekit\n\nPackage: imagekit\nArchitecture: any\n' > "$work/src/debian/control"
 depends=$(cd "$work/src" && dpkg-shlibdeps -O -e "$pkg/usr/bin/imagekit" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')

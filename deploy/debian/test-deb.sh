@@ -60,11 +60,11 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
 cp "$deb" "$root/tmp/"
 for attempt in 1 2 3; do
-    chroot "$root" apt-get update -qq >&2 && break
+    chroot "$root" apt-get -o APT::Sandbox::User=root update -qq >&2 && break
     [ $attempt -lt 3 ] || { echo "test-deb: apt-get update failed" >&2; exit 1; }
     sleep 5
 done
-chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "/tmp/$(basename "$deb")" >&2
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get -o APT::Sandbox::User=root install -y -qq --no-install-recommends "/tmp/$(basename "$deb")" >&2
 
 version=$(chroot "$root" /usr/bin/imagekit --version)
 [ "$version" = "$expected" ] || { echo "test-deb: --version says '$version', expected '$expected'" >&2; exit 1; }
