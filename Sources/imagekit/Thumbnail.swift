@@ -10,7 +10,7 @@ struct Thumbnail: ParsableCommand {
     )
 
     @Argument(help: "Input image.") var input: String
-    @Argument(help: "Output file (.jpg .png .webp .gif).") var output: String
+    @Argument(help: "Output file (.jpg .png .webp .gif .avif .jxl .heic).") var output: String
     @Option(help: "Fit inside N×N pixels.") var size: Int?
     @Option(help: "Exactly WxH pixels (aspect ratio not kept; each side at most the source's).") var exact: String?
     @Option(help: "Lossy quality 0...1 for JPEG and WebP output.") var quality: Double = 0.9

@@ -22,7 +22,7 @@ struct Transform: ParsableCommand {
     )
 
     @Argument(help: "Input image.") var input: String
-    @Argument(help: "Output file (.jpg .png .webp .gif).") var output: String
+    @Argument(help: "Output file (.jpg .png .webp .gif .avif .jxl .heic).") var output: String
     @Argument(parsing: .captureForPassthrough, help: "Steps and options, see below.") var steps: [String] = []
 
     struct Plan {

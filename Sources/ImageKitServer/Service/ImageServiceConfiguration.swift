@@ -47,8 +47,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// free space when the cache opens, 64 MiB–1 GiB each (ImageKit's automatic bound).
     public var diskLimitBytes: Int?
     /// How long a result is answered from the result cache without looking at its source (1 h).
-    /// After that the source is loaded again (revalidated with the origin when its own cache
-    /// entry is stale); if its bytes are unchanged the result stands for another period.
+    /// After that the source is loaded again — from the source cache on disk when it holds it (a
+    /// stored source is not asked of the origin again: it stays until the disk limit evicts it or
+    /// it is 7 days old), else from the origin; if its bytes are unchanged the result stands for
+    /// another period.
     public var resultTimeToLive: TimeInterval = 3600
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
