@@ -33,6 +33,16 @@ enum BMFFBoxes {
         return result
     }
 
+    /// Whether the file's `meta` box may declare a `grid` item: its four letters appear in it (an
+    /// `infe` names its item type so). False means no grid for certain; true may be a name that
+    /// happens to hold them, which only costs the caller its closer look.
+    static func mayHaveGridItem(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let meta = boxes(in: bytes, 0..<bytes.count).first(where: { $0.type == "meta" }) else { return false }
+        return ByteSearch.contains(gridType, in: UnsafeRawBufferPointer(rebasing: bytes[meta.contentStart..<meta.end]))
+    }
+
+    private static let gridType = Array("grid".utf8)
+
     static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
             | UInt32(bytes[offset + 3])

@@ -44,7 +44,9 @@ public struct AVIFCoder: ImageCoding {
         #if HEIF
         // libavif 0.11 drops the alpha of a still whose colour is a grid and whose alpha is not
         // (fixed in libavif 1.0); libheif reads it. Asked only of stills libavif calls opaque.
-        if decoder.pointee.imageCount == 1, decoder.pointee.alphaPresent == 0, HEIFCoder.primaryImageHasAlpha(bytes) {
+        if decoder.pointee.imageCount == 1, decoder.pointee.alphaPresent == 0, BMFFBoxes.mayHaveGridItem(bytes),
+            HEIFCoder.primaryImageHasAlpha(bytes)
+        {
             return try HEIFCoder.decode(bytes, format: .avif, options: options)
         }
         #endif
