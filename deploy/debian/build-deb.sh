@@ -43,6 +43,8 @@ if command -v systemd-analyze >/dev/null 2>&1; then
     # It exits 0 after a line it could not parse, so anything it says is a failure.
     said=$(systemd-analyze verify --man=no "$work/verify/imagekit.service" 2>&1) && [ -z "$said" ] \
         || { echo "$said" >&2; echo "build-deb: systemd-analyze verify refused imagekit.service" >&2; exit 1; }
+else
+    echo "build-deb: no systemd-analyze on this machine: the unit is not verified" >&2
 fi
 
 mkdir -p "$pkg/DEBIAN" "$work/src/debian"

@@ -15,7 +15,8 @@ cache=${IMAGEKIT_DEB_TEST_CACHE:-$HOME/.cache/imagekit}
 base=$cache/debootstrap-bookworm-minbase.tar.gz
 archives=$cache/debootstrap-apt-archives
 [ "$(id -u)" = 0 ] || { echo "test-deb: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
-command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+command -v debootstrap >/dev/null && command -v curl >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap curl; }
 mkdir -p "$cache" "$archives/partial"
 if [ ! -f "$base" ]; then
     echo "test-deb: making a minimal Debian 12 root (once) into $base" >&2

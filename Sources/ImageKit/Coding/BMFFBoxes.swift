@@ -33,12 +33,17 @@ enum BMFFBoxes {
         return result
     }
 
+    /// The content of the file's top-level `meta` box (a HEIF/AVIF item list), or nil.
+    static func metaContent(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let meta = boxes(in: bytes, 0..<bytes.count).first(where: { $0.type == "meta" }) else { return nil }
+        return UnsafeRawBufferPointer(rebasing: bytes[meta.contentStart..<meta.end])
+    }
+
     /// Whether the file's `meta` box may declare a `grid` item: its four letters appear in it (an
     /// `infe` names its item type so). False means no grid for certain; true may be a name that
     /// happens to hold them, which only costs the caller its closer look.
     static func mayHaveGridItem(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let meta = boxes(in: bytes, 0..<bytes.count).first(where: { $0.type == "meta" }) else { return false }
-        return ByteSearch.contains(gridType, in: UnsafeRawBufferPointer(rebasing: bytes[meta.contentStart..<meta.end]))
+        metaContent(bytes).map { ByteSearch.contains(gridType, in: $0) } ?? false
     }
 
     private static let gridType = Array("grid".utf8)

@@ -17,10 +17,7 @@ enum GainMapDetection {
         case .jpeg:
             return isPresent(in: bytes, markers: JPEGMarkers(bytes))
         case .heic, .heif, .avif:
-            guard
-                let meta = BMFFBoxes.boxes(in: bytes, 0..<bytes.count).first(where: { $0.type == "meta" })
-            else { return false }
-            let content = UnsafeRawBufferPointer(rebasing: bytes[meta.contentStart..<meta.end])
+            guard let content = BMFFBoxes.metaContent(bytes) else { return false }
             // An auxiliary image of Apple's type, or an item of type `tmap` (in its `infe`).
             return ByteSearch.contains(appleAuxiliaryType, in: content)
                 || ByteSearch.contains(Array("tmap".utf8), in: content)
