@@ -142,10 +142,16 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertTrue(
             metrics.contains("imagekit_build_info{version=\"\(ImageKit.version)\",commit=\"unknown\"} 1"), metrics)
 
-        let lines = server.output.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        // The access line is written after the response, and the server's output reaches this
+        // process through a pipe: on a busy machine the last line can arrive a moment later.
+        func accessLines() -> [[String: Any]] {
+            server.output.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["label"] as? String == "imagekit.access" }
         }
-        let access = lines.filter { $0["label"] as? String == "imagekit.access" }
+        let deadline = Date().addingTimeInterval(5)
+        while accessLines().count < 7, Date() < deadline { usleep(10_000) }
+        let access = accessLines()
         XCTAssertEqual(access.count, 7, server.output)  // healthz and metrics are not logged
         let signedLine = try XCTUnwrap(access.first { ($0["path"] as? String)?.hasSuffix("a.jpg@png") == true })
         XCTAssertEqual(
