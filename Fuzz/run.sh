@@ -12,8 +12,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
 rss=${FUZZ_RSS_MB:-2048}
+# The seeds come from the full corpora when they are beside the checkout, else from the subset
+# kept in the repository (Tests/Corpus).
 corpus=${IMAGEKIT_CORPUS:-$root/../shared/corpus}
+[ -f "$corpus/MANIFEST.tsv" ] || corpus=$root/Tests/Corpus/conformance
 formats=${IMAGEKIT_FORMATS_CORPUS:-$root/../shared/formats-corpus}
+[ -f "$formats/MANIFEST.tsv" ] || formats=$root/Tests/Corpus/formats
+echo "fuzz: seeds from $corpus and $formats"
 regressions=$root/Tests/ImageKitTests/Coding/FuzzRegressions
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
 all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager

@@ -20,6 +20,8 @@ def digest(rgba):
 def main():
     tool = sys.argv[1]
     corpus = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "../../../shared/corpus")
+    if not os.path.exists(os.path.join(corpus, "MANIFEST.tsv")):
+        corpus = os.path.join(os.path.dirname(__file__), "../../Tests/Corpus/conformance")
     rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(corpus, "MANIFEST.tsv"))][1:]
     agree = differ = 0
     for row in rows:

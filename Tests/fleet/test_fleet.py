@@ -27,7 +27,11 @@ sys.path.insert(0, HERE)
 from fleetload import Load, free_base_port, image_size, percentile  # noqa: E402
 
 HOST = "127.0.0.1"
-CORPUS = os.path.join(REPO, "..", "shared", "corpus", "jpeg", "exif-orientation-examples")
+# The corpus the Swift tests use: IMAGEKIT_CORPUS, ../shared/corpus, else the repository's subset.
+CORPUS_ROOT = os.environ.get("IMAGEKIT_CORPUS") or next(
+    (path for path in (os.path.join(REPO, "..", "shared", "corpus"),) if os.path.exists(os.path.join(path, "MANIFEST.tsv"))),
+    os.path.join(REPO, "Tests", "Corpus", "conformance"))
+CORPUS = os.path.join(CORPUS_ROOT, "jpeg", "exif-orientation-examples")
 BINARY = os.path.join(REPO, ".build-test", "release", "imagekit")
 NODE_ARGS = "--allow-unsafe --allow-address 127.0.0.0/8 --queue 256 --grace 15"
 
@@ -100,6 +104,7 @@ class Fleet:
 class Origin:
     def __init__(self):
         images = sorted(os.path.join(CORPUS, name) for name in os.listdir(CORPUS) if name.endswith(".jpg"))
+        report(f"origin: {len(images)} photos from {os.path.normpath(CORPUS)}")
         port_file = os.path.join(REPO, ".build-test", "fleet-origin.port")
         if os.path.exists(port_file):
             os.remove(port_file)

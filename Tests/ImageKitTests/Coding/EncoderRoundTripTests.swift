@@ -85,7 +85,7 @@ final class EncoderRoundTripTests: XCTestCase {
         let entries = try Corpus.requireEntries().filter {
             $0.isValid && ($0.frames ?? 1) > 1 && ["GIF", "PNG", "WEBP"].contains($0.format)
         }
-        XCTAssertGreaterThan(entries.count, 50)
+        XCTAssertGreaterThan(entries.count, Corpus.minimum(50))
         for entry in entries {
             let original = try coders.decode(try entry.data)
             let apng = try coders.encode(original, as: .png, options: .init(compressionLevel: 1))

@@ -41,7 +41,7 @@ final class FormatsCorpusTests: XCTestCase {
 
     func testEveryValidFileDecodesAsItsManifestSays() throws {
         let entries = try FormatsCorpus.requireEntries().filter(\.isValid)
-        XCTAssertGreaterThan(entries.count, 100)
+        XCTAssertGreaterThan(entries.count, FormatsCorpus.minimum(100))
         var exact = 0, close = 0, colour = 0
         for entry in entries {
             guard Self.isBuiltIn(entry.path) else {
@@ -88,9 +88,9 @@ final class FormatsCorpusTests: XCTestCase {
             }
         }
         // Without the HEIF, AVIF and JPEG XL traits: TIFF, BMP, ICO and the tagged JPEG/PNG/WebP.
-        XCTAssertGreaterThan(exact, Self.allFormatsBuiltIn ? 40 : 10)
-        XCTAssertGreaterThan(close, Self.allFormatsBuiltIn ? 40 : 2)
-        XCTAssertGreaterThan(colour, Self.allFormatsBuiltIn ? 15 : 2)
+        XCTAssertGreaterThan(exact, FormatsCorpus.minimum(Self.allFormatsBuiltIn ? 40 : 10))
+        XCTAssertGreaterThan(close, FormatsCorpus.minimum(Self.allFormatsBuiltIn ? 40 : 2))
+        XCTAssertGreaterThan(colour, FormatsCorpus.minimum(Self.allFormatsBuiltIn ? 15 : 2))
     }
 
     /// libavif 0.11 drops the alpha of a still whose colour is a grid and whose alpha is not;
@@ -128,7 +128,7 @@ final class FormatsCorpusTests: XCTestCase {
 
     func testInvalidFilesAreRefusedWithTypedErrors() throws {
         let entries = try FormatsCorpus.requireEntries().filter { !$0.isValid }
-        XCTAssertGreaterThanOrEqual(entries.count, 10)
+        XCTAssertGreaterThanOrEqual(entries.count, FormatsCorpus.minimum(10))
         let typed: Set<ImageError.Code> = [
             .badImageData, .truncatedData, .zeroPixels, .decompressionBomb, .unsupportedFormat,
         ]
@@ -162,7 +162,7 @@ final class FormatsCorpusTests: XCTestCase {
         var options = ImageDecodingOptions()
         options.thumbnailPixelSize = PixelSize(64)
         for path in Self.builtIn([
-            "heif/made/card-420.heic", "avif/pillow/rot1mir0.avif", "jxl/conformance/sunset_logo.jxl",
+            "heif/made/card-420.heic", "avif/libavif/abc_color_irot_alpha_irot.avif", "jxl/conformance/grayscale.jxl",
             "tiff/pillow/copyleft.tiff",
             "bmp/made/bottomup-24.bmp", "bmp/bmpsuite/pal8rle.bmp", "ico/made/multi-size.ico", "tiff/made/orient-6.tif",
         ]) {

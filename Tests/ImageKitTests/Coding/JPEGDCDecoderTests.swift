@@ -61,7 +61,7 @@ final class JPEGDCDecoderTests: XCTestCase {
             }
             _ = JPEGCoder.eighthScale(damaged, dcOnly: true)  // must not crash or read out of bounds (ASan)
         }
-        XCTAssertGreaterThan(checked, 10)
+        XCTAssertGreaterThan(checked, Corpus.minimum(10))
         // Public behaviour is unchanged: a truncated file still reports truncatedData.
         let sample = try XCTUnwrap(
             entries.first { JPEGCoder.eighthScale((try? $0.data) ?? Data(), dcOnly: true) != nil })
@@ -85,9 +85,10 @@ final class JPEGDCDecoderTests: XCTestCase {
             let data = try entry.data
             if data.withUnsafeBytes({ JPEGMarkers($0).isProgressive }) { sources.append((entry.path, data)) }
         }
-        for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Landscape_1.jpg"] {
-            guard let data = try? Corpus.data(path) else { continue }
-            let image = try ImageCodersManager.shared.decode(data)
+        XCTAssertGreaterThanOrEqual(Corpus.photos.count, 3)
+        for photo in Corpus.photos.prefix(3) {
+            let path = photo.path
+            let image = try ImageCodersManager.shared.decode(photo.data)
             sources.append(
                 (
                     path + " (progressive)",
@@ -129,7 +130,7 @@ final class JPEGDCDecoderTests: XCTestCase {
             }
         }
         print("DC thumbnails: \(compared) compared with TurboJPEG 1/8 + resample, lowest \(lowest) dB")
-        XCTAssertGreaterThan(compared, 40)
+        XCTAssertGreaterThan(compared, Corpus.minimum(40))
     }
 
     /// A progressive file's DC decoder needs only the data up to its DC scans with
@@ -137,9 +138,9 @@ final class JPEGDCDecoderTests: XCTestCase {
     /// whole file; shorter prefixes are refused.
     func testProgressiveDCScansSufficeWithoutTheRest() throws {
         var checked = 0
-        for path in ["jpeg/sdwebimage/TestJFIF.jpg", "jpeg/exif-orientation-examples/Portrait_3.jpg"] {
-            guard let original = try? Corpus.data(path) else { continue }
-            let image = try ImageCodersManager.shared.decode(original)
+        for photo in Corpus.photos.prefix(3) {
+            let path = photo.path
+            let image = try ImageCodersManager.shared.decode(photo.data)
             let data = try ImageCodersManager.shared.encode(
                 image, as: .jpeg, options: .init(quality: 0.85, progressive: true))
             let whole = try XCTUnwrap(JPEGCoder.eighthScale(data, dcOnly: true))
@@ -161,7 +162,7 @@ final class JPEGDCDecoderTests: XCTestCase {
                 }, 0)
             checked += 1
         }
-        XCTAssertEqual(checked, 2)
+        XCTAssertEqual(checked, 3)
     }
 
     /// 2x2 box average (odd edges dropped).

@@ -22,7 +22,7 @@ final class JXLHEICEncodingTests: XCTestCase {
 
     /// A photo from the formats corpus, cropped to keep the encodes quick.
     private func photo() throws -> DecodedImage {
-        let image = try coders.decode(FormatsCorpus.entry("avif/pillow/rot0mir0.avif").data)
+        let image = try coders.decode(FormatsCorpus.entry("avif/libavif/paris_icc_exif_xmp.avif").data)
         return TestImages.still(try image.bitmap.cropped(to: PixelRect(x: 100, y: 80, width: 240, height: 180)))
     }
 

@@ -46,7 +46,7 @@ final class ProgressiveDecodingTests: XCTestCase {
                 previewCount += previews.count
             }
         }
-        XCTAssertGreaterThan(previewCount, 300, "previews are produced")
+        XCTAssertGreaterThan(previewCount, Corpus.minimum(300), "previews are produced")
     }
 
     func testProgressiveJPEGGivesOnePreviewPerScan() throws {
@@ -62,9 +62,9 @@ final class ProgressiveDecodingTests: XCTestCase {
     }
 
     /// A progressive JPEG's first preview (up to 1/4 scale) comes from its first DC scans
-    /// alone; a thumbnail of at most 1/8 gets no further previews (the first is final).
+    /// alone; a thumbnail that the 1/8 DC picture covers 1.5 times over gets no further previews (the first is final).
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
-        let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/sdwebimage/TestJFIF.jpg"))
+        let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Landscape_1.jpg"))
         let data = try ImageCodersManager.shared.encode(
             original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
         guard
@@ -81,11 +81,12 @@ final class ProgressiveDecodingTests: XCTestCase {
         XCTAssertTrue(preview.isPreview)
         XCTAssertEqual(preview.width, quarter.width)
         XCTAssertEqual(preview.height, quarter.height)
-        let small = ProgressiveDecoder(options: .init(thumbnailPixelSize: PixelSize(256)))
+        let small = ProgressiveDecoder(
+            options: .init(thumbnailPixelSize: PixelSize(width: original.width / 16, height: original.height / 16)))
         small.update(prefix, isFinal: false)
         XCTAssertNotNil(small.preview())
         small.update(data.prefix(data.count * 3 / 4), isFinal: false)
-        XCTAssertNil(small.preview(), "a <= 1/8 thumbnail's DC preview is final")
+        XCTAssertNil(small.preview(), "a thumbnail the DC picture covers 1.5 times over: its DC preview is final")
         // At 1/8 the DC picture is the image (a first scan at 8 % of the bytes).
         let eighth = PixelSize(width: original.width / 8, height: original.height / 8)
         XCTAssertGreaterThan(psnr(try preview.bitmap.resized(to: eighth), try original.bitmap.resized(to: eighth)), 30)
@@ -129,8 +130,8 @@ final class ProgressiveDecodingTests: XCTestCase {
         // Lossy (VarDCT) files code their DC first and their groups one by one: previews come
         // early. Small modular files code everything in one section (the whole file is needed).
         for (path, previewsExpected) in [
-            ("jxl/conformance/bench_oriented_brg.jxl", true), ("jxl/made/lossy-d1.jxl", true),
-            ("jxl/conformance/lz77_flower.jxl", false),
+            ("jxl/made/lossy-d1.jxl", true), ("jxl/conformance/alpha_triangles.jxl", false),
+            ("jxl/conformance/grayscale.jxl", false),
         ] {
             let data = try FormatsCorpus.entry(path).data
             let (previews, final) = feed(data, chunks: 12)

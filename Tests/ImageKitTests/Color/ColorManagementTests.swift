@@ -86,7 +86,7 @@ final class ColorManagementTests: XCTestCase {
     func testMatrixTRCFastPathIsWithinOneLevelOfLittleCMS() throws {
         let cube = try colourCube()
         for path in [
-            "icc/jpeg/adobe.jpg", "icc/jpeg/image-p3.jpg", "icc/jpeg/prophoto.jpg", "icc/png/p3-16bit.png",
+            "icc/jpeg/adobe.jpg", "icc/png/gradient-8b-displayp3-alpha.png", "icc/jpeg/prophoto.jpg", "icc/webp/p3-lossy.webp",
             "icc/png/Google-Pixel2XL-16bit_acescg_g1_v4_krita.png",
         ] {
             let profile = try profile(path)
@@ -125,10 +125,10 @@ final class ColorManagementTests: XCTestCase {
             XCTAssertEqual(
                 kept.bitmap.packedRGBA(), try ImageCodersManager.shared.decode(data).bitmap.packedRGBA(), path)
         }
-        for path in ["icc/jpeg/adobe.jpg", "icc/jpeg/image-p3.jpg", "icc/jpeg/cmyk-icc.jpg"] {
+        for path in ["icc/jpeg/adobe.jpg", "icc/png/gradient-8b-displayp3-alpha.png", "icc/jpeg/cmyk-icc.jpg"] {
             XCTAssertFalse(try profile(path).isSRGB, path)
         }
-        XCTAssertEqual(try profile("icc/jpeg/image-p3.jpg").profileDescription, "Display P3")
+        XCTAssertEqual(try profile("icc/png/gradient-8b-displayp3-alpha.png").profileDescription, "Display P3")
         XCTAssertEqual(try profile("icc/jpeg/cmyk-icc.jpg").colorSpace, .cmyk)
     }
 

@@ -1,7 +1,10 @@
 import Foundation
 import XCTest
 
-/// The shared conformance corpus (`../shared/corpus` beside the checkout) and its manifest.
+/// The conformance corpus and its manifest: the full corpus when it is there
+/// (`IMAGEKIT_CORPUS`, or `../shared/corpus` beside the checkout), else the subset kept in the
+/// repository (`Tests/Corpus/conformance`, chosen by `scripts/make-test-corpus.py`). The first use
+/// prints which one the run uses.
 enum Corpus {
     struct Entry {
         var path: String
@@ -17,18 +20,55 @@ enum Corpus {
         var data: Data { get throws { try Data(contentsOf: url) } }
     }
 
-    /// `IMAGEKIT_CORPUS` when set, else `../shared/corpus` relative to the package root.
-    static let root = sharedFolder("corpus", environment: "IMAGEKIT_CORPUS")
+    /// Where the corpus is read from, and whether it is the full one.
+    struct Location {
+        var root: URL
+        var isFull: Bool
+    }
 
-    /// The folder `environment` names when set, else `../shared/<name>` beside the checkout.
-    static func sharedFolder(_ name: String, environment: String) -> URL {
-        if let override = ProcessInfo.processInfo.environment[environment] {
-            return URL(fileURLWithPath: override)
-        }
+    static let location = locate(shared: "corpus", subset: "conformance", environment: "IMAGEKIT_CORPUS")
+    static var root: URL { location.root }
+    /// Whether the run has the full corpus (else the repository's subset).
+    static var isFull: Bool { location.isFull }
+
+    /// The folder `environment` names when set, else `../shared/<shared>` beside the checkout
+    /// when it holds a manifest, else `Tests/Corpus/<subset>`.
+    static func locate(shared: String, subset: String, environment: String) -> Location {
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/\(name)")
+        let subsetRoot = packageRoot.appendingPathComponent("Tests/Corpus/\(subset)")
+        let location: Location
+        if let override = ProcessInfo.processInfo.environment[environment], !override.isEmpty {
+            let root = URL(fileURLWithPath: override)
+            location = Location(root: root, isFull: root.standardizedFileURL.path != subsetRoot.standardizedFileURL.path)
+        } else {
+            let beside = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/\(shared)")
+            if FileManager.default.fileExists(atPath: beside.appendingPathComponent("MANIFEST.tsv").path) {
+                location = Location(root: beside, isFull: true)
+            } else {
+                location = Location(root: subsetRoot, isFull: false)
+            }
+        }
+        print(
+            "ImageKit tests: \(shared) from \(location.root.standardizedFileURL.path)"
+                + (location.isFull ? " (full)" : " (the repository's subset; the full corpus runs when \(environment) or ../shared/\(shared) is there)"))
+        return location
+    }
+
+    /// `full` on the full corpus; on the subset, nine tenths of the subset's share of it (the
+    /// subset keeps the small files, so a category's share varies): a count that guards against
+    /// a suite checking nothing holds on both.
+    static func minimum(_ full: Int) -> Int {
+        isFull ? full : full * entries.count * 9 / (828 * 10)
+    }
+
+    /// Camera-sized JPEG photos (a megapixel or more, valid): the sources of the tests that
+    /// re-encode or scale real photos, largest first. The subset keeps three.
+    static var photos: [Entry] {
+        func pixels(_ entry: Entry) -> Int { (entry.width ?? 0) * (entry.height ?? 0) }
+        return entries.filter { $0.format == "JPEG" && $0.isValid && pixels($0) >= 1_000_000 }
+            .sorted { pixels($0) > pixels($1) }
     }
 
     static let entries: [Entry] = {
@@ -47,7 +87,9 @@ enum Corpus {
 
     /// Fails the calling test (rather than passing vacuously) when the corpus is missing.
     static func requireEntries(file: StaticString = #filePath, line: UInt = #line) throws -> [Entry] {
-        guard entries.count > 800 else { throw Missing(message: "corpus manifest not found or short at \(root.path)") }
+        guard entries.count > (isFull ? 800 : 400) else {
+            throw Missing(message: "corpus manifest not found or short at \(root.path)")
+        }
         return entries
     }
 

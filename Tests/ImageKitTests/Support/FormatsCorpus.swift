@@ -3,8 +3,9 @@ import XCTest
 
 @testable import ImageKit
 
-/// The formats corpus (`../shared/formats-corpus` beside the checkout): HEIF, AVIF, JPEG XL,
-/// TIFF, BMP, ICO and ICC-tagged files, each with reference pixels under `ref/`.
+/// The formats corpus: HEIF, AVIF, JPEG XL, TIFF, BMP, ICO and ICC-tagged files, each with
+/// reference pixels under `ref/`. The full corpus when it is there (`IMAGEKIT_FORMATS_CORPUS`, or
+/// `../shared/formats-corpus` beside the checkout), else the subset in `Tests/Corpus/formats`.
 enum FormatsCorpus {
     struct Entry {
         var path: String
@@ -29,8 +30,10 @@ enum FormatsCorpus {
         var rawReferenceURL: URL { FormatsCorpus.root.appendingPathComponent("ref/\(path).raw.png") }
     }
 
-    /// `IMAGEKIT_FORMATS_CORPUS` when set, else `../shared/formats-corpus` relative to the package.
-    static let root = Corpus.sharedFolder("formats-corpus", environment: "IMAGEKIT_FORMATS_CORPUS")
+    static let location = Corpus.locate(
+        shared: "formats-corpus", subset: "formats", environment: "IMAGEKIT_FORMATS_CORPUS")
+    static var root: URL { location.root }
+    static var isFull: Bool { location.isFull }
 
     static let entries: [Entry] = {
         guard let text = try? String(contentsOf: root.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8) else {
@@ -63,9 +66,14 @@ enum FormatsCorpus {
         }
     }()
 
+    /// `full` on the full corpus; on the subset, the same share of the subset's files.
+    static func minimum(_ full: Int) -> Int {
+        isFull ? full : full * entries.count * 9 / (122 * 10)
+    }
+
     /// Fails the calling test (rather than passing vacuously) when the corpus is missing.
     static func requireEntries(file: StaticString = #filePath, line: UInt = #line) throws -> [Entry] {
-        guard entries.count >= 100 else {
+        guard entries.count >= (isFull ? 100 : 50) else {
             throw Corpus.Missing(message: "formats corpus manifest not found or short at \(root.path)")
         }
         return entries
