@@ -240,6 +240,55 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertTrue(server.process.isRunning)
     }
 
+    /// `--timeout` is one deadline for a source, retries included (thumbor's
+    /// `HTTP_LOADER_REQUEST_TIMEOUT`): an origin that stalls after its headers, or drips a byte
+    /// every 250 ms, gets its 504 within the timeout and a second, not after one timeout per
+    /// attempt. An origin that fails at once is still retried.
+    func testTimeoutIsOneDeadlineForTheWholeFetchWithRetries() throws {
+        let jpeg = ImageServiceTests.jpeg
+        let attempts = Locked([String: Int]())
+        func counting(_ name: String, _ respond: @escaping @Sendable (Int32) -> Void) throws -> RawTCPServer {
+            try RawTCPServer { socket in
+                attempts.withLock { $0[name, default: 0] += 1 }
+                respond(socket)
+            }
+        }
+        let stall = try counting("stall") { socket in
+            guard RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 5000\r\n\r\n")
+            else { return }
+            usleep(6_000_000)
+        }
+        defer { stall.stop() }
+        let drip = try counting("drip") { socket in
+            guard RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100000\r\n\r\n")
+            else { return }
+            for byte in jpeg.prefix(24) {
+                guard RawTCPServer.write(socket, [byte]) else { return }
+                usleep(250_000)
+            }
+        }
+        defer { drip.stop() }
+        let failing = try counting("failing") { socket in
+            _ = RawTCPServer.write(socket, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+        }
+        defer { failing.stop() }
+        let server = try ServeProcess(allowOrigin + ["--allow-unsafe", "--timeout", "2"])
+        defer { server.stop() }
+
+        for (name, port) in [("stall", stall.port), ("drip", drip.port)] {
+            let started = Date()
+            let answer = try server.request("/unsafe/100x100/127.0.0.1:\(port)/\(name).jpg")
+            let elapsed = Date().timeIntervalSince(started)
+            XCTAssertEqual(answer.status, 504, name)
+            XCTAssertEqual(answer.json["error"], "originTimeout", name)
+            XCTAssertLessThan(elapsed, 3, "\(name): one 2 s deadline for every attempt, not one per attempt")
+            XCTAssertEqual(attempts.withLock { $0[name] }, 1, "\(name): no time was left for a retry")
+        }
+        let answer = try server.request("/unsafe/100x100/127.0.0.1:\(failing.port)/failing.jpg")
+        XCTAssertEqual(answer.status, 502)
+        XCTAssertEqual(attempts.withLock { $0["failing"] }, 3, "a quick failure is retried twice within the deadline")
+    }
+
     func testSIGTERMLetsThirtyTwoRequestsInFlightFinish() throws {
         // A source that takes about 1.5 s to arrive: 32 different thumbnails of it wait for it together.
         origin.route(

@@ -56,6 +56,9 @@ public final class ImageDownloader: ImageLoading {
         var isBackingOff = false
         /// Retries made so far.
         var attempt = 0
+        /// When the first attempt started: ``ImageDownloaderConfiguration/totalTimeout`` is one
+        /// budget for every attempt together.
+        var firstStart: DispatchTime?
         /// A caller looked at the bytes while they arrived (a progressive preview): retrying
         /// would show it another image's start again, so this transfer is never retried.
         var bytesObserved = false
@@ -390,8 +393,22 @@ public final class ImageDownloader: ImageLoading {
         for operation in starting { start(operation) }
     }
 
+    /// What is left of the transfer's ``ImageDownloaderConfiguration/totalTimeout`` (nil: no
+    /// deadline), counted from its first attempt.
+    func remainingTime(of operation: Operation, now: DispatchTime = .now()) -> TimeInterval? {
+        guard let total = configuration.totalTimeout else { return nil }
+        guard let first = operation.firstStart else { return total }
+        return total - Double(now.uptimeNanoseconds &- first.uptimeNanoseconds) / 1e9
+    }
+
     private func start(_ operation: Operation) {
         let request = operation.request
+        let now = DispatchTime.now()
+        // Under the state lock: `finish` reads it there when it decides on a retry.
+        let remaining = state.withLock { _ -> TimeInterval? in
+            if operation.firstStart == nil { operation.firstStart = now }
+            return remainingTime(of: operation, now: now)
+        }
         var headerList = baseHeaderList
         let resume =
             configuration.resumableDataLimit > 0 && request.cachedValidators == nil
@@ -411,7 +428,7 @@ public final class ImageDownloader: ImageLoading {
         let options = CurlTransferOptions(
             url: request.url, headers: headerList,
             connectTimeout: configuration.connectTimeout ?? configuration.timeout,
-            stallTimeout: configuration.timeout, totalTimeout: configuration.totalTimeout,
+            stallTimeout: configuration.timeout, totalTimeout: remaining.map { max(0.001, $0) },
             maxRedirects: configuration.maxRedirects,
             maxBodySize: configuration.maxBodySize,
             allowsInvalidCertificates: request.allowsInvalidSSLCertificates

@@ -34,7 +34,9 @@ public struct ImageDownloaderConfiguration: Sendable {
     public var timeout: TimeInterval
     /// Connection set-up limit (defaults to ``timeout``).
     public var connectTimeout: TimeInterval?
-    /// An overall deadline per transfer (connect and body); nil = none.
+    /// One deadline for the whole download of a URL: connection, redirects, body and retries
+    /// together, counted from the first attempt's start (a retry starts only when time is left);
+    /// nil = none.
     public var totalTimeout: TimeInterval?
     /// FIFO (default) or LIFO among waiting transfers of one priority.
     public var executionOrder: ExecutionOrder

@@ -23,7 +23,8 @@ public struct ImageServiceConfiguration: Sendable {
     public var maxSourceBytes = 64 << 20
     /// The most pixels a source may have (50 M, imgproxy's): more answers 422.
     public var maxPixels = 50_000_000
-    /// A total deadline for fetching a source, connect and body (10 s): past it, 504.
+    /// One deadline for fetching a source (10 s): connection, redirects, body and retries
+    /// together; a retry starts only while time is left. Past it, 504.
     public var timeout: TimeInterval = 10
     /// Redirects followed at most (10); each hop is checked by the address policy.
     public var maxRedirects = 10
