@@ -33,12 +33,39 @@ final class ImgproxyGeometryTests: XCTestCase {
         XCTAssertEqual(try size("rs:auto:200:300"), "200x150", "orientations differ: fit")
         XCTAssertEqual(try size("rs:fit:300:300/dpr:2"), "600x450")
         XCTAssertEqual(try size("w:200/z:0.5"), "100x75")
-        XCTAssertEqual(try size("rs:fit:100:100/mw:200"), "200x150")
+        XCTAssertEqual(try size("rs:fit:100:100/mw:200"), "100x100", "scaled to 200x150, cut to the box")
         XCTAssertEqual(try size("c:0.5:0.5/rs:fit:100:100"), "100x75")
         XCTAssertEqual(try size("c:320:100"), "320x100")
         XCTAssertEqual(try size("rs:fit:300:300/pd:10:20"), "340x245")
         XCTAssertEqual(try size("rs:fit:300:300/rot:90"), "225x300")
         XCTAssertEqual(try size(""), "640x480")
+    }
+
+    /// Case by case as imgproxy's `calcScale`, `calcSizes` and `cropToResult` take them, on a
+    /// 1600×1000 source: zoom and dpr with and without a size, with and without enlarge, and
+    /// min-width / min-height, which scale past the box and are then cut back to it.
+    func testScaleAndCropToResultAsImgproxyComputesThem() throws {
+        let cases: [(String, String, String)] = [
+            ("rs:fit:400:100/mw:320", "320x100", "fit gives 160x100; min-width scales to 320x200; cut to 100 high"),
+            ("rs:fit:400:100/mh:200", "320x100", "min-height 200 scales to 320x200; cut to the box"),
+            ("rs:fill:400:100/mh:200", "400x100", "fill already reaches 250 high: min-height changes nothing"),
+            ("rs:force:400:100/mw:800", "400x100", "force scales each side; min-width 800x200, cut to the box"),
+            ("z:0.5", "800x500", "zoom without a size multiplies the source's"),
+            ("z:2", "1600x1000", "no enlarging without el:1"),
+            ("z:2/el:1", "3200x2000", ""),
+            ("z:0.5:0.25", "800x250", "zoom per side"),
+            ("rs:fit:400:400/z:0.5", "200x125", "the box is 400x400 × 0.5"),
+            ("rs:fill:400:400/z:0.5", "200x200", "fill to 320x200, cut to 200x200"),
+            ("rs:fit:400:0/dpr:2", "800x500", ""),
+            ("rs:fit:1000:1000/dpr:2", "1600x1000", "dpr lowered to 1.6: the source is the limit"),
+            ("rs:fit:1000:1000/dpr:2/el:1", "2000x1250", ""),
+            ("rs:fit:400:400/dpr:0.5", "200x125", ""),
+            ("rs:fit:2000:2000:0:1/dpr:2", "2000x2000", "extend keeps the box at dpr 1 (the source is smaller)"),
+            ("rs:fit:400:400/pd:10/dpr:2", "840x540", "padding scales by the effective dpr"),
+        ]
+        for (options, expected, why) in cases {
+            XCTAssertEqual(try size(options, 1600, 1000), expected, "\(options): \(why)")
+        }
     }
 
     /// A fill whose box has another shape than the source cuts a region of the source, placed by

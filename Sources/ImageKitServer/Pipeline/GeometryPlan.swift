@@ -42,6 +42,9 @@ public struct GeometryPlan: Sendable, Hashable {
     public var canvasWidth: Int?
     /// See ``canvasWidth``.
     public var canvasHeight: Int?
+    /// Padding after the canvas, in output pixels: top, right, bottom, left (imgproxy `padding`,
+    /// scaled by the effective dpr); nil: none.
+    public var padding: [Int]?
     /// A second scaling after the canvas (thumbor `proportion()`).
     public var finalScale: Double?
     /// Clockwise quarter turns after everything else.
@@ -235,11 +238,15 @@ public struct GeometryPlan: Sendable, Hashable {
 
     // MARK: imgproxy
 
-    /// imgproxy 3's resizing types: the box (× dpr × zoom) meets the image by `fit` (inside),
-    /// `fill` (cover, then cropped to the box), `fill-down` (as fill, the box shrunk to the image
-    /// keeping its ratio), `force` (each side apart) or `auto` (fill when both are portrait or
-    /// both landscape, else fit); no enlarging unless `enlarge`; `extend` pads to the box;
-    /// `min-width`/`min-height` raise a fit; `crop` cuts first, padding comes after.
+    /// imgproxy's geometry, step by step as its `calcScale`, `calcSizes` and `cropToResult` take
+    /// it: a shrink factor per side from the box (`fit`: the larger, `fill`/`fill-down`: the
+    /// smaller, `force`: each apart, `auto`: fill when the image and the box are both portrait or
+    /// both landscape, else fit; a missing side follows the other), divided by `zoom`; without
+    /// `enlarge` no side grows (and `dpr` is lowered to what the source allows); `min-width` /
+    /// `min-height` lower the shrink until the side reaches them; then the scaled image is cut
+    /// to the target (box × the effective dpr × zoom, `fill-down`: shrunk to the image keeping
+    /// its ratio) by the gravity — for every type, so a `min-width` that overshoots the box is
+    /// cut back to it. `crop` cuts first; `extend` pads to the target, `padding` comes last.
     static func imgproxy(width sourceWidth: Int, height sourceHeight: Int, operations: ImageOperations) -> GeometryPlan
     {
         var plan = GeometryPlan(width: sourceWidth, height: sourceHeight)
@@ -247,93 +254,113 @@ public struct GeometryPlan: Sendable, Hashable {
         plan.flipVertical = operations.flipVertical
         var width = Double(sourceWidth), height = Double(sourceHeight)
         if case .size(let cropWidth, let cropHeight, _)? = operations.crop {
-            let w = cropWidth <= 0 ? width : cropWidth < 1 ? (width * cropWidth).rounded() : min(cropWidth, width)
+            let w = cropWidth <= 0 ? width : cropWidth < 1 ? max(1, (width * cropWidth).rounded()) : min(cropWidth.rounded(.down), width)
             let h =
-                cropHeight <= 0 ? height : cropHeight < 1 ? (height * cropHeight).rounded() : min(cropHeight, height)
+                cropHeight <= 0
+                ? height : cropHeight < 1 ? max(1, (height * cropHeight).rounded()) : min(cropHeight.rounded(.down), height)
             plan.manualCrop = Rect(x: Int((width - w) / 2), y: Int((height - h) / 2), width: Int(w), height: Int(h))
             width = w
             height = h
         }
-        let boxWidth = Double(operations.width) * operations.dpr * operations.zoomX
-        let boxHeight = Double(operations.height) * operations.dpr * operations.zoomY
+        let boxWidth = Double(operations.width), boxHeight = Double(operations.height)
+        let goalWidth = boxWidth > 0 ? boxWidth : width, goalHeight = boxHeight > 0 ? boxHeight : height
+        var shrinkX = goalWidth != width ? width / goalWidth : 1
+        var shrinkY = goalHeight != height ? height / goalHeight : 1
         var mode = operations.resizeMode
-        if mode == .auto {
-            mode = (width >= height) == (boxWidth >= boxHeight) || boxWidth == 0 || boxHeight == 0 ? .fill : .fit
+        if shrinkX != 1 || shrinkY != 1 {
+            if mode == .auto { mode = (width >= height) == (goalWidth >= goalHeight) ? .fill : .fit }
+            if boxWidth == 0 && mode != .force {
+                shrinkX = shrinkY
+            } else if boxHeight == 0 && mode != .force {
+                shrinkY = shrinkX
+            } else if mode == .fit {
+                (shrinkX, shrinkY) = (max(shrinkX, shrinkY), max(shrinkX, shrinkY))
+            } else if mode == .fill || mode == .fillDown || mode == .cover {
+                (shrinkX, shrinkY) = (min(shrinkX, shrinkY), min(shrinkX, shrinkY))
+            }
         }
-        var scaleX = 1.0, scaleY = 1.0
-        let ratioX = boxWidth > 0 ? boxWidth / width : 0, ratioY = boxHeight > 0 ? boxHeight / height : 0
-        switch mode {
-        case .force:
-            scaleX = ratioX > 0 ? ratioX : 1
-            scaleY = ratioY > 0 ? ratioY : 1
-        case .fill, .fillDown, .cover:
-            let scale = max(ratioX, ratioY)
-            if scale > 0 { (scaleX, scaleY) = (scale, scale) }
-        default:
-            let scale = ratioX > 0 && ratioY > 0 ? min(ratioX, ratioY) : max(ratioX, ratioY)
-            if scale > 0 { (scaleX, scaleY) = (scale, scale) }
-        }
-        if operations.minWidth > 0 {
-            let floor = Double(operations.minWidth) * operations.dpr / width; scaleX = max(scaleX, floor);
-            scaleY = max(scaleY, mode == .force ? scaleY : floor)
-        }
-        if operations.minHeight > 0 {
-            let floor = Double(operations.minHeight) * operations.dpr / height; scaleY = max(scaleY, floor);
-            scaleX = max(scaleX, mode == .force ? scaleX : floor)
-        }
+        shrinkX /= operations.zoomX
+        shrinkY /= operations.zoomY
+        var dpr = operations.dpr
         if !operations.enlarge {
-            scaleX = min(scaleX, 1)
-            scaleY = min(scaleY, 1)
+            let least = min(shrinkX, shrinkY)
+            if least < 1 {
+                shrinkX /= least
+                shrinkY /= least
+                // The box cannot be reached without enlarging: a dpr below 1 would move further
+                // from it (unless `extend` keeps the composition the same at every dpr).
+                if !operations.extend { dpr /= least }
+            }
+            dpr = min(dpr, min(shrinkX, shrinkY))
         }
-        var scaledWidth = max(1, (width * scaleX).rounded()), scaledHeight = max(1, (height * scaleY).rounded())
+        if operations.minWidth > 0, width / Double(operations.minWidth) < shrinkX {
+            let least = width / Double(operations.minWidth)
+            shrinkY /= shrinkX / least
+            shrinkX = least
+        }
+        if operations.minHeight > 0, height / Double(operations.minHeight) < shrinkY {
+            let least = height / Double(operations.minHeight)
+            shrinkX /= shrinkY / least
+            shrinkY = least
+        }
+        shrinkX = min(shrinkX / dpr, width)
+        shrinkY = min(shrinkY / dpr, height)
+        let scaleX = 1 / shrinkX, scaleY = 1 / shrinkY
+        var scaledWidth = (width * scaleX).rounded(), scaledHeight = (height * scaleY).rounded()
         if scaledWidth != width || scaledHeight != height {
             plan.scaledWidth = Int(scaledWidth)
             plan.scaledHeight = Int(scaledHeight)
         }
-        // fill / fill-down: cut to the box (fill-down: the box shrunk to fit the image, ratio kept).
-        if mode == .fill || mode == .fillDown {
-            var cutWidth = boxWidth > 0 ? boxWidth.rounded() : scaledWidth
-            var cutHeight = boxHeight > 0 ? boxHeight.rounded() : scaledHeight
-            if mode == .fillDown, cutWidth > scaledWidth || cutHeight > scaledHeight {
-                let shrink = min(scaledWidth / cutWidth, scaledHeight / cutHeight)
-                cutWidth = (cutWidth * shrink).rounded()
-                cutHeight = (cutHeight * shrink).rounded()
+        let targetWidth = (boxWidth * dpr * operations.zoomX).rounded()
+        let targetHeight = (boxHeight * dpr * operations.zoomY).rounded()
+        // The cut to the result (imgproxy's `cropToResult`); 0: that side is not cut.
+        var cutWidth = targetWidth, cutHeight = targetHeight
+        if operations.resizeMode == .fillDown && !operations.enlarge {
+            let overX = targetWidth / scaledWidth, overY = targetHeight / scaledHeight
+            if overX > overY && overX > 1 {
+                cutHeight = (scaledWidth * targetHeight / targetWidth).rounded()
+                cutWidth = scaledWidth
+            } else if overY > overX && overY > 1 {
+                cutWidth = (scaledHeight * targetWidth / targetHeight).rounded()
+                cutHeight = scaledHeight
             }
-            cutWidth = min(cutWidth, scaledWidth)
-            cutHeight = min(cutHeight, scaledHeight)
-            if cutWidth < scaledWidth || cutHeight < scaledHeight {
-                // The cut is a region of the (manually cropped) source, centred until the gravity
-                // places it; the region is scaled to exactly the cut's size.
-                let regionWidth = min(width, max(1, (cutWidth / scaleX).rounded()))
-                let regionHeight = min(height, max(1, (cutHeight / scaleY).rounded()))
-                plan.fillCrop = Rect(
-                    x: Int((width - regionWidth) / 2), y: Int((height - regionHeight) / 2), width: Int(regionWidth),
-                    height: Int(regionHeight))
-                scaledWidth = cutWidth
-                scaledHeight = cutHeight
-                if regionWidth != cutWidth || regionHeight != cutHeight {
-                    plan.scaledWidth = Int(cutWidth)
-                    plan.scaledHeight = Int(cutHeight)
-                } else {
-                    plan.scaledWidth = nil
-                    plan.scaledHeight = nil
-                }
+        }
+        if mode == .cover { (cutWidth, cutHeight) = (0, 0) }
+        cutWidth = cutWidth > 0 ? min(cutWidth, scaledWidth) : scaledWidth
+        cutHeight = cutHeight > 0 ? min(cutHeight, scaledHeight) : scaledHeight
+        if cutWidth < scaledWidth || cutHeight < scaledHeight {
+            // The cut is a region of the (manually cropped) source, centred until the gravity
+            // places it; the region is scaled to exactly the cut's size.
+            let regionWidth = min(width, max(1, (cutWidth / scaleX).rounded()))
+            let regionHeight = min(height, max(1, (cutHeight / scaleY).rounded()))
+            plan.fillCrop = Rect(
+                x: Int((width - regionWidth) / 2), y: Int((height - regionHeight) / 2), width: Int(regionWidth),
+                height: Int(regionHeight))
+            scaledWidth = cutWidth
+            scaledHeight = cutHeight
+            if regionWidth != cutWidth || regionHeight != cutHeight {
+                plan.scaledWidth = Int(cutWidth)
+                plan.scaledHeight = Int(cutHeight)
+            } else {
+                plan.scaledWidth = nil
+                plan.scaledHeight = nil
             }
         }
         width = scaledWidth
         height = scaledHeight
-        if operations.extend, boxWidth > 0 || boxHeight > 0 {
-            let canvasWidth = max(width, boxWidth.rounded()), canvasHeight = max(height, boxHeight.rounded())
-            if canvasWidth != width || canvasHeight != height {
-                plan.canvasWidth = Int(canvasWidth)
-                plan.canvasHeight = Int(canvasHeight)
-                width = canvasWidth
-                height = canvasHeight
-            }
+        if operations.extend, targetWidth > width || targetHeight > height {
+            let canvasWidth = max(width, targetWidth), canvasHeight = max(height, targetHeight)
+            plan.canvasWidth = Int(canvasWidth)
+            plan.canvasHeight = Int(canvasHeight)
+            width = canvasWidth
+            height = canvasHeight
         }
         if let padding = operations.padding, padding.count == 4 {
-            width += Double(padding[1] + padding[3]) * operations.dpr
-            height += Double(padding[0] + padding[2]) * operations.dpr
+            // imgproxy scales padding by the effective dpr, rounding halves to even.
+            let pixels = padding.map { Int((Double($0) * dpr).rounded(.toNearestOrEven)) }
+            if pixels.contains(where: { $0 > 0 }) { plan.padding = pixels }
+            width += Double(pixels[1] + pixels[3])
+            height += Double(pixels[0] + pixels[2])
         }
         plan.rotation = ((operations.rotate % 360 + 360) % 360) / 90
         if plan.rotation % 2 == 1 { swap(&width, &height) }

@@ -260,11 +260,9 @@ public struct ImageProcessor: Sendable {
                     width: max(1, Int(Double(bitmap.width) * proportion)),
                     height: max(1, Int(Double(bitmap.height) * proportion))))
         }
-        if let padding = operations.padding, padding.count == 4, padding.contains(where: { $0 > 0 }) {
-            let scale = operations.dpr
+        if let padding = plan.padding {
             bitmap = try Self.pad(
-                bitmap, top: Int(Double(padding[0]) * scale), right: Int(Double(padding[1]) * scale),
-                bottom: Int(Double(padding[2]) * scale), left: Int(Double(padding[3]) * scale),
+                bitmap, top: padding[0], right: padding[1], bottom: padding[2], left: padding[3],
                 color: operations.background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
         }
         if plan.flipHorizontal || plan.flipVertical {
