@@ -8,8 +8,9 @@ struct Convert: ParsableCommand {
         discussion: """
             Input: every format ImageKit decodes (JPEG, PNG, GIF, WebP, HEIC/HEIF, AVIF, JPEG XL, TIFF, BMP, ICO). \
             Output formats: .jpg/.jpeg, .png, .webp, .gif, .avif, .jxl, .heic. Animated input (GIF, APNG, animated WebP, AVIF and \
-            JPEG XL animations) stays animated for .gif, .png (APNG) and .webp, with its frame durations and loop \
-            count; JPEG, AVIF, JPEG XL and HEIC keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
+            JPEG XL animations) stays animated for .gif, .png (APNG), .webp and .avif (an image sequence), with its \
+            frame durations and loop count (AVIF: libavif 0.11 writes none, players loop forever); JPEG, JPEG XL and \
+            HEIC keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
             given, which keeps them in the embedded profile's space and embeds the profile in the output.
             """
     )
@@ -48,7 +49,7 @@ struct Convert: ParsableCommand {
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
             print(
-                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .avif, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
+                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
             )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))

@@ -120,6 +120,122 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(shortLived.header("Cache-Control"), "public, max-age=60")
     }
 
+    /// imgproxy's grammar: an animated GIF with no format asked answers an animated WebP when the
+    /// client accepts it (`Vary: Accept`), an animated AVIF when asked (`f:avif`, `@avif`) or
+    /// accepted with auto AVIF on, a still JPEG when JPEG is asked; every frame and duration kept.
+    /// thumbor's grammar keeps the GIF whatever is asked or accepted.
+    func testAnimatedGIFsBecomeAnimatedWebPOrAVIFThroughImgproxysGrammar() async throws {
+        let frames = (0..<6).map { index -> ImageFrame in
+            let buffer = try! PixelBuffer(width: 96, height: 64)
+            for y in 0..<64 {
+                let row = buffer.row(y)
+                for x in 0..<96 {
+                    let lit = (x / 16) == index
+                    row[x * 4] = lit ? 250 : 20; row[x * 4 + 1] = UInt8(y * 3); row[x * 4 + 2] = lit ? 30 : 200
+                    row[x * 4 + 3] = 255
+                }
+            }
+            return ImageFrame(bitmap: buffer.freeze(isOpaque: true), duration: index == 0 ? 0.5 : 0.1)
+        }
+        let gif = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .init())
+        origin.route("/anim.gif", .init(headers: [("Content-Type", "image/gif")], body: Array(gif)))
+        let service = try makeService { $0.autoAVIF = false }
+        let source = "plain/http://\(host)/anim.gif"
+
+        func check(_ response: ImageServiceResponse, _ format: ImageFormat, frames count: Int, _ what: String) throws {
+            XCTAssertEqual(response.status, 200, "\(what): \(String(decoding: response.body, as: UTF8.self))")
+            XCTAssertEqual(ImageSignature(response.body).format, format, what)
+            let image = try ImageCodersManager.shared.decode(response.body)
+            XCTAssertEqual(image.frameCount, count, what)
+            XCTAssertEqual("\(image.width)x\(image.height)", "48x32", what)
+            if count == 6 {
+                XCTAssertEqual(image.frames.map(\.duration), [0.5, 0.1, 0.1, 0.1, 0.1, 0.1], what)
+                // The lit column moves: frame 3's is at x 24…31 of 48.
+                XCTAssertGreaterThan(image.frames[3].bitmap[27, 16].r, 150, what)
+                XCTAssertLessThan(image.frames[3].bitmap[5, 16].r, 100, what)
+            }
+        }
+        let webp = await service.handle(
+            method: "GET", path: "/_/rs:fit:48:48/\(source)", headers: ["Accept": "image/webp,*/*"])
+        try check(webp, .webp, frames: 6, "accepts WebP")
+        XCTAssertEqual(webp.header("Vary"), "Accept")
+        XCTAssertLessThan(webp.body.count, gif.count)
+        let plain = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)", headers: ["Accept": "*/*"])
+        try check(plain, .gif, frames: 6, "accepts no WebP")
+        XCTAssertEqual(plain.header("Vary"), "Accept", "the bytes depend on Accept")
+        for path in ["/_/rs:fit:48:48/f:avif/\(source)", "/_/rs:fit:48:48/\(source)@avif"] {
+            let avif = await service.handle(method: "GET", path: path, headers: ["Accept": "image/webp"])
+            try check(avif, .avif, frames: 6, path)
+            XCTAssertEqual(avif.header("Content-Type"), "image/avif", path)
+            XCTAssertNil(avif.header("Vary"), "\(path): the format is asked")
+        }
+        let jpeg = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)@jpg", headers: [:])
+        try check(jpeg, .jpeg, frames: 1, "JPEG asked: the first frame")
+
+        try readBackWithTheLibrariesOwnTools(webp: webp.body, avif: try await {
+            let avif = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:])
+            return avif.body
+        }())
+
+        let autoAVIF = try makeService { $0.autoAVIF = true }
+        let accepted = await autoAVIF.handle(
+            method: "GET", path: "/_/rs:fit:48:48/\(source)", headers: ["Accept": "image/avif,image/webp"])
+        try check(accepted, .avif, frames: 6, "accepts AVIF, auto AVIF on")
+
+        for (path, accept) in [
+            ("/unsafe/48x32/\(host)/anim.gif", "image/avif,image/webp"),
+            ("/unsafe/48x32/filters:format(webp)/\(host)/anim.gif", "*/*"),
+        ] {
+            let thumbor = await autoAVIF.handle(method: "GET", path: path, headers: ["Accept": accept])
+            try check(thumbor, .gif, frames: 6, "thumbor: \(path)")
+            XCTAssertNil(thumbor.header("Vary"), path)
+        }
+    }
+
+    /// libwebp's `webpmux` lists the animation and `dwebp` decodes each of its frames; libavif's
+    /// `avifdec --info` decodes every frame of the sequence (`make deps` installs both).
+    private func readBackWithTheLibrariesOwnTools(webp: Data, avif: Data) throws {
+        func run(_ tool: String, _ arguments: [String]) throws -> (Int32, String) {
+            guard let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(where: FileManager.default.isExecutableFile)
+            else {
+                XCTFail("\(tool) is needed (make deps installs the webp and libavif-bin packages)")
+                return (-1, "")
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        }
+        let folder = directory.appendingPathComponent("tools")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let webpFile = folder.appendingPathComponent("anim.webp").path, avifFile = folder.appendingPathComponent("anim.avif").path
+        try webp.write(to: URL(fileURLWithPath: webpFile))
+        try avif.write(to: URL(fileURLWithPath: avifFile))
+
+        let (status, info) = try run("webpmux", ["-info", webpFile])
+        XCTAssertEqual(status, 0, info)
+        XCTAssertTrue(info.contains("Number of frames: 6"), info)
+        XCTAssertTrue(info.contains("Loop Count : 0"), info)
+        for frame in 1...6 {
+            let piece = folder.appendingPathComponent("frame\(frame).webp").path
+            XCTAssertEqual(try run("webpmux", ["-get", "frame", "\(frame)", webpFile, "-o", piece]).0, 0)
+            let decoded = try run("dwebp", [piece, "-o", piece + ".png"])
+            XCTAssertEqual(decoded.0, 0, "frame \(frame): \(decoded.1)")
+        }
+        let (avifStatus, avifInfo) = try run("avifdec", ["--info", avifFile])
+        XCTAssertEqual(avifStatus, 0, avifInfo)
+        XCTAssertTrue(avifInfo.contains("6 frames"), avifInfo)
+        XCTAssertTrue(avifInfo.contains("Decoded frame [5]"), avifInfo)
+        XCTAssertTrue(avifInfo.contains("[duration 0.50 (500 timescales)]"), avifInfo)
+    }
+
     func testMetaAndInfoAnswerFromTheHeader() async throws {
         let service = try makeService()
         for (path, target) in [

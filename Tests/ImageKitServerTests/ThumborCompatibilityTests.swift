@@ -52,7 +52,7 @@ final class ThumborCompatibilityTests: XCTestCase {
             let source: ImageOperations.Format =
                 row.source.hasSuffix(".png") ? .png : row.source.hasSuffix(".gif") ? .gif : .jpeg
             let format = request.operations.outputFormat(
-                sourceFormat: source, isAnimated: source == .gif, hasAlpha: source == .png)
+                sourceFormat: source, keepsGIF: true, hasAlpha: source == .png)
             XCTAssertEqual(format.rawValue, row.format, url)
             compared += 1
         }

@@ -371,11 +371,14 @@ public struct GeometryPlan: Sendable, Hashable {
 }
 
 extension ImageOperations {
-    /// The format of the answer when no `Accept` negotiation applies: the one asked for, except
-    /// that an animated GIF stays an animated GIF (as thumbor keeps it); otherwise the source's
-    /// when the service writes it, else JPEG (PNG for a source with alpha).
-    public func outputFormat(sourceFormat: Format?, isAnimated: Bool, hasAlpha: Bool) -> Format {
-        if isAnimated && sourceFormat == .gif { return .gif }
+    /// The format of the answer when no `Accept` negotiation applies: the one asked for (an
+    /// animation asked as JPEG is its first frame; GIF, WebP, AVIF and PNG keep every frame),
+    /// else the source's when the service writes it, else JPEG (PNG for a source with alpha).
+    ///
+    /// - Parameter keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of
+    ///   its filters on a GIF, `format()` included).
+    public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool) -> Format {
+        if keepsGIF && sourceFormat == .gif { return .gif }
         if let format { return format }
         switch sourceFormat {
         case .jpeg?, .png?, .webp?, .gif?, .avif?: return sourceFormat!

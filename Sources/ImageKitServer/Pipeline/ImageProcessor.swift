@@ -225,8 +225,7 @@ public struct ImageProcessor: Sendable {
         }
         // thumbor's format() is one of the filters it skips for a GIF source: GIF stays GIF.
         let format = operations.outputFormat(
-            sourceFormat: Self.format(of: signature.format), isAnimated: animated || skipsFilters,
-            hasAlpha: !image.isOpaque)
+            sourceFormat: Self.format(of: signature.format), keepsGIF: skipsFilters, hasAlpha: !image.isOpaque)
         return try encode(image, as: format, operations: operations, clock)
     }
 

@@ -192,18 +192,15 @@ public final class ImageService: Sendable {
         switch results.get(resultKey) {
         case .fresh(let hit, let tier):
             trace.tier = tier
-            return respond(with: hit, operations: operations, negotiable: negotiable, headers: headers, now: now)
+            return respond(with: hit, request: request, negotiable: negotiable, headers: headers, now: now)
         case .stale(let entry): stale = entry
         case .miss: stale = nil
         }
 
         let source = try await loadSource(request.source, trace: trace)
         let signature = ImageSignature(source.data)
-        // An animation and a GIF keep their format: nothing is negotiated for them.
         var effective = request
-        if negotiable, !signature.isAnimated, signature.format != .gif, let offered {
-            effective.operations.format = offered
-        }
+        if let offered, Self.negotiates(request, signature) { effective.operations.format = offered }
         let sourceIdentity = source.identity
         let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceIdentity).utf8)).prefix(16).hexString + "\""
         let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
@@ -212,11 +209,10 @@ public final class ImageService: Sendable {
             let renewed = CachedResult(
                 image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
             results.set(resultKey, renewed)
-            return respond(with: renewed, operations: operations, negotiable: negotiable, headers: headers, now: now)
+            return respond(with: renewed, request: request, negotiable: negotiable, headers: headers, now: now)
         }
         if Self.matches(headers["if-none-match"], etag) {
-            // A GIF stays a GIF whatever Accept says: no Vary, as its 200 would have none.
-            let varies = negotiable && signature.format != .gif
+            let varies = negotiable && Self.negotiates(request, signature)
             return ImageServiceResponse(
                 status: 304,
                 headers: validators(
@@ -228,7 +224,7 @@ public final class ImageService: Sendable {
             source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
-        return respond(with: result, operations: operations, negotiable: negotiable, headers: headers, now: now)
+        return respond(with: result, request: request, negotiable: negotiable, headers: headers, now: now)
     }
 
     /// The path read, and its result key without the format: from a memo of recent paths, since a
@@ -256,6 +252,13 @@ public final class ImageService: Sendable {
         return keyed.canonicalKey
     }
 
+    /// Whether `Accept` may choose the format of this source's answer (when no format is
+    /// asked). imgproxy's rule: for every source, animations too (an animated GIF becomes an
+    /// animated WebP or AVIF). thumbor's: not for a GIF or an animation, which keep their format.
+    static func negotiates(_ request: ImageRequest, _ signature: ImageSignature) -> Bool {
+        request.grammar == .imgproxy || (!signature.isAnimated && signature.format != .gif)
+    }
+
     static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
         guard let ifNoneMatch else { return false }
         return ifNoneMatch.split(separator: ",").contains {
@@ -279,12 +282,14 @@ public final class ImageService: Sendable {
 
     /// A result's response: 304 when the client holds it already.
     private func respond(
-        with result: CachedResult, operations: ImageOperations, negotiable: Bool, headers: [String: String],
+        with result: CachedResult, request: ImageRequest, negotiable: Bool, headers: [String: String],
         now: Int
     ) -> ImageServiceResponse {
+        let operations = request.operations
+        // A thumbor GIF stays a GIF whatever Accept says: no Vary for it.
+        let varies = negotiable && (request.grammar == .imgproxy || result.image.format != .gif)
         let common = validators(
-            etag: result.etag, lastModified: result.lastModified, varies: negotiable && result.image.format != .gif,
-            operations: operations, now: now)
+            etag: result.etag, lastModified: result.lastModified, varies: varies, operations: operations, now: now)
         if Self.matches(headers["if-none-match"], result.etag) {
             return ImageServiceResponse(status: 304, headers: common)
         }

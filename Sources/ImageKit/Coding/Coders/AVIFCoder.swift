@@ -253,8 +253,49 @@ public struct AVIFCoder: ImageCoding {
         -> Data
     {
         guard format == .avif else { throw ImageError(.encodingFailed, "AVIFCoder writes AVIF, not \(format)") }
-        let bitmap = image.bitmap
+        let frames = options.firstFrameOnly ? [image.frames[0]] : image.frames
+        // Alpha is decided once for a sequence: libavif wants every frame alike.
+        let opaque = frames.allSatisfy { $0.bitmap.isOpaque || $0.bitmap.scanIsOpaque() }
+        guard let encoder = avifEncoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
+        defer { avifEncoderDestroy(encoder) }
+        encoder.pointee.maxThreads = 1
+        encoder.pointee.speed = Int32(max(0, min(10, options.speed ?? Self.defaultSpeed)))
         let lossless = options.lossless
+        let quantizer = lossless ? 0 : Int32((63 * (1 - max(0, min(1, options.quality)))).rounded())
+        encoder.pointee.minQuantizer = quantizer
+        encoder.pointee.maxQuantizer = quantizer
+        encoder.pointee.minQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
+        encoder.pointee.maxQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
+        var output = avifRWData()
+        defer { avifRWDataFree(&output) }
+        if frames.count == 1 {
+            let avif = try yuvImage(frames[0].bitmap, profile: image.colorProfile, lossless: lossless, opaque: opaque)
+            defer { avifImageDestroy(avif) }
+            try encodeCheck(avifEncoderWrite(encoder, avif, &output), "encoding")
+        } else {
+            // An image sequence in milliseconds. libavif 0.11 writes no loop count: players loop
+            // a sequence forever (what a GIF with loop 0, nearly every animated GIF, asks).
+            encoder.pointee.timescale = 1000
+            for frame in frames {
+                let avif = try yuvImage(frame.bitmap, profile: image.colorProfile, lossless: lossless, opaque: opaque)
+                defer { avifImageDestroy(avif) }
+                let duration = UInt64(max(1, (frame.duration * 1000).rounded()))
+                try encodeCheck(
+                    avifEncoderAddImage(encoder, avif, duration, avifAddImageFlags(AVIF_ADD_IMAGE_FLAG_NONE.rawValue)),
+                    "adding a frame")
+            }
+            try encodeCheck(avifEncoderFinish(encoder, &output), "finishing the sequence")
+        }
+        guard let data = output.data, output.size > 0 else {
+            throw ImageError(.encodingFailed, "AVIF: the encoder wrote nothing")
+        }
+        return Data(bytes: data, count: output.size)
+    }
+
+    /// One frame as the YUV image libavif encodes (4:2:0, or 4:4:4 identity for lossless).
+    private func yuvImage(_ bitmap: Bitmap, profile: ColorProfile?, lossless: Bool, opaque: Bool) throws(ImageError)
+        -> UnsafeMutablePointer<avifImage>
+    {
         guard
             let avif = avifImageCreate(
                 UInt32(bitmap.width), UInt32(bitmap.height), 8,
@@ -262,12 +303,11 @@ public struct AVIFCoder: ImageCoding {
         else {
             throw ImageError(.internalError, "libavif: out of memory")
         }
-        defer { avifImageDestroy(avif) }
         if lossless {
             avif.pointee.matrixCoefficients = UInt16(AVIF_MATRIX_COEFFICIENTS_IDENTITY)
             avif.pointee.yuvRange = AVIF_RANGE_FULL
         }
-        if let profile = image.colorProfile {
+        if let profile {
             profile.iccData.withUnsafeBytes {
                 avifImageSetProfileICC(avif, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count)
             }
@@ -276,27 +316,16 @@ public struct AVIFCoder: ImageCoding {
         avifRGBImageSetDefaults(&rgb, avif)
         rgb.format = AVIF_RGB_FORMAT_RGBA
         rgb.depth = 8
-        rgb.ignoreAlpha = bitmap.isOpaque || bitmap.scanIsOpaque() ? 1 : 0
+        rgb.ignoreAlpha = opaque ? 1 : 0
         rgb.pixels = bitmap.baseAddress.assumingMemoryBound(to: UInt8.self)
         rgb.rowBytes = UInt32(bitmap.bytesPerRow)
-        try encodeCheck(avifImageRGBToYUV(avif, &rgb), "converting to YUV")
-
-        guard let encoder = avifEncoderCreate() else { throw ImageError(.internalError, "libavif: out of memory") }
-        defer { avifEncoderDestroy(encoder) }
-        encoder.pointee.maxThreads = 1
-        encoder.pointee.speed = Int32(max(0, min(10, options.speed ?? Self.defaultSpeed)))
-        let quantizer = lossless ? 0 : Int32((63 * (1 - max(0, min(1, options.quality)))).rounded())
-        encoder.pointee.minQuantizer = quantizer
-        encoder.pointee.maxQuantizer = quantizer
-        encoder.pointee.minQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
-        encoder.pointee.maxQuantizerAlpha = lossless ? 0 : max(0, quantizer - 8)
-        var output = avifRWData()
-        defer { avifRWDataFree(&output) }
-        try encodeCheck(avifEncoderWrite(encoder, avif, &output), "encoding")
-        guard let data = output.data, output.size > 0 else {
-            throw ImageError(.encodingFailed, "AVIF: the encoder wrote nothing")
+        let converted = avifImageRGBToYUV(avif, &rgb)
+        guard converted == AVIF_RESULT_OK else {
+            avifImageDestroy(avif)
+            throw ImageError(
+                .encodingFailed, "AVIF converting to YUV: \(String(cString: avifResultToString(converted)))")
         }
-        return Data(bytes: data, count: output.size)
+        return avif
     }
 
     private func encodeCheck(_ result: avifResult, _ what: String) throws(ImageError) {
