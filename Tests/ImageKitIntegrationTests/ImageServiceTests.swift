@@ -91,7 +91,8 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertTrue(head.body.isEmpty)
         XCTAssertEqual(head.header("Content-Length"), String(response.body.count))
 
-        // The same image in imgproxy's grammar and with defaults spelled out: one result.
+        // The same image in imgproxy's grammar, with defaults spelled out (a result of its own: the
+        // dialects' rules are part of the key).
         let imgproxy = await service.handle(
             method: "GET", path: "/_/rs:fit:256:256/q:80/plain/http://\(host)/a.jpg", headers: [:])
         XCTAssertEqual(imgproxy.status, 200)
@@ -190,6 +191,32 @@ final class ImageServiceTests: XCTestCase {
             let thumbor = await autoAVIF.handle(method: "GET", path: path, headers: ["Accept": accept])
             try check(thumbor, .gif, frames: 6, "thumbor: \(path)")
             XCTAssertNil(thumbor.header("Vary"), path)
+        }
+    }
+
+    /// A vector source is drawn at the size the answer needs: imgproxy enlarges vectors without
+    /// `enlarge` (its `calcScale` exempts them), thumbor keeps its rules (`fit-in` does not
+    /// upscale, a plain size does); in both the edges stay sharp (drawn, not resampled).
+    func testVectorSourcesAreDrawnAtTheSizeAsked() async throws {
+        guard ImageFormat.svg.isDecodingSupported else { throw XCTSkip("built without the SVG trait") }
+        let svg =
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="200" height="150">"#
+            + ##"<rect width="100" height="150" fill="#f00"/><rect x="100" width="100" height="150" fill="#00f"/></svg>"##
+        origin.route("/v.svg", .init(headers: [("Content-Type", "image/svg+xml")], body: Array(svg.utf8)))
+        let service = try makeService()
+        for (path, size) in [
+            ("/_/rs:fit:256:256/f:png/plain/http://\(host)/v.svg", "256x192"),
+            ("/_/rs:fit:100:100/f:png/plain/http://\(host)/v.svg", "100x75"),
+            ("/unsafe/fit-in/256x256/filters:format(png)/\(host)/v.svg", "200x150"),
+            ("/unsafe/400x300/filters:format(png)/\(host)/v.svg", "400x300"),
+        ] {
+            let response = await service.handle(method: "GET", path: path, headers: [:])
+            XCTAssertEqual(response.status, 200, "\(path): \(String(decoding: response.body, as: UTF8.self))")
+            let bitmap = try ImageCodersManager.shared.decode(response.body).bitmap
+            XCTAssertEqual("\(bitmap.width)x\(bitmap.height)", size, path)
+            let middle = bitmap.width / 2, row = bitmap.height / 2
+            XCTAssertTrue(bitmap[middle - 1, row] == (255, 0, 0, 255), "\(path): \(bitmap[middle - 1, row])")
+            XCTAssertTrue(bitmap[middle, row] == (0, 0, 255, 255), "\(path): \(bitmap[middle, row])")
         }
     }
 

@@ -6,21 +6,29 @@ public enum DecodeTarget {
     /// - Thumbnail, aspect preserved: the largest size that fits inside the thumbnail size.
     /// - Thumbnail, not preserved: exactly the thumbnail size, each side capped at the source's.
     /// - Scale-down: the largest aspect-preserving size with `w × h × 4 × frames ≤ limit`.
-    /// The smaller of both applies; the result is never larger than the source, never below 1×1.
-    public static func size(for source: PixelSize, frames: Int = 1, options: ImageDecodingOptions) -> PixelSize {
+    /// The smaller of both applies; the result is never larger than the source, never below 1×1 —
+    /// unless `upscales`: a vector (SVG, a PDF page) has no pixels to protect, so it is drawn
+    /// at the thumbnail size whether that is larger or smaller than its own (SDWebImage's
+    /// vector coders do the same with a thumbnail size).
+    public static func size(
+        for source: PixelSize, frames: Int = 1, options: ImageDecodingOptions, upscales: Bool = false
+    ) -> PixelSize {
         guard source.width > 0, source.height > 0 else { return source }
         var target = source
         if let thumbnail = options.thumbnailPixelSize, thumbnail.width > 0, thumbnail.height > 0 {
             if options.preservesAspectRatio {
                 let scale = min(
-                    Double(thumbnail.width) / Double(source.width), Double(thumbnail.height) / Double(source.height), 1)
+                    Double(thumbnail.width) / Double(source.width), Double(thumbnail.height) / Double(source.height),
+                    upscales ? .infinity : 1)
                 target = scaled(source, by: scale, rounding: .toNearestOrAwayFromZero)
                 // Rounding must not push a side over the box.
                 target.width = min(target.width, thumbnail.width)
                 target.height = min(target.height, thumbnail.height)
             } else {
-                target = PixelSize(
-                    width: min(thumbnail.width, source.width), height: min(thumbnail.height, source.height))
+                target =
+                    upscales
+                    ? thumbnail
+                    : PixelSize(width: min(thumbnail.width, source.width), height: min(thumbnail.height, source.height))
             }
         }
         if let limit = options.scaleDownLimitBytes {

@@ -105,7 +105,8 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var limits: DecodingLimits
     /// Decode to at most this many pixels per side (SDWebImage's `imageThumbnailPixelSize`):
     /// with ``preservesAspectRatio`` the image fits inside, otherwise it is stretched to exactly
-    /// this size. Never upscales. Sizes are upright (after EXIF orientation).
+    /// this size. Never upscales a raster image; a vector (SVG, a PDF page) is drawn at this size
+    /// even when it is larger than the document's own. Sizes are upright (after EXIF orientation).
     public var thumbnailPixelSize: PixelSize?
     /// See ``thumbnailPixelSize``. Default true.
     public var preservesAspectRatio: Bool

@@ -4,8 +4,9 @@ import Foundation
 /// image service plans its work from (which decode-time thumbnail to ask for).
 ///
 /// Read for JPEG (SOF and APP1/XMP orientation), PNG (IHDR), GIF (logical screen) and WebP
-/// (VP8, VP8L, VP8X canvas); nil for other formats and for headers it cannot read — decode the
-/// image then to learn its size.
+/// (VP8, VP8L, VP8X canvas), and for vectors (SVG's intrinsic size, a PDF's first page at
+/// 72 dpi: the document is parsed, nothing is drawn) in builds with those traits; nil for other
+/// formats and for headers it cannot read — decode the image then to learn its size.
 ///
 /// ```swift
 /// if let probe = ImageProbe(data) {
@@ -71,6 +72,14 @@ public struct ImageProbe: Sendable, Hashable {
             case "VP8X": probe = ImageProbe(format: .webp, width: u24le(24) + 1, height: u24le(27) + 1)
             default: probe = nil
             }
+        #if SVG
+        case .svg:
+            probe = SVGCoder.intrinsicSize(bytes).map { ImageProbe(format: .svg, width: $0.width, height: $0.height) }
+        #endif
+        #if PDF
+        case .pdf:
+            probe = PDFCoder.firstPageSize(bytes).map { ImageProbe(format: .pdf, width: $0.width, height: $0.height) }
+        #endif
         default:
             probe = nil
         }

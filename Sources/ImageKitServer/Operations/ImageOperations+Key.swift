@@ -7,6 +7,7 @@ extension ImageOperations {
     public var canonicalKey: String {
         var parts: [String] = []
         func add(_ name: String, _ value: String) { parts.append(name + ":" + value) }
+        if enlargesVectors { add("ev", "1") }
         if metadataOnly { add("meta", "1") }
         if let trim { add("trim", "\(trim.reference.rawValue),\(Self.number(trim.tolerance))") }
         if let crop { add("crop", Self.describe(crop)) }

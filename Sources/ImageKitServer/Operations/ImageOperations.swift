@@ -211,6 +211,10 @@ public struct ImageOperations: Sendable, Hashable {
     public var adaptive = false
     /// Whether a smaller image grows to the box.
     public var enlarge = false
+    /// A rule of the URL's dialect, kept here so that the result key covers it: a vector source
+    /// (SVG, PDF) grows to the box even without ``enlarge`` (imgproxy's rule; thumbor's rules
+    /// treat a vector as the raster of its intrinsic size).
+    public var enlargesVectors = false
     /// Whether the result is padded to the box (imgproxy `extend`, thumbor `fill()`).
     public var extend = false
     /// imgproxy `min-width`: a fit never ends narrower than this.

@@ -66,12 +66,20 @@ public struct GeometryPlan: Sendable, Hashable {
     ///   - sourceWidth: the source's width after orientation.
     ///   - sourceHeight: the source's height after orientation.
     ///   unless a gifsicle engine is configured); the plan does the same, so sizes stay equal.
-    public init(sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, request: ImageRequest) {
+    ///   - sourceIsVector: an SVG or PDF source: it grows to the box without `enlarge` when the
+    ///     operations say so (``ImageOperations/enlargesVectors``, imgproxy's rule).
+    public init(
+        sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, sourceIsVector: Bool = false,
+        request: ImageRequest
+    ) {
         switch request.grammar {
         case .thumbor:
             self = Self.thumbor(
                 width: sourceWidth, height: sourceHeight, gif: sourceIsGIF, operations: request.operations)
-        case .imgproxy: self = Self.imgproxy(width: sourceWidth, height: sourceHeight, operations: request.operations)
+        case .imgproxy:
+            self = Self.imgproxy(
+                width: sourceWidth, height: sourceHeight, vector: sourceIsVector && request.operations.enlargesVectors,
+                operations: request.operations)
         }
     }
 
@@ -247,8 +255,9 @@ public struct GeometryPlan: Sendable, Hashable {
     /// to the target (box × the effective dpr × zoom, `fill-down`: shrunk to the image keeping
     /// its ratio) by the gravity — for every type, so a `min-width` that overshoots the box is
     /// cut back to it. `crop` cuts first; `extend` pads to the target, `padding` comes last.
-    static func imgproxy(width sourceWidth: Int, height sourceHeight: Int, operations: ImageOperations) -> GeometryPlan
-    {
+    static func imgproxy(
+        width sourceWidth: Int, height sourceHeight: Int, vector: Bool = false, operations: ImageOperations
+    ) -> GeometryPlan {
         var plan = GeometryPlan(width: sourceWidth, height: sourceHeight)
         plan.flipHorizontal = operations.flipHorizontal
         plan.flipVertical = operations.flipVertical
@@ -282,7 +291,7 @@ public struct GeometryPlan: Sendable, Hashable {
         shrinkX /= operations.zoomX
         shrinkY /= operations.zoomY
         var dpr = operations.dpr
-        if !operations.enlarge {
+        if !operations.enlarge && !vector {
             let least = min(shrinkX, shrinkY)
             if least < 1 {
                 shrinkX /= least

@@ -151,8 +151,10 @@ public struct ImageProcessor: Sendable {
         if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding, clock) }
         let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
         let skipsFilters = request.grammar == .thumbor && signature.format == .gif
+        let vector = signature.format == .svg || signature.format == .pdf
         let plan = GeometryPlan(
-            sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, request: request)
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, sourceIsVector: vector,
+            request: request)
 
         // The region of the source that ends up in the picture, and its scale.
         var region = GeometryPlan.Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
@@ -170,7 +172,8 @@ public struct ImageProcessor: Sendable {
         let decoded: DecodedImage
         if let fullDecode {
             decoded = fullDecode
-        } else if scale < 1, !animated {
+        } else if scale < 1 || (vector && scale != 1), !animated {
+            // A vector is drawn at the size the plan needs, larger or smaller than its own.
             var scaled = decoding
             if region.width == sourceWidth && region.height == sourceHeight {
                 // No crop: the decoder makes the plan's exact size itself, one resample in all.

@@ -123,6 +123,21 @@ final class PDFTests: XCTestCase {
         XCTAssertGreaterThan(psnr(half.bitmap, try full.bitmap.resized(to: half.bitmap.size)), 25)
     }
 
+    /// A 200 × 150 pt page asked as a 256 thumbnail is drawn at 256 × 192 (a page has no pixel
+    /// size to protect); a larger thumbnail than the page is not an upscaled raster.
+    func testAPageSmallerThanTheThumbnailIsDrawnAtTheThumbnailSize() throws {
+        var options = ImageDecodingOptions.default
+        options.thumbnailPixelSize = PixelSize(256)
+        let small = try ImageCodersManager.shared.decode(Self.document(pages: [(200, 150)]), options: options)
+        XCTAssertEqual(small.bitmap.size, PixelSize(width: 256, height: 192))
+        XCTAssertEqual(
+            try ImageCodersManager.shared.decode(Self.document(pages: [(200, 150)])).bitmap.size,
+            PixelSize(width: 200, height: 150))
+        options.thumbnailPixelSize = PixelSize(100)
+        let smaller = try ImageCodersManager.shared.decode(Self.document(pages: [(200, 150)]), options: options)
+        XCTAssertEqual(smaller.bitmap.size, PixelSize(width: 100, height: 75))
+    }
+
     func testAPageIsWhitePaperWhereNothingIsDrawn() throws {
         let image = try ImageCodersManager.shared.decode(Self.document(pages: [(10, 10)]))
         XCTAssertTrue(image.bitmap[5, 5] == (255, 255, 255, 255))

@@ -92,6 +92,27 @@ final class SVGTests: XCTestCase {
         XCTAssertEqual(try decode(absurd, options: options).bitmap.size, PixelSize(width: 64, height: 64))
     }
 
+    /// A drawing smaller than the thumbnail is drawn up to it (a vector has no pixels to lose),
+    /// fitted with its ratio, or stretched when the ratio is not kept; a larger one down to it.
+    func testAThumbnailLargerThanTheDrawingIsDrawnAtTheThumbnailSize() throws {
+        let small =
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="200" height="150">"#
+            + ##"<rect x="0" y="0" width="100" height="150" fill="#f00"/><rect x="100" y="0" width="100" height="150" fill="#00f"/></svg>"##
+        var options = ImageDecodingOptions()
+        options.thumbnailPixelSize = PixelSize(256)
+        let fitted = try decode(small, options: options)
+        XCTAssertEqual(fitted.bitmap.size, PixelSize(width: 256, height: 192))
+        // Drawn, not resampled: the edge between the halves stays one pixel sharp.
+        XCTAssertTrue(fitted.bitmap[127, 96] == (255, 0, 0, 255))
+        XCTAssertTrue(fitted.bitmap[128, 96] == (0, 0, 255, 255))
+        options.preservesAspectRatio = false
+        XCTAssertEqual(try decode(small, options: options).bitmap.size, PixelSize(256))
+        options = ImageDecodingOptions()
+        options.thumbnailPixelSize = PixelSize(100)
+        XCTAssertEqual(try decode(small, options: options).bitmap.size, PixelSize(width: 100, height: 75))
+        XCTAssertEqual(try decode(small).bitmap.size, PixelSize(width: 200, height: 150), "no thumbnail: its own size")
+    }
+
     func testEntityExpansionIsBoundedBeforeParsing() throws {
         // The quadratic blow-up: one 100 KB entity referenced 10 000 times would be a gigabyte
         // (librsvg 2.54 with Debian's libxml2 takes minutes and gigabytes on it).

@@ -6,8 +6,8 @@ import Foundation
 ///
 /// The page's CropBox is drawn (what viewers show, not the larger MediaBox), turned by its
 /// `/Rotate`, on white paper, at 72 dpi by default (1 pt = 1 px: an A4 page is 595 × 842), or at
-/// the resolution that fits a thumbnail or a scale-down limit, drawn at that size — never large
-/// and then shrunk. ``ImageDecodingOptions/pages`` picks another page (`.page(n)` from 0), or
+/// the resolution that fits a thumbnail (larger or smaller than the page) or a scale-down limit,
+/// drawn at that size — never large and then shrunk. ``ImageDecodingOptions/pages`` picks another page (`.page(n)` from 0), or
 /// every page as the frames of one image when they share one size.
 ///
 /// A file with only an owner password (which restricts printing or copying) opens, as in
@@ -38,6 +38,21 @@ public struct PDFCoder: ImageDecoding {
             defer { g_object_unref(UnsafeMutableRawPointer(document)) }
             return Int(poppler_document_get_n_pages(document))
         }
+    }
+
+    /// The first page's displayed size in points (its pixels at 72 dpi), read without drawing;
+    /// nil when the document cannot be opened.
+    static func firstPageSize(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+        guard let document = try? open(bytes) else { return nil }
+        defer { g_object_unref(UnsafeMutableRawPointer(document)) }
+        guard poppler_document_get_n_pages(document) > 0, let page = poppler_document_get_page(document, 0) else {
+            return nil
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(page)) }
+        var width = 0.0, height = 0.0
+        poppler_page_get_size(page, &width, &height)
+        guard width.isFinite, height.isFinite, width >= 0.5, height >= 0.5 else { return nil }
+        return PixelSize(width: max(1, Int(min(width.rounded(), 1e9))), height: max(1, Int(min(height.rounded(), 1e9))))
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
@@ -91,7 +106,7 @@ public struct PDFCoder: ImageDecoding {
         }
         func side(_ value: Double) -> Int { Int(min(value.rounded(), 1e9)) }
         let natural = PixelSize(width: max(1, side(width)), height: max(1, side(height)))
-        let target = DecodeTarget.size(for: natural, options: options)
+        let target = DecodeTarget.size(for: natural, options: options, upscales: true)
         try options.limits.check(width: target.width, height: target.height)
         // Paper: viewers and pdftoppm show a page on white, whatever the content leaves unpainted.
         return try CairoCanvas.draw(

@@ -7,7 +7,8 @@ import Foundation
 /// The intrinsic size is the root's `width` and `height` in CSS pixels (96 dpi), else its
 /// `viewBox` (scaled to a lone `width` or `height`), else ``defaultSize``, 300 × 150 (the CSS
 /// default for a replaced element without a size, as browsers draw such an `<img>`). A thumbnail
-/// or a scale-down limit draws the vector at the target size — never large and then shrunk — and
+/// draws the vector at the thumbnail size, larger or smaller than its own, and a scale-down limit
+/// at the size that fits it — never large and then shrunk — and
 /// the decoding limits apply to the pixels drawn, so a 20000-unit icon thumbnails at 256 px while
 /// its full-size decode is refused.
 ///
@@ -47,6 +48,27 @@ public struct SVGCoder: ImageDecoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
+    /// The document's intrinsic size (what ``decode(_:options:)`` draws without options), read
+    /// by parsing it without drawing anything; nil when it cannot be parsed.
+    static func intrinsicSize(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+        func measure(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+            guard let base = bytes.baseAddress, bytes.count > 0, let handle = try? open(base, bytes.count) else {
+                return nil
+            }
+            defer { g_object_unref(UnsafeMutableRawPointer(handle)) }
+            return intrinsicSize(handle)
+        }
+        guard bytes.count > 0 else { return nil }
+        let expanded: [UInt8]?
+        do {
+            expanded = try SVGEntityBudget.expandedDocument(bytes, limit: maxEntityExpansionBytes)
+        } catch {
+            return nil
+        }
+        if let expanded { return Data(expanded).withUnsafeBytes { measure($0) } }
+        return measure(bytes)
+    }
+
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
         -> DecodedImage
     {
@@ -67,7 +89,7 @@ public struct SVGCoder: ImageDecoding {
         let handle = try open(base, bytes.count)
         defer { g_object_unref(UnsafeMutableRawPointer(handle)) }
         let intrinsic = intrinsicSize(handle)
-        let target = DecodeTarget.size(for: intrinsic, options: options)
+        let target = DecodeTarget.size(for: intrinsic, options: options, upscales: true)
         try options.limits.check(width: target.width, height: target.height)
         let layer = target.pixelCount.multipliedReportingOverflow(by: 4)
         guard !layer.overflow, layer.partialValue <= max(options.limits.maxWorkingBytes / 2, 4 << 20) else {
