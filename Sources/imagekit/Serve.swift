@@ -57,7 +57,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds to fetch a source: one deadline for connection, redirects, body and retries together (past it: 504).") var timeout: Double = 10
     @Option(help: "Redirects followed at most (each hop passes the address guard).") var maxRedirects = 10
     @Option(help: "Images processed at once (default: the core count).") var workers: Int?
-    @Option(help: "Requests waiting for a worker at most (default: 4 × workers); beyond: 503 with Retry-After.")
+    @Option(help: "Requests waiting for a worker at most (default: 10 × workers); beyond: 503 with Retry-After.")
     var queue: Int?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM.") var grace: Double = 10
     @Option(help: "Cache-Control max-age of images, in seconds (thumbor max_age() and imgproxy exp lower it).")
@@ -123,7 +123,7 @@ struct Serve: ParsableCommand {
         configuration.maxRedirects = maxRedirects
         if let workers {
             configuration.workers = workers
-            configuration.queueLimit = 4 * workers
+            configuration.queueLimit = 10 * workers
         }
         if let queue { configuration.queueLimit = queue }
         configuration.maxAge = maxAge

@@ -30,8 +30,11 @@ public struct ImageServiceConfiguration: Sendable {
     public var maxRedirects = 10
     /// Decodes, transforms and encodes at once (the core count); requests beyond wait.
     public var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    /// Requests that may wait for a worker (4 × workers); beyond, 503 with `Retry-After`.
-    public var queueLimit = 4 * max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Requests that may wait for a worker (10 × workers, imgproxy's default); beyond, 503 with
+    /// `Retry-After`. Behind a fleet's nginx a 503 sends the request to the next node, which
+    /// fetches the source again: the queue is deep enough that ordinary bursts wait on the node
+    /// that holds their source, and short enough that a node under a flood still says so.
+    public var queueLimit = 10 * max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// `Cache-Control: max-age` of an image (1 year); thumbor `max_age()` and imgproxy `exp` lower it.
     public var maxAge = 365 * 86_400
     /// imgproxy presets by name, each a list of options (`--preset NAME=rs:fit:300:300/q:80`).
