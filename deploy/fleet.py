@@ -219,7 +219,10 @@ class Fleet:
             top = os.path.join(self.nginx_dir, name)
             for root, dirs, files in os.walk(top):
                 for entry in [root] + [os.path.join(root, d) for d in dirs] + [os.path.join(root, f) for f in files]:
-                    os.lchown(entry, user.pw_uid, user.pw_gid)
+                    try:
+                        os.lchown(entry, user.pw_uid, user.pw_gid)
+                    except FileNotFoundError:
+                        pass  # a running nginx evicted or renamed it meanwhile (make fleet N=… under load)
         return f"user {user.pw_name} {group};"
 
     def write_nginx_conf(self, nodes, port, cache_size):
