@@ -56,7 +56,8 @@ def matrix():
     for mode, size in itertools.product(modes, sizes):
         paths.append(f"{mode}{size}/")
     for crop in ["10x20:210x220/", "0x0:100x50/", "600x400:700x500/"]:
-        for size in ["100x100/", "fit-in/100x100/", "0x0/"]:
+        for size in ["100x100/", "fit-in/100x100/", "0x0/", "origxorig/", "-origx-orig/", "-0x-0/", "origx100/",
+                     "fit-in/origxorig/"]:
             paths.append(crop + size)
     for trim in ["trim/", "trim:bottom-right/", "trim:top-left:10/", "trim:400/"]:
         for rest in ["", "100x100/", "fit-in/100x100/", "10x10:100x80/50x0/"]:

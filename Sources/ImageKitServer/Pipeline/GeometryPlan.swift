@@ -107,17 +107,7 @@ public struct GeometryPlan: Sendable, Hashable {
         plan.flipHorizontal = operations.flipHorizontal
         plan.flipVertical = operations.flipVertical
         let fitIn = operations.resizeMode == .fit || operations.resizeMode == .cover
-        // The request's sides: nil = 0 (derive), `orig` = the source's (thumbor itself fails on
-        // `orig` beside a 0; the source's side is what the URL asks for).
-        var requestWidth = operations.widthIsOriginal ? Double(sourceWidth) : Double(operations.width)
-        var requestHeight = operations.heightIsOriginal ? Double(sourceHeight) : Double(operations.height)
-        // no_upscale(): the request clamped to the image (under plain fit-in it changes nothing).
-        if !operations.enlarge && operations.resizeMode != .fit {
-            requestWidth = min(requestWidth, Double(sourceWidth))
-            requestHeight = min(requestHeight, Double(sourceHeight))
-        }
         var width = Double(sourceWidth), height = Double(sourceHeight)
-
         // Manual crop, clamped to the image; an empty one is ignored.
         if case .region(let left, let top, let right, let bottom)? = operations.crop {
             let l = min(max(left, 0), sourceWidth), t = min(max(top, 0), sourceHeight)
@@ -127,6 +117,16 @@ public struct GeometryPlan: Sendable, Hashable {
                 width = Double(r - l)
                 height = Double(b - t)
             }
+        }
+        // The request's sides: nil = 0 (derive), `orig` = the image's once cropped (thumbor crops
+        // first and reads `orig` from what is left; it fails itself on `orig` beside a 0, where
+        // the image's side is what the URL asks for).
+        var requestWidth = operations.widthIsOriginal ? width : Double(operations.width)
+        var requestHeight = operations.heightIsOriginal ? height : Double(operations.height)
+        // no_upscale(): the request clamped to the image (under plain fit-in it changes nothing).
+        if !operations.enlarge && operations.resizeMode != .fit {
+            requestWidth = min(requestWidth, Double(sourceWidth))
+            requestHeight = min(requestHeight, Double(sourceHeight))
         }
 
         // Target dimensions.
