@@ -180,12 +180,14 @@ final class GrammarTests: XCTestCase {
         let fitIns = ["fit-in", "adaptive-fit-in", "full-fit-in", "adaptive-full-fit-in"]
         let sizes = ["200x200", "-300x100", "100x-300", "-100x-300", "origx300", "200xorig", "origxorig"]
         let filters = [
-            "brightness(10)", "contrast(10)", "grayscale()", "rotate(90)", "noise(10)", "quality(5)", "rgb(10,-10,20)",
+            "brightness(10)", "contrast(10)", "equalize()", "grayscale()", "rotate(90)", "noise(10)", "quality(5)",
+            "redeye()", "rgb(10,-10,20)",
             "round_corner(20,255,255,100)", "sharpen(6,2.5,false)", "sharpen(6,2.5,true)", "strip_exif()",
             "strip_icc()", "watermark(rgba-interlaced.png,10,10,50)", "watermark(rgba-interlaced.png,center,center,50)",
             "watermark(rgba-interlaced.png,repeat,repeat,50)", "fill(ff0000)", "fill(auto)", "fill(ff0000,true)",
             "fill(transparent)", "fill(transparent,true)", "blur(2)", "focal(0x0:1x1)", "no_upscale()",
-            "max_age(600)", "upscale()",
+            "extract_focal()", "focal()", "max_age(600)", "upscale()", "format(avif)", "format(heic)", "format(heif)",
+            "curve([(0,0),(255,255)],[(0,50),(16,51),(255,254)],[(0,0),(255,252)],[(0,48),(255,225)])",
         ].map { "filters:" + $0 }
         let single =
             ["meta"] + trims + ["10x10:100x100"] + fitIns + sizes + ["left", "right", "center"]
@@ -227,6 +229,43 @@ final class GrammarTests: XCTestCase {
         var same = imgproxy
         same.enlargesVectors = false
         XCTAssertEqual(same.canonicalKey, thumbor.canonicalKey, "the rest of both requests is the same")
+    }
+
+    /// The filters of thumbor's own integration matrix (`integration_tests/urls_helpers.py`).
+    func testThumborIntegrationMatrixFilters() throws {
+        XCTAssertEqual(key("/unsafe/filters:equalize()/example.com/a.jpg"), "rs:fill;el:1;f:equalize()")
+        XCTAssertEqual(key("/unsafe/filters:format(heif)/example.com/a.jpg"), "rs:fill;el:1;fmt:heic")
+        XCTAssertEqual(key("/unsafe/filters:redeye()/example.com/a.jpg"), "rs:fill;el:1", "no eye detector: nothing to do")
+        XCTAssertEqual(key("/unsafe/filters:focal()/example.com/a.jpg"), "rs:fill;el:1", "a focal() without a region is ignored")
+        let curve =
+            "filters:curve([(0,0),(255,255)],[(0,50),(16,51),(32,69),(58,85),(92,120),(128,170),(140,186),"
+            + "(167,225),(192,245),(225,255),(244,255),(255,254)],[(0,0),(16,2),(32,18),(64,59),(92,116),"
+            + "(128,182),(167,211),(192,227),(224,240),(244,247),(255,252)],[(0,48),(16,50),(62,77),(92,110),"
+            + "(128,144),(140,153),(167,180),(192,192),(224,217),(244,225),(255,225)])"
+        let parsed = try ImageRequest.parse(path: "/unsafe/\(curve)/example.com/a.jpg").operations
+        guard case .curve(let all, let red, _, let blue)? = parsed.filters.first else {
+            return XCTFail("curve: \(parsed.filters)")
+        }
+        XCTAssertEqual(all, [0, 0, 255, 255])
+        XCTAssertEqual(red.count, 24)
+        XCTAssertEqual(Array(blue.suffix(2)), [255, 225])
+        try assertRoundTrips(["/unsafe/\(curve)/example.com/a.jpg", "/unsafe/filters:equalize()/example.com/a.jpg"]) {
+            "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source)
+        }
+        XCTAssertEqual(status("/unsafe/filters:curve([(0,0)],[(0,0)])/example.com/a.jpg")?.1, "invalidFilterArgument")
+        XCTAssertEqual(
+            status("/unsafe/filters:curve([(9,0),(3,5)],[(0,0)],[(0,0)],[(0,0)])/example.com/a.jpg")?.1,
+            "invalidFilterArgument", "x must rise")
+
+        // extract_focal(): the source is a thumbor URL with a crop: its image is loaded and the
+        // crop is the focal region.
+        let extracted = try ImageRequest.parse(
+            path: "/unsafe/200x100/filters:extract_focal()/localhost:8888/unsafe/100x150:300x200/example.com/b.jpg")
+        XCTAssertEqual(extracted.source.absoluteString, "http://example.com/b.jpg")
+        XCTAssertEqual(extracted.operations.gravity, .focalRegion(left: 100, top: 150, right: 300, bottom: 200))
+        let plain = try ImageRequest.parse(path: "/unsafe/200x100/filters:extract_focal()/example.com/b.jpg")
+        XCTAssertEqual(plain.source.absoluteString, "http://example.com/b.jpg")
+        XCTAssertEqual(plain.operations.gravity, .center, "no inner crop: nothing to extract")
     }
 
     func testImgproxyForms() {

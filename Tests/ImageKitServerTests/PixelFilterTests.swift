@@ -109,4 +109,33 @@ final class PixelFilterTests: XCTestCase {
             }
         }
     }
+
+    /// equalize(): the edge's two levels (60 and 190) spread over the range: the darker is
+    /// 0 (the lowest value present), the lighter 255 (the cumulative histogram's top).
+    func testEqualizeSpreadsEachChannelOverTheWholeRange() throws {
+        let bitmap = try run("/unsafe/filters:equalize():format(png)/example.com/a.png")
+        XCTAssertEqual(bitmap[5, 32].r, 0)
+        XCTAssertEqual(bitmap[58, 32].r, 255)
+        XCTAssertEqual(bitmap[58, 32].g, 255)
+    }
+
+    /// curve(): the identity line leaves the pixels; a curve through (0,0), (128,200), (255,255)
+    /// lifts the middle; the per-channel curve comes first, then the common one.
+    func testCurveMapsEachChannelThroughItsSpline() throws {
+        let identity = "[(0,0),(255,255)]"
+        let same = try run("/unsafe/filters:curve(\(identity),\(identity),\(identity),\(identity)):format(png)/example.com/a.png")
+        XCTAssertEqual(same[5, 32].r, 60)
+        XCTAssertEqual(same[58, 32].b, 190)
+        let table = ImageProcessor.splineTable([0, 0, 128, 200, 255, 255])
+        XCTAssertEqual(table[0], 0)
+        XCTAssertEqual(table[128], 200)
+        XCTAssertEqual(table[255], 255)
+        XCTAssertGreaterThan(table[60], 60 * 200 / 128, "a spline bulges above the straight line below the knee")
+        XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[0], 10, "flat before the first point")
+        XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[250], 240, "flat after the last point")
+        let lifted = try run(
+            "/unsafe/filters:curve([(0,0),(128,200),(255,255)],\(identity),[(0,0),(255,0)],\(identity)):format(png)/example.com/a.png")
+        XCTAssertEqual(Int(lifted[5, 32].r), table[60])
+        XCTAssertEqual(lifted[5, 32].g, 0, "green flattened to 0 first, and the common curve keeps 0")
+    }
 }

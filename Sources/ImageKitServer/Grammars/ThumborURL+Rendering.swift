@@ -75,6 +75,13 @@ extension ThumborURL {
             case .saturation(let value): filters.append("saturation(\(number(value)))")
             case .rgb(let red, let green, let blue): filters.append("rgb(\(red),\(green),\(blue))")
             case .noise(let value): filters.append("noise(\(value))")
+            case .equalize: filters.append("equalize()")
+            case .curve(let all, let red, let green, let blue):
+                func list(_ points: [Int]) -> String {
+                    "[" + stride(from: 0, to: points.count, by: 2).map { "(\(points[$0]),\(points[$0 + 1]))" }
+                        .joined(separator: ",") + "]"
+                }
+                filters.append("curve(\(list(all)),\(list(red)),\(list(green)),\(list(blue)))")
             case .roundCorner(let a, let b, let color, let transparent):
                 filters.append(
                     "round_corner(\(a == b ? "\(a)" : "\(a)|\(b)"),\(color.red),\(color.green),\(color.blue),\(transparent))"

@@ -91,7 +91,14 @@ public enum ThumborURL {
             rest = rest[end.upperBound...]
         }
         guard !rest.isEmpty else { throw .malformed("the path has no image") }
-        let source = try ImageRequest.sourceURL(String(rest), addsScheme: true)
+        var source = try ImageRequest.sourceURL(String(rest), addsScheme: true)
+        if operations.extractsFocal {
+            operations.extractsFocal = false
+            if let (inner, crop) = innerCrop(of: source) {
+                source = inner
+                operations.gravity = .focalRegion(left: crop.left, top: crop.top, right: crop.right, bottom: crop.bottom)
+            }
+        }
         return ImageRequest(
             grammar: .thumbor, signature: signature, signedPath: signedPath, operations: operations, source: source)
     }
@@ -113,6 +120,24 @@ public enum ThumborURL {
     /// thumbor, the second part is the corner and only a third part is the tolerance: `trim:50`
     /// names a corner that is not `top-left`, so thumbor trims from the bottom-right corner with
     /// tolerance 0, and so does this.
+    /// thumbor's `extract_focal()`: when the source is itself a thumbor URL (at any depth, ten at
+    /// most) with a manual crop, the image it names is loaded instead and the crop becomes the
+    /// focal region; otherwise nothing changes.
+    static func innerCrop(of source: URL) -> (URL, (left: Int, top: Int, right: Int, bottom: Int))? {
+        var url = source.absoluteString
+        for _ in 0..<10 {
+            // Drop the scheme and host: what follows is a thumbor path, or not.
+            if let scheme = url.range(of: "://") { url = String(url[scheme.upperBound...]) }
+            guard let slash = url.firstIndex(of: "/") else { return nil }
+            guard let inner = try? parse(String(url[slash...])) else { return nil }
+            if case .region(let left, let top, let right, let bottom)? = inner.operations.crop {
+                return (inner.source, (left, top, right, bottom))
+            }
+            url = inner.source.absoluteString
+        }
+        return nil
+    }
+
     static func parseTrim(_ segment: String) -> ImageOperations.Trim? {
         let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.first == "trim", parts.count <= 3 else { return nil }
@@ -253,6 +278,39 @@ public enum ThumborURL {
         }
     }
 
+    /// `curve([(x,y),…],[…],[…],[…])`: the list split on commas comes back as four bracketed
+    /// lists of points, x rising within 0…255.
+    private static func curve(_ arguments: [String]) throws(ImageServiceError) -> ImageOperations.Filter {
+        let text = arguments.joined(separator: ",").filter { !$0.isWhitespace }
+        var lists: [[Int]] = []
+        var current: [Int]?
+        var number = ""
+        for character in text {
+            switch character {
+            case "[": current = []
+            case "]":
+                guard let points = current else { break }
+                lists.append(points)
+                current = nil
+            case "0"..."9": number.append(character)
+            case ",", ")":
+                if !number.isEmpty, current != nil { current?.append(Int(number) ?? 256) }
+                number = ""
+            default: break
+            }
+        }
+        let valid = lists.count == 4 && lists.allSatisfy { points in
+            !points.isEmpty && points.count % 2 == 0 && points.allSatisfy { (0...255).contains($0) }
+                && stride(from: 2, to: points.count, by: 2).allSatisfy { points[$0] > points[$0 - 2] }
+        }
+        guard valid else {
+            throw ImageServiceError(
+                400, code: "invalidFilterArgument",
+                "curve: four lists of points [(x,y),…] with x rising in 0…255 were expected")
+        }
+        return .curve(all: lists[0], red: lists[1], green: lists[2], blue: lists[3])
+    }
+
     private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>)
         throws(ImageServiceError)
     {
@@ -280,11 +338,12 @@ public enum ThumborURL {
             operations.quality = try int(arguments[0], name, in: 0...100)
         case "format":
             try expect(arguments, name, 1...1)
-            let value = arguments[0].lowercased() == "jpg" ? "jpeg" : arguments[0].lowercased()
+            let asked = arguments[0].lowercased()
+            let value = asked == "jpg" ? "jpeg" : asked == "heif" ? "heic" : asked
             guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
                 throw ImageServiceError(
                     400, code: "invalidFilterArgument",
-                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic or jxl")
+                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif) or jxl")
             }
             operations.format = format
         case "blur":
@@ -375,6 +434,22 @@ public enum ThumborURL {
         case "proportion":
             try expect(arguments, name, 1...1)
             operations.proportion = try double(arguments[0], name, in: 0.001...100)
+        case "focal" where arguments.isEmpty || arguments == [""]:
+            break  // thumbor ignores a focal() without a region
+        case "redeye":
+            // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing
+            // without a detector configured (its default). ImageKit has no eye detector: it does
+            // the same nothing rather than redden or grey whatever is red.
+            try expect(arguments, name, 0...0)
+        case "extract_focal":
+            // Handled with the source (an inner thumbor URL's crop becomes the focal region).
+            try expect(arguments, name, 0...0)
+            operations.extractsFocal = true
+        case "equalize":
+            try expect(arguments, name, 0...0)
+            operations.filters.append(.equalize)
+        case "curve":
+            operations.filters.append(try curve(arguments))
         case "focal":
             try expect(arguments, name, 1...1)
             guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left,

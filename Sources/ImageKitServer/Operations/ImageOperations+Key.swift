@@ -102,6 +102,10 @@ extension ImageOperations {
         case .saturation(let value): return "saturation(\(number(value)))"
         case .rgb(let red, let green, let blue): return "rgb(\(red),\(green),\(blue))"
         case .noise(let value): return "noise(\(value))"
+        case .equalize: return "equalize()"
+        case .curve(let all, let red, let green, let blue):
+            return "curve(" + [all, red, green, blue].map { $0.map(String.init).joined(separator: ",") }
+                .joined(separator: ";") + ")"
         case .roundCorner(let a, let b, let color, let transparent):
             return "round_corner(\(a),\(b),\(color.hex),\(transparent ? 1 : 0))"
         case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):

@@ -169,6 +169,12 @@ public struct ImageOperations: Sendable, Hashable {
         case noise(Int)
         /// Rounds the corners with radius `a`, painting outside them `color` unless `transparent`.
         case roundCorner(a: Int, b: Int, color: Color, transparent: Bool)
+        /// Spreads each colour channel's histogram over the whole range (thumbor `equalize()`).
+        case equalize
+        /// Tone curves through control points `[x0, y0, x1, y1, …]` (x rising, 0…255): one per
+        /// channel, then `all` on every channel (thumbor `curve(all,red,green,blue)`, drawn as a
+        /// natural cubic spline, flat before the first point and after the last).
+        case curve(all: [Int], red: [Int], green: [Int], blue: [Int])
         /// Draws the image at `url` over the result at `x`, `y` with `alpha` percent transparency (thumbor `watermark`).
         case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
     }
@@ -278,6 +284,8 @@ public struct ImageOperations: Sendable, Hashable {
     public var returnAttachment = false
     /// Only part of the key (imgproxy `cachebuster`).
     public var cacheBuster: String?
+    /// thumbor's `extract_focal()` while the URL is read: resolved with the source, then false.
+    var extractsFocal = false
     /// Answer with the image's facts as JSON instead of the image (thumbor `meta`, imgproxy `/info`).
     public var metadataOnly = false
 

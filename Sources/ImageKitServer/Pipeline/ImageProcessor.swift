@@ -279,6 +279,13 @@ public struct ImageProcessor: Sendable {
                 if value > 0 { bitmap = try bitmap.blurred(sigma: value) }
             case .grayscale:
                 bitmap = try bitmap.grayscaled()
+            case .equalize:
+                let tables = Self.equalizingTables(bitmap)
+                bitmap = try Self.mapColors(bitmap) { (tables[0][$0], tables[1][$1], tables[2][$2]) }
+            case .curve(let all, let red, let green, let blue):
+                let common = Self.splineTable(all), r = Self.splineTable(red), g = Self.splineTable(green),
+                    b = Self.splineTable(blue)
+                bitmap = try Self.mapColors(bitmap) { (common[r[$0]], common[g[$1]], common[b[$2]]) }
             case .brightness(let amount):
                 let delta = 255 * amount / 100  // C's truncating division, as thumbor's filter
                 bitmap = try Self.mapColors(bitmap) { ($0 + delta, $1 + delta, $2 + delta) }
@@ -668,6 +675,65 @@ public struct ImageProcessor: Sendable {
             }
         }
         return buffer.freeze(isOpaque: bitmap.isOpaque)
+    }
+
+    /// Per channel, each value's place in the cumulative histogram stretched to 0…255 (the
+    /// darkest value present becomes 0, the brightest 255); a channel of one value stays.
+    static func equalizingTables(_ bitmap: Bitmap) -> [[Int]] {
+        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 256), count: 3)
+        for y in 0..<bitmap.height {
+            bitmap.withRow(y) { row in
+                for x in 0..<bitmap.width {
+                    histograms[0][Int(row[x * 4])] += 1
+                    histograms[1][Int(row[x * 4 + 1])] += 1
+                    histograms[2][Int(row[x * 4 + 2])] += 1
+                }
+            }
+        }
+        return histograms.map { histogram in
+            var cumulative = [Int](repeating: 0, count: 256)
+            var total = 0
+            for value in 0..<256 {
+                total += histogram[value]
+                cumulative[value] = total
+            }
+            let lowest = cumulative.first { $0 > 0 } ?? 0
+            guard total > lowest else { return Array(0..<256) }
+            return cumulative.map { max(0, Int((Double($0 - lowest) * 255 / Double(total - lowest)).rounded())) }
+        }
+    }
+
+    /// A 256-entry table through control points `[x0, y0, x1, y1, …]` (x rising): a natural
+    /// cubic spline between them, the first y before the first x, the last y from the last x.
+    static func splineTable(_ points: [Int]) -> [Int] {
+        let xs = stride(from: 0, to: points.count, by: 2).map { Double(points[$0]) }
+        let ys = stride(from: 1, to: points.count, by: 2).map { Double(points[$0]) }
+        let n = xs.count
+        var table = [Int](repeating: Int(ys[0]), count: 256)
+        guard n > 1 else { return table }
+        // Second derivatives of the natural spline (zero at both ends), by the tridiagonal sweep.
+        var second = [Double](repeating: 0, count: n), upper = [Double](repeating: 0, count: n)
+        for i in 1..<(n - 1) {
+            let left = xs[i] - xs[i - 1], right = xs[i + 1] - xs[i]
+            let slope = (ys[i + 1] - ys[i]) / right - (ys[i] - ys[i - 1]) / left
+            let pivot = 2 * (left + right) - left * upper[i - 1]
+            upper[i] = right / pivot
+            second[i] = (6 * slope - left * second[i - 1]) / pivot
+        }
+        second[n - 1] = 0
+        if n > 2 {
+            for i in stride(from: n - 2, through: 1, by: -1) { second[i] -= upper[i] * second[i + 1] }
+        }
+        for i in 0..<(n - 1) {
+            let h = xs[i + 1] - xs[i]
+            for x in Int(xs[i])..<Int(xs[i + 1]) {
+                let b = (Double(x) - xs[i]) / h, a = 1 - b
+                let y = a * ys[i] + b * ys[i + 1] + h * h / 6 * ((a * a * a - a) * second[i] + (b * b * b - b) * second[i + 1])
+                table[x] = min(255, max(0, Int(y.rounded())))
+            }
+        }
+        for x in Int(xs[n - 1])..<256 { table[x] = Int(ys[n - 1]) }
+        return table
     }
 
     /// Freezes a buffer, opaque when every alpha byte is 255.
