@@ -175,10 +175,18 @@ def percentile(values, fraction):
 
 
 def free_base_port(count, host="127.0.0.1"):
-    """A port P with P…P+count all free on `host`."""
+    """A port P with P…P+count all free on `host`, below the kernel's ephemeral range: a port
+    in that range that is free now can be taken by any outgoing connection (the load client's
+    own, thousands of them) before the fleet binds it (a node of `make fleet N=4` once found its
+    port taken that way)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(20000, 40000)
+        base = rng.randrange(10000, max(10001, ephemeral_low - count - 1))
         sockets = []
         try:
             for offset in range(count + 1):
