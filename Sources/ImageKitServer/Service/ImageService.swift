@@ -24,7 +24,7 @@ import ImageKit
 public final class ImageService: Sendable {
     /// The settings the service was made with.
     public let configuration: ImageServiceConfiguration
-    let manager: ImageManager
+    let sources: SourceFetcher
     let processor: ImageProcessor
     let pool: WorkerPool
     private let thumbor: ThumborSigner?
@@ -55,29 +55,19 @@ public final class ImageService: Sendable {
         downloads.hostOverrides = configuration.hostOverrides
         // Sources get three quarters of the disk budget, results the rest.
         let diskLimit = configuration.diskLimitBytes
-        let cache: ImageCache
         if let directory = configuration.cacheDirectory {
             do {
-                let disk = try DiskCache(
+                sourceDisk = try DiskCache(
                     directory: directory.appendingPathComponent("sources"),
                     configuration: DiskCacheConfiguration(
                         maxSize: diskLimit.map { max(1, $0 / 4 * 3) } ?? DiskCacheConfiguration.automaticMaxSize))
-                sourceDisk = disk
-                cache = ImageCache(memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: disk)
             } catch {
                 throw ImageServiceError(500, code: "cacheUnavailable", "cannot open the cache directory")
             }
         } else {
             sourceDisk = nil
-            cache = ImageCache(
-                memoryCache: MemoryCache(configuration: .init(costLimit: 1)), diskCache: UnavailableDiskCache())
         }
-        // The service never decodes through the manager: only bytes are loaded (and cached).
-        var managerConfiguration = ImageManagerConfiguration(failedURLTimeToLive: 60)
-        managerConfiguration.storeErrorHandler = nil
-        manager = ImageManager(
-            cache: cache, loader: ImageLoadersManager(loaders: [ImageDownloader(configuration: downloads)]),
-            configuration: managerConfiguration)
+        sources = SourceFetcher(downloader: ImageDownloader(configuration: downloads), disk: sourceDisk)
         processor = ImageProcessor(maxPixels: configuration.maxPixels)
         let metrics = ServiceMetrics()
         self.metrics = metrics
@@ -352,22 +342,18 @@ public final class ImageService: Sendable {
         var identity: String
     }
 
-    /// The source's bytes, through the manager (disk cache, address policy, limits).
+    /// The source's bytes (the source cache, else the origin: address policy, limits, deadline).
     private func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
         let started = ContinuousClock.now
         do {
-            // The disk write is awaited: the next request for this source (a second size of it,
-            // often moments later) must find it, not race a background write to the origin.
-            let result = try await manager.loadImage(
-                url, options: [.avoidDecodeImage, .waitStoreCache],
-                context: ImageLoadContext(storeCacheType: sourceDisk == nil ? .none : .all))
-            guard let data = result.data, !data.isEmpty else {
+            let fetched = try await sources.fetch(url)
+            let data = fetched.data
+            guard !data.isEmpty else {
                 throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes")
             }
-            let fromOrigin = result.cacheType == .none
-            trace.tier = fromOrigin ? .origin : .sourceDisk
-            metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fromOrigin)
-            let headers = result.httpHeaders ?? sourceDisk?.metadata(forKey: result.cacheKey.identity)?.http
+            trace.tier = fetched.fromOrigin ? .origin : .sourceDisk
+            metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fetched.fromOrigin)
+            let headers = fetched.http
             // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
             let identity =
                 headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }

@@ -1,0 +1,84 @@
+import Foundation
+import ImageKit
+
+/// The service's one way to a source's bytes: the source disk cache, else the origin through
+/// the downloader (its address policy, size limit, deadline and retries), one transfer per URL
+/// however many requests want it at once, stored before the bytes are handed out — the next
+/// request for the source (a second size of it, often moments later) must find it, not race a
+/// background write to the origin. A URL the origin refused for good (a 4xx but 408 and 429) is
+/// answered with the same error, without asking again, for ``failedTimeToLive``.
+///
+/// The service used a client-side `ImageManager` for this (memory cache off, decoding off),
+/// whose job machinery, caches and hops between threads a source load does not need.
+final class SourceFetcher: Sendable {
+    /// A source's bytes and what the origin said about them.
+    struct Fetched: Sendable {
+        var data: Data
+        /// The origin's caching headers (ETag, Last-Modified …), from the response or as stored.
+        var http: HTTPCacheHeaders?
+        /// False when the bytes came from the disk cache.
+        var fromOrigin: Bool
+    }
+
+    let downloader: ImageDownloader
+    let disk: DiskCache?
+    let failedTimeToLive: Duration
+    private let failures = Locked<[String: (error: ImageError, until: ContinuousClock.Instant)]>([:])
+    private let inFlight = Locked<[String: Task<Result<Fetched, ImageError>, Never>]>([:])
+
+    init(downloader: ImageDownloader, disk: DiskCache?, failedTimeToLive: Duration = .seconds(60)) {
+        self.downloader = downloader
+        self.disk = disk
+        self.failedTimeToLive = failedTimeToLive
+    }
+
+    /// The bytes of `url`: stored, or fetched (and stored) now.
+    func fetch(_ url: URL) async throws(ImageError) -> Fetched {
+        // The key the disk cache has always used for a source: its URL (what ImageManager stored
+        // originals under), so caches written before stay readable.
+        let key = CacheKey(url).identity
+        let now = ContinuousClock.now
+        if let failure = failures.withLock({ $0[key] }) {
+            // The same answer as a moment ago (a CDN keeps whichever it gets), without asking.
+            if failure.until > now { throw failure.error }
+            failures.withLock { _ = $0.removeValue(forKey: key) }
+        }
+        if let disk, let entry = disk.entry(forKey: key) {
+            return Fetched(data: entry.data, http: entry.metadata?.http, fromOrigin: false)
+        }
+        let (task, started) = inFlight.withLock { tasks -> (Task<Result<Fetched, ImageError>, Never>, Bool) in
+            if let running = tasks[key] { return (running, false) }
+            let task = Task { await self.download(url, key: key) }
+            tasks[key] = task
+            return (task, true)
+        }
+        let result = await task.value
+        if started { inFlight.withLock { _ = $0.removeValue(forKey: key) } }
+        return try result.get()
+    }
+
+    private func download(_ url: URL, key: String) async -> Result<Fetched, ImageError> {
+        do {
+            let response = try await downloader.load(url)
+            let http = response.cacheHeaders
+            if let disk, !response.data.isEmpty {
+                // A full disk or a failed write costs the next request a fetch, not this one its answer.
+                try? disk.store(response.data, forKey: key, expiryDate: nil, http: http)
+            }
+            return .success(Fetched(data: response.data, http: http, fromOrigin: true))
+        } catch {
+            if ImageManager.blocksURL(after: error, at: .load) {
+                let until = ContinuousClock.now + failedTimeToLive
+                failures.withLock { failures in
+                    if failures.count >= 10_000 {
+                        let now = ContinuousClock.now
+                        failures = failures.filter { $0.value.until > now }
+                        if failures.count >= 10_000 { failures.removeAll() }
+                    }
+                    failures[key] = (error, until)
+                }
+            }
+            return .failure(error)
+        }
+    }
+}
