@@ -9,9 +9,10 @@ final class GrammarTests: XCTestCase {
         -> String?
     {
         do {
-            // imgproxy's dialect rule leads its keys; testDialectRulesAreInTheKey checks it.
+            // imgproxy's dialect rules lead its keys; testDialectRulesAreInTheKey checks them.
             let key = try ImageRequest.parse(path: path, presets: presets).operations.canonicalKey
-            return key.hasPrefix("ev:1;") ? String(key.dropFirst(5)) : key == "ev:1" ? "" : key
+            let rules = "rules:imgproxy"
+            return key.hasPrefix(rules + ";") ? String(key.dropFirst(rules.count + 1)) : key == rules ? "" : key
         } catch {
             XCTFail("\(path): \(error)", file: file, line: line)
             return nil
@@ -216,18 +217,22 @@ final class GrammarTests: XCTestCase {
     // MARK: imgproxy
 
     /// The forms of imgproxy's processing-URL documentation.
-    /// A rule that differs between the dialects and changes pixels is in the operations, so
-    /// that the result key covers it: `fit-in/256x256` and `rs:fit:256:256` would otherwise share
-    /// a result, though imgproxy draws a small SVG up to the box and thumbor does not.
+    /// The rules that differ between the dialects and change pixels or formats are in the
+    /// operations, so that the result key covers them: `fit-in/256x256` and `rs:fit:256:256`
+    /// shared a result, though imgproxy draws a small SVG up to the box and thumbor does not.
     func testDialectRulesAreInTheKey() throws {
         let imgproxy = try ImageRequest.parse(path: "/_/rs:fit:256:256/plain/http://example.com/a.svg").operations
         let thumbor = try ImageRequest.parse(path: "/unsafe/fit-in/256x256/example.com/a.svg").operations
-        XCTAssertTrue(imgproxy.enlargesVectors)
-        XCTAssertFalse(thumbor.enlargesVectors)
-        XCTAssertTrue(imgproxy.canonicalKey.hasPrefix("ev:1;"))
+        XCTAssertEqual(imgproxy.rules, .imgproxy)
+        XCTAssertEqual(thumbor.rules, .thumbor)
+        XCTAssertTrue(imgproxy.rules.enlargesVectors && !thumbor.rules.enlargesVectors)
+        XCTAssertTrue(imgproxy.canonicalKey.hasPrefix("rules:imgproxy;"))
         XCTAssertNotEqual(imgproxy.canonicalKey, thumbor.canonicalKey)
+        var mixed = thumbor
+        mixed.rules.enlargesVectors = true
+        XCTAssertEqual(mixed.canonicalKey, "rules:thumbor,ev1,gif1,anim0;" + thumbor.canonicalKey, "each rule is keyed")
         var same = imgproxy
-        same.enlargesVectors = false
+        same.rules = .thumbor
         XCTAssertEqual(same.canonicalKey, thumbor.canonicalKey, "the rest of both requests is the same")
     }
 

@@ -26,7 +26,7 @@ public enum ImgproxyURL {
             ...]
 
         var operations = ImageOperations()
-        operations.enlargesVectors = true
+        operations.rules = .imgproxy
         if let defaults = presets["default"] { try apply(defaults, to: &operations, presets: presets, depth: 1) }
         var options: [String] = []
         while let segment = segments.first, segment != "plain", segment != "enc", segment.contains(":") {

@@ -7,7 +7,14 @@ extension ImageOperations {
     public var canonicalKey: String {
         var parts: [String] = []
         func add(_ name: String, _ value: String) { parts.append(name + ":" + value) }
-        if enlargesVectors { add("ev", "1") }
+        if rules == .imgproxy {
+            add("rules", "imgproxy")
+        } else if rules != .thumbor {
+            add(
+                "rules",
+                "\(rules.geometry.rawValue),ev\(rules.enlargesVectors ? 1 : 0),gif\(rules.skipsFiltersOnGIF ? 1 : 0),"
+                    + "anim\(rules.negotiatesAnimations ? 1 : 0)")
+        }
         if metadataOnly { add("meta", "1") }
         if let trim { add("trim", "\(trim.reference.rawValue),\(Self.number(trim.tolerance))") }
         if let crop { add("crop", Self.describe(crop)) }

@@ -179,6 +179,44 @@ public struct ImageOperations: Sendable, Hashable {
         case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
     }
 
+    /// The rules a URL dialect brings with it (see ``ImageOperations/rules``).
+    public struct DialectRules: Sendable, Hashable {
+        /// Whose size arithmetic applies.
+        public enum Geometry: String, Sendable, Hashable {
+            /// thumbor 7.8's transformer, step by step, its half-to-even rounding included.
+            case thumbor
+            /// imgproxy's `calcScale`, `calcSizes` and `cropToResult`.
+            case imgproxy
+        }
+        /// Whose size arithmetic applies.
+        public var geometry: Geometry
+        /// A vector source (SVG, PDF) grows to the box without ``ImageOperations/enlarge``
+        /// (imgproxy's: vectors have no pixels to lose); thumbor treats a vector as the raster of
+        /// its intrinsic size.
+        public var enlargesVectors: Bool
+        /// A GIF source skips the filters after the resize, `format()` included, and stays a GIF
+        /// (thumbor's, without a gifsicle engine).
+        public var skipsFiltersOnGIF: Bool
+        /// `Accept` may turn an animation (or a GIF) into an animated WebP or AVIF when no format is
+        /// asked (imgproxy's `determineOutputFormat`); thumbor keeps animations and GIFs as they are.
+        public var negotiatesAnimations: Bool
+
+        /// thumbor's rules.
+        public static let thumbor = DialectRules(
+            geometry: .thumbor, enlargesVectors: false, skipsFiltersOnGIF: true, negotiatesAnimations: false)
+        /// imgproxy's rules.
+        public static let imgproxy = DialectRules(
+            geometry: .imgproxy, enlargesVectors: true, skipsFiltersOnGIF: false, negotiatesAnimations: true)
+
+        /// Rules from each of their parts.
+        public init(geometry: Geometry, enlargesVectors: Bool, skipsFiltersOnGIF: Bool, negotiatesAnimations: Bool) {
+            self.geometry = geometry
+            self.enlargesVectors = enlargesVectors
+            self.skipsFiltersOnGIF = skipsFiltersOnGIF
+            self.negotiatesAnimations = negotiatesAnimations
+        }
+    }
+
     /// Output formats the service can be asked for.
     public enum Format: String, Sendable, Hashable, CaseIterable {
         /// JPEG.
@@ -217,10 +255,10 @@ public struct ImageOperations: Sendable, Hashable {
     public var adaptive = false
     /// Whether a smaller image grows to the box.
     public var enlarge = false
-    /// A rule of the URL's dialect, kept here so that the result key covers it: a vector source
-    /// (SVG, PDF) grows to the box even without ``enlarge`` (imgproxy's rule; thumbor's rules
-    /// treat a vector as the raster of its intrinsic size).
-    public var enlargesVectors = false
+    /// The rules of the URL's dialect that change pixels or formats. They are operations like
+    /// the others — in the result key and the ETag — so that no step asks which grammar a
+    /// request came in, and two dialects can never share a result their rules make differ.
+    public var rules = DialectRules.thumbor
     /// Whether the result is padded to the box (imgproxy `extend`, thumbor `fill()`).
     public var extend = false
     /// imgproxy `min-width`: a fit never ends narrower than this.

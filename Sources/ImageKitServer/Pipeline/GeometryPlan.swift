@@ -58,28 +58,31 @@ public struct GeometryPlan: Sendable, Hashable {
     /// See ``outputWidth``.
     public var outputHeight: Int
 
-    /// - Parameter sourceIsGIF: thumbor runs none of the filters that come after the resize
-    ///   (upscale, fill, proportion, rotate, blur …) on a GIF source (its handler skips them
+    /// The plan for a source of the given size under the request's operations and their rules.
     ///
     /// - Parameters:
-    ///   - request: the parsed operations.
     ///   - sourceWidth: the source's width after orientation.
     ///   - sourceHeight: the source's height after orientation.
-    ///   unless a gifsicle engine is configured); the plan does the same, so sizes stay equal.
+    ///   - sourceIsGIF: a GIF source; under rules that skip the filters on a GIF (thumbor runs none
+    ///     of those after the resize — upscale, fill, proportion, rotate, blur … — unless a
+    ///     gifsicle engine is configured), the plan skips them too, so sizes stay equal.
     ///   - sourceIsVector: an SVG or PDF source: it grows to the box without `enlarge` when the
-    ///     operations say so (``ImageOperations/enlargesVectors``, imgproxy's rule).
+    ///     rules say so (imgproxy's).
+    ///   - request: the parsed operations.
     public init(
         sourceWidth: Int, sourceHeight: Int, sourceIsGIF: Bool = false, sourceIsVector: Bool = false,
         request: ImageRequest
     ) {
-        switch request.grammar {
+        let operations = request.operations
+        switch operations.rules.geometry {
         case .thumbor:
             self = Self.thumbor(
-                width: sourceWidth, height: sourceHeight, gif: sourceIsGIF, operations: request.operations)
+                width: sourceWidth, height: sourceHeight, gif: sourceIsGIF && operations.rules.skipsFiltersOnGIF,
+                operations: operations)
         case .imgproxy:
             self = Self.imgproxy(
-                width: sourceWidth, height: sourceHeight, vector: sourceIsVector && request.operations.enlargesVectors,
-                operations: request.operations)
+                width: sourceWidth, height: sourceHeight, vector: sourceIsVector && operations.rules.enlargesVectors,
+                operations: operations)
         }
     }
 

@@ -150,7 +150,7 @@ public struct ImageProcessor: Sendable {
         // A GIF has no decode-time scaling: decoded once, whole, which also tells its frame count.
         if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding, clock) }
         let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
-        let skipsFilters = request.grammar == .thumbor && signature.format == .gif
+        let skipsFilters = operations.rules.skipsFiltersOnGIF && signature.format == .gif
         let vector = signature.format == .svg || signature.format == .pdf
         let plan = GeometryPlan(
             sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, sourceIsVector: vector,
@@ -413,7 +413,7 @@ public struct ImageProcessor: Sendable {
         }
         let plan = GeometryPlan(
             sourceWidth: width, sourceHeight: height,
-            sourceIsGIF: request.grammar == .thumbor && signature.format == .gif,
+            sourceIsGIF: signature.format == .gif,
             request: request)
         let object: [String: Any] = [
             "source": [

@@ -246,7 +246,7 @@ public final class ImageService: Sendable {
     /// asked). imgproxy's rule: for every source, animations too (an animated GIF becomes an
     /// animated WebP or AVIF). thumbor's: not for a GIF or an animation, which keep their format.
     static func negotiates(_ request: ImageRequest, _ signature: ImageSignature) -> Bool {
-        request.grammar == .imgproxy || (!signature.isAnimated && signature.format != .gif)
+        request.operations.rules.negotiatesAnimations || (!signature.isAnimated && signature.format != .gif)
     }
 
     static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
@@ -277,7 +277,7 @@ public final class ImageService: Sendable {
     ) -> ImageServiceResponse {
         let operations = request.operations
         // A thumbor GIF stays a GIF whatever Accept says: no Vary for it.
-        let varies = negotiable && (request.grammar == .imgproxy || result.image.format != .gif)
+        let varies = negotiable && (operations.rules.negotiatesAnimations || result.image.format != .gif)
         let common = validators(
             etag: result.etag, lastModified: result.lastModified, varies: varies, operations: operations, now: now)
         if Self.matches(headers["if-none-match"], result.etag) {
