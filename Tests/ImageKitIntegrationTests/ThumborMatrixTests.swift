@@ -35,10 +35,8 @@ final class ThumborMatrixTests: XCTestCase {
         "gradient.jpg", "cmyk.jpg", "rgba.png", "grayscale.jpg", "16bit.png", "thumbor-exif.png", "gradient.webp",
         "gradient.gif", "animated.gif",
     ]
-    /// Not built yet: thumbor's nine-patch `frame()` and `gifv()` (GIF to video).
-    static let notYet: Set<String> = [
-        "filters:frame(rgba.png)", "filters:gifv()", "filters:gifv(webm)", "filters:gifv(mp4)",
-    ]
+    /// Not built yet: thumbor's `gifv()` (GIF to video).
+    static let notYet: Set<String> = ["filters:gifv()", "filters:gifv(webm)", "filters:gifv(mp4)"]
 
     func testEveryURLOfThumborsSingleDatasetAnswers() async throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

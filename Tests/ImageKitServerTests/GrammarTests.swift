@@ -187,7 +187,7 @@ final class GrammarTests: XCTestCase {
             "strip_icc()", "watermark(rgba-interlaced.png,10,10,50)", "watermark(rgba-interlaced.png,center,center,50)",
             "watermark(rgba-interlaced.png,repeat,repeat,50)", "fill(ff0000)", "fill(auto)", "fill(ff0000,true)",
             "fill(transparent)", "fill(transparent,true)", "blur(2)", "focal(0x0:1x1)", "no_upscale()",
-            "extract_focal()", "focal()", "max_age(600)", "upscale()", "format(avif)", "format(heic)", "format(heif)",
+            "frame(rgba.png)", "extract_focal()", "focal()", "max_age(600)", "upscale()", "format(avif)", "format(heic)", "format(heif)",
             "curve([(0,0),(255,255)],[(0,50),(16,51),(255,254)],[(0,0),(255,252)],[(0,48),(255,225)])",
         ].map { "filters:" + $0 }
         let single =

@@ -138,4 +138,48 @@ final class PixelFilterTests: XCTestCase {
         XCTAssertEqual(Int(lifted[5, 32].r), table[60])
         XCTAssertEqual(lifted[5, 32].g, 0, "green flattened to 0 first, and the common curve keeps 0")
     }
+
+    /// frame(): a 7 × 7 nine-patch (one-pixel marker border: the middle row and column stretch,
+    /// the content area leaves one pixel on each side) around a 20 × 10 blue image: 22 × 12, the
+    /// patch's red ring drawn over the edges at every size, the image inside.
+    func testFrameSetsTheImageInsideANinePatch() throws {
+        let patch = try PixelBuffer(width: 7, height: 7)
+        for y in 0..<7 {
+            let row = patch.row(y)
+            for x in 0..<7 {
+                var pixel: [UInt8] = [0, 0, 0, 0]
+                let border = x == 0 || y == 0 || x == 6 || y == 6
+                if border {
+                    let marked =
+                        (y == 0 && x == 3) || (x == 0 && y == 3) || (y == 6 && (2...4).contains(x))
+                        || (x == 6 && (2...4).contains(y))
+                    if marked { pixel = [0, 0, 0, 255] }
+                } else if x == 1 || y == 1 || x == 5 || y == 5 {
+                    pixel = [255, 0, 0, 255]
+                }
+                for channel in 0..<4 { row[x * 4 + channel] = pixel[channel] }
+            }
+        }
+        let patchData = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: patch.freeze(isOpaque: false))], format: .png), as: .png,
+            options: .init())
+        let blue = try PixelBuffer(width: 20, height: 10)
+        for y in 0..<10 {
+            let row = blue.row(y)
+            for x in 0..<20 { row[x * 4] = 0; row[x * 4 + 1] = 0; row[x * 4 + 2] = 255; row[x * 4 + 3] = 255 }
+        }
+        let source = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: blue.freeze(isOpaque: true))], format: .png), as: .png,
+            options: .init())
+        let request = try ImageRequest.parse(path: "/unsafe/filters:frame(example.com/f.png):format(png)/example.com/a.png")
+        let result = try ImageProcessor().process(source, request: request, watermarks: ["example.com/f.png": patchData])
+        let framed = try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
+        XCTAssertEqual("\(framed.width)x\(framed.height)", "22x12", "padded by the content area's margins")
+        for (x, y) in [(0, 0), (21, 0), (0, 11), (21, 11), (11, 0), (0, 6), (21, 6), (11, 11)] {
+            XCTAssertTrue(framed[x, y] == (255, 0, 0, 255), "ring at \(x),\(y): \(framed[x, y])")
+        }
+        for (x, y) in [(11, 6), (1, 1), (20, 10), (5, 3)] {
+            XCTAssertTrue(framed[x, y] == (0, 0, 255, 255), "image at \(x),\(y): \(framed[x, y])")
+        }
+    }
 }

@@ -76,6 +76,7 @@ extension ThumborURL {
             case .rgb(let red, let green, let blue): filters.append("rgb(\(red),\(green),\(blue))")
             case .noise(let value): filters.append("noise(\(value))")
             case .equalize: filters.append("equalize()")
+            case .frame(let url): filters.append("frame(\(url))")
             case .curve(let all, let red, let green, let blue):
                 func list(_ points: [Int]) -> String {
                     "[" + stride(from: 0, to: points.count, by: 2).map { "(\(points[$0]),\(points[$0 + 1]))" }

@@ -445,6 +445,12 @@ public enum ThumborURL {
             // Handled with the source (an inner thumbor URL's crop becomes the focal region).
             try expect(arguments, name, 0...0)
             operations.extractsFocal = true
+        case "frame":
+            try expect(arguments, name, 1...1)
+            guard !arguments[0].isEmpty else {
+                throw ImageServiceError(400, code: "invalidFilterArgument", "frame: the picture's URL is empty")
+            }
+            operations.filters.append(.frame(url: arguments[0]))
         case "equalize":
             try expect(arguments, name, 0...0)
             operations.filters.append(.equalize)

@@ -110,6 +110,7 @@ extension ImageOperations {
         case .rgb(let red, let green, let blue): return "rgb(\(red),\(green),\(blue))"
         case .noise(let value): return "noise(\(value))"
         case .equalize: return "equalize()"
+        case .frame(let url): return "frame(\(url))"
         case .curve(let all, let red, let green, let blue):
             return "curve(" + [all, red, green, blue].map { $0.map(String.init).joined(separator: ",") }
                 .joined(separator: ";") + ")"

@@ -175,6 +175,8 @@ public struct ImageOperations: Sendable, Hashable {
         /// channel, then `all` on every channel (thumbor `curve(all,red,green,blue)`, drawn as a
         /// natural cubic spline, flat before the first point and after the last).
         case curve(all: [Int], red: [Int], green: [Int], blue: [Int])
+        /// Sets the result inside the nine-patch picture at `url` (thumbor `frame`).
+        case frame(url: String)
         /// Draws the image at `url` over the result at `x`, `y` with `alpha` percent transparency (thumbor `watermark`).
         case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
     }

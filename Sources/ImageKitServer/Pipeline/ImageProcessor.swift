@@ -332,6 +332,11 @@ public struct ImageProcessor: Sendable {
                     return Int(state % UInt64(2 * amount + 1)) - amount
                 }
                 bitmap = try Self.mapColors(bitmap) { ($0 + next(), $1 + next(), $2 + next()) }
+            case .frame(let url):
+                guard let patch = watermarks[url] else {
+                    throw ImageError(.invalidArgument, "the frame's picture was not given")
+                }
+                bitmap = try NinePatchFrame.apply(bitmap, patchBytes: patch, coders: coders, maxPixels: maxPixels)
             case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
                 guard let mark = watermarks[url] else {
                     throw ImageError(.invalidArgument, "the watermark's image was not given")

@@ -389,16 +389,22 @@ public final class ImageService: Sendable {
         }
     }
 
-    /// Each `watermark()` image, fetched as a source is (allowed hosts, address policy, limits,
+    /// Each `watermark()` and `frame()` picture, fetched as a source is (allowed hosts, address policy, limits,
     /// the source cache); by the URL as the filter names it.
     private func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError)
         -> [String: Data]
     {
         var watermarks: [String: Data] = [:]
-        for case .watermark(let text, _, _, _, _, _) in operations.filters where watermarks[text] == nil {
+        for filter in operations.filters {
+            let text: String
+            switch filter {
+            case .watermark(let url, _, _, _, _, _), .frame(let url): text = url
+            default: continue
+            }
+            guard watermarks[text] == nil else { continue }
             let url = try ImageRequest.sourceURL(text, addsScheme: true)
             guard allows(url) else {
-                throw ImageServiceError(403, code: "sourceNotAllowed", "the watermark's host is not allowed")
+                throw ImageServiceError(403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
             }
             let tier = trace.tier
             watermarks[text] = try await loadSource(url, trace: trace).data
