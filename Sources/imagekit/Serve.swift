@@ -54,7 +54,10 @@ struct Serve: ParsableCommand {
     var diskLimit: Int?
     @Option(help: "The largest source accepted, in bytes (larger: 413).") var maxSourceBytes = 64 << 20
     @Option(help: "The most pixels a source may have (more: 422).") var maxPixels = 50_000_000
-    @Option(help: "Seconds to fetch a source: one deadline for connection, redirects, body and retries together (past it: 504).") var timeout: Double = 10
+    @Option(
+        help:
+            "Seconds to fetch a source: one deadline for connection, redirects, body and retries together (past it: 504)."
+    ) var timeout: Double = 10
     @Option(help: "Redirects followed at most (each hop passes the address guard).") var maxRedirects = 10
     @Option(help: "Images processed at once (default: the core count).") var workers: Int?
     @Option(help: "Requests waiting for a worker at most (default: 10 × workers); beyond: 503 with Retry-After.")

@@ -174,10 +174,12 @@ final class ImageServiceTests: XCTestCase {
         let jpeg = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)@jpg", headers: [:])
         try check(jpeg, .jpeg, frames: 1, "JPEG asked: the first frame")
 
-        try readBackWithTheLibrariesOwnTools(webp: webp.body, avif: try await {
-            let avif = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:])
-            return avif.body
-        }())
+        try readBackWithTheLibrariesOwnTools(
+            webp: webp.body,
+            avif: try await {
+                let avif = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:])
+                return avif.body
+            }())
 
         let autoAVIF = try makeService { $0.autoAVIF = true }
         let accepted = await autoAVIF.handle(
@@ -224,7 +226,9 @@ final class ImageServiceTests: XCTestCase {
     /// `avifdec --info` decodes every frame of the sequence (`make deps` installs both).
     private func readBackWithTheLibrariesOwnTools(webp: Data, avif: Data) throws {
         func run(_ tool: String, _ arguments: [String]) throws -> (Int32, String) {
-            guard let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(where: FileManager.default.isExecutableFile)
+            guard
+                let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(
+                    where: FileManager.default.isExecutableFile)
             else {
                 XCTFail("\(tool) is needed (make deps installs the webp and libavif-bin packages)")
                 return (-1, "")
@@ -242,7 +246,8 @@ final class ImageServiceTests: XCTestCase {
         }
         let folder = directory.appendingPathComponent("tools")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let webpFile = folder.appendingPathComponent("anim.webp").path, avifFile = folder.appendingPathComponent("anim.avif").path
+        let webpFile = folder.appendingPathComponent("anim.webp").path,
+            avifFile = folder.appendingPathComponent("anim.avif").path
         try webp.write(to: URL(fileURLWithPath: webpFile))
         try avif.write(to: URL(fileURLWithPath: avifFile))
 

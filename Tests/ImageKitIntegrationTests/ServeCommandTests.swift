@@ -254,13 +254,17 @@ final class ServeCommandTests: XCTestCase {
             }
         }
         let stall = try counting("stall") { socket in
-            guard RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 5000\r\n\r\n")
+            guard
+                RawTCPServer.write(
+                    socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 5000\r\n\r\n")
             else { return }
             usleep(6_000_000)
         }
         defer { stall.stop() }
         let drip = try counting("drip") { socket in
-            guard RawTCPServer.write(socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100000\r\n\r\n")
+            guard
+                RawTCPServer.write(
+                    socket, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100000\r\n\r\n")
             else { return }
             for byte in jpeg.prefix(24) {
                 guard RawTCPServer.write(socket, [byte]) else { return }

@@ -65,7 +65,8 @@ final class ThumborMatrixTests: XCTestCase {
                 let response = await service.handle(method: "GET", path: path, headers: [:])
                 let expected = Self.notYet.contains(option) ? 400 : 200
                 if response.status != expected {
-                    failures.append("\(response.status) \(path): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+                    failures.append(
+                        "\(response.status) \(path): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
                 } else if expected == 200 {
                     answered += 1
                     if option != "meta" {

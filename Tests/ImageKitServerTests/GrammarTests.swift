@@ -187,7 +187,8 @@ final class GrammarTests: XCTestCase {
             "strip_icc()", "watermark(rgba-interlaced.png,10,10,50)", "watermark(rgba-interlaced.png,center,center,50)",
             "watermark(rgba-interlaced.png,repeat,repeat,50)", "fill(ff0000)", "fill(auto)", "fill(ff0000,true)",
             "fill(transparent)", "fill(transparent,true)", "blur(2)", "focal(0x0:1x1)", "no_upscale()",
-            "frame(rgba.png)", "extract_focal()", "focal()", "max_age(600)", "upscale()", "format(avif)", "format(heic)", "format(heif)",
+            "frame(rgba.png)", "extract_focal()", "focal()", "max_age(600)", "upscale()", "format(avif)",
+            "format(heic)", "format(heif)",
             "curve([(0,0),(255,255)],[(0,50),(16,51),(255,254)],[(0,0),(255,252)],[(0,48),(255,225)])",
         ].map { "filters:" + $0 }
         let single =
@@ -240,8 +241,10 @@ final class GrammarTests: XCTestCase {
     func testThumborIntegrationMatrixFilters() throws {
         XCTAssertEqual(key("/unsafe/filters:equalize()/example.com/a.jpg"), "rs:fill;el:1;f:equalize()")
         XCTAssertEqual(key("/unsafe/filters:format(heif)/example.com/a.jpg"), "rs:fill;el:1;fmt:heic")
-        XCTAssertEqual(key("/unsafe/filters:redeye()/example.com/a.jpg"), "rs:fill;el:1", "no eye detector: nothing to do")
-        XCTAssertEqual(key("/unsafe/filters:focal()/example.com/a.jpg"), "rs:fill;el:1", "a focal() without a region is ignored")
+        XCTAssertEqual(
+            key("/unsafe/filters:redeye()/example.com/a.jpg"), "rs:fill;el:1", "no eye detector: nothing to do")
+        XCTAssertEqual(
+            key("/unsafe/filters:focal()/example.com/a.jpg"), "rs:fill;el:1", "a focal() without a region is ignored")
         let curve =
             "filters:curve([(0,0),(255,255)],[(0,50),(16,51),(32,69),(58,85),(92,120),(128,170),(140,186),"
             + "(167,225),(192,245),(225,255),(244,255),(255,254)],[(0,0),(16,2),(32,18),(64,59),(92,116),"

@@ -123,7 +123,8 @@ final class PixelFilterTests: XCTestCase {
     /// lifts the middle; the per-channel curve comes first, then the common one.
     func testCurveMapsEachChannelThroughItsSpline() throws {
         let identity = "[(0,0),(255,255)]"
-        let same = try run("/unsafe/filters:curve(\(identity),\(identity),\(identity),\(identity)):format(png)/example.com/a.png")
+        let same = try run(
+            "/unsafe/filters:curve(\(identity),\(identity),\(identity),\(identity)):format(png)/example.com/a.png")
         XCTAssertEqual(same[5, 32].r, 60)
         XCTAssertEqual(same[58, 32].b, 190)
         let table = ImageProcessor.splineTable([0, 0, 128, 200, 255, 255])
@@ -134,7 +135,8 @@ final class PixelFilterTests: XCTestCase {
         XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[0], 10, "flat before the first point")
         XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[250], 240, "flat after the last point")
         let lifted = try run(
-            "/unsafe/filters:curve([(0,0),(128,200),(255,255)],\(identity),[(0,0),(255,0)],\(identity)):format(png)/example.com/a.png")
+            "/unsafe/filters:curve([(0,0),(128,200),(255,255)],\(identity),[(0,0),(255,0)],\(identity)):format(png)/example.com/a.png"
+        )
         XCTAssertEqual(Int(lifted[5, 32].r), table[60])
         XCTAssertEqual(lifted[5, 32].g, 0, "green flattened to 0 first, and the common curve keeps 0")
     }
@@ -171,8 +173,10 @@ final class PixelFilterTests: XCTestCase {
         let source = try ImageCodersManager.shared.encode(
             DecodedImage(frames: [ImageFrame(bitmap: blue.freeze(isOpaque: true))], format: .png), as: .png,
             options: .init())
-        let request = try ImageRequest.parse(path: "/unsafe/filters:frame(example.com/f.png):format(png)/example.com/a.png")
-        let result = try ImageProcessor().process(source, request: request, watermarks: ["example.com/f.png": patchData])
+        let request = try ImageRequest.parse(
+            path: "/unsafe/filters:frame(example.com/f.png):format(png)/example.com/a.png")
+        let result = try ImageProcessor().process(
+            source, request: request, watermarks: ["example.com/f.png": patchData])
         let framed = try ImageCodersManager.shared.decode(result.data).frames[0].bitmap
         XCTAssertEqual("\(framed.width)x\(framed.height)", "22x12", "padded by the content area's margins")
         for (x, y) in [(0, 0), (21, 0), (0, 11), (21, 11), (11, 0), (0, 6), (21, 6), (11, 11)] {

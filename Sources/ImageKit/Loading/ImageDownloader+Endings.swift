@@ -98,7 +98,8 @@ extension ImageDownloader {
             guard !configuration.acceptableStatusCodes.contains(status) else { return nil }
             retryAfter = ImageRetryPolicy.retryAfterSeconds(response.headers["retry-after"])
         }
-        let delay = policy.delay(beforeRetry: operation.attempt, retryAfter: retryAfter, random: Double.random(in: 0...1))
+        let delay = policy.delay(
+            beforeRetry: operation.attempt, retryAfter: retryAfter, random: Double.random(in: 0...1))
         // The deadline covers every attempt: retry only when, after the delay, time is left for a
         // connection to answer (a tenth of a second at least).
         if let delay, let remaining = remainingTime(of: operation), remaining - delay < 0.1 { return nil }

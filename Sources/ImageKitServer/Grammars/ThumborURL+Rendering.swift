@@ -79,7 +79,8 @@ extension ThumborURL {
             case .frame(let url): filters.append("frame(\(url))")
             case .curve(let all, let red, let green, let blue):
                 func list(_ points: [Int]) -> String {
-                    "[" + stride(from: 0, to: points.count, by: 2).map { "(\(points[$0]),\(points[$0 + 1]))" }
+                    "["
+                        + stride(from: 0, to: points.count, by: 2).map { "(\(points[$0]),\(points[$0 + 1]))" }
                         .joined(separator: ",") + "]"
                 }
                 filters.append("curve(\(list(all)),\(list(red)),\(list(green)),\(list(blue)))")

@@ -96,7 +96,8 @@ public enum ThumborURL {
             operations.extractsFocal = false
             if let (inner, crop) = innerCrop(of: source) {
                 source = inner
-                operations.gravity = .focalRegion(left: crop.left, top: crop.top, right: crop.right, bottom: crop.bottom)
+                operations.gravity = .focalRegion(
+                    left: crop.left, top: crop.top, right: crop.right, bottom: crop.bottom)
             }
         }
         return ImageRequest(
@@ -299,10 +300,12 @@ public enum ThumborURL {
             default: break
             }
         }
-        let valid = lists.count == 4 && lists.allSatisfy { points in
-            !points.isEmpty && points.count % 2 == 0 && points.allSatisfy { (0...255).contains($0) }
-                && stride(from: 2, to: points.count, by: 2).allSatisfy { points[$0] > points[$0 - 2] }
-        }
+        let valid =
+            lists.count == 4
+            && lists.allSatisfy { points in
+                !points.isEmpty && points.count % 2 == 0 && points.allSatisfy { (0...255).contains($0) }
+                    && stride(from: 2, to: points.count, by: 2).allSatisfy { points[$0] > points[$0 - 2] }
+            }
         guard valid else {
             throw ImageServiceError(
                 400, code: "invalidFilterArgument",

@@ -112,7 +112,8 @@ extension ImageOperations {
         case .equalize: return "equalize()"
         case .frame(let url): return "frame(\(url))"
         case .curve(let all, let red, let green, let blue):
-            return "curve(" + [all, red, green, blue].map { $0.map(String.init).joined(separator: ",") }
+            return "curve("
+                + [all, red, green, blue].map { $0.map(String.init).joined(separator: ",") }
                 .joined(separator: ";") + ")"
         case .roundCorner(let a, let b, let color, let transparent):
             return "round_corner(\(a),\(b),\(color.hex),\(transparent ? 1 : 0))"

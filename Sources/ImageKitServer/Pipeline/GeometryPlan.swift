@@ -266,10 +266,13 @@ public struct GeometryPlan: Sendable, Hashable {
         plan.flipVertical = operations.flipVertical
         var width = Double(sourceWidth), height = Double(sourceHeight)
         if case .size(let cropWidth, let cropHeight, _)? = operations.crop {
-            let w = cropWidth <= 0 ? width : cropWidth < 1 ? max(1, (width * cropWidth).rounded()) : min(cropWidth.rounded(.down), width)
+            let w =
+                cropWidth <= 0
+                ? width : cropWidth < 1 ? max(1, (width * cropWidth).rounded()) : min(cropWidth.rounded(.down), width)
             let h =
                 cropHeight <= 0
-                ? height : cropHeight < 1 ? max(1, (height * cropHeight).rounded()) : min(cropHeight.rounded(.down), height)
+                ? height
+                : cropHeight < 1 ? max(1, (height * cropHeight).rounded()) : min(cropHeight.rounded(.down), height)
             plan.manualCrop = Rect(x: Int((width - w) / 2), y: Int((height - h) / 2), width: Int(w), height: Int(h))
             width = w
             height = h

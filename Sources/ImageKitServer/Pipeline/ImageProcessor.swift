@@ -733,7 +733,9 @@ public struct ImageProcessor: Sendable {
             let h = xs[i + 1] - xs[i]
             for x in Int(xs[i])..<Int(xs[i + 1]) {
                 let b = (Double(x) - xs[i]) / h, a = 1 - b
-                let y = a * ys[i] + b * ys[i + 1] + h * h / 6 * ((a * a * a - a) * second[i] + (b * b * b - b) * second[i + 1])
+                let y =
+                    a * ys[i] + b * ys[i + 1] + h * h / 6
+                    * ((a * a * a - a) * second[i] + (b * b * b - b) * second[i + 1])
                 table[x] = min(255, max(0, Int(y.rounded())))
             }
         }

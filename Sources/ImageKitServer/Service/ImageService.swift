@@ -404,7 +404,8 @@ public final class ImageService: Sendable {
             guard watermarks[text] == nil else { continue }
             let url = try ImageRequest.sourceURL(text, addsScheme: true)
             guard allows(url) else {
-                throw ImageServiceError(403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
+                throw ImageServiceError(
+                    403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
             }
             let tier = trace.tier
             watermarks[text] = try await loadSource(url, trace: trace).data

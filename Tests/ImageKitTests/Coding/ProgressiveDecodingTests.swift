@@ -64,7 +64,8 @@ final class ProgressiveDecodingTests: XCTestCase {
     /// A progressive JPEG's first preview (up to 1/4 scale) comes from its first DC scans
     /// alone; a thumbnail that the 1/8 DC picture covers 1.5 times over gets no further previews (the first is final).
     func testFirstPreviewOfAProgressiveJPEGComesFromItsDCScans() throws {
-        let original = try ImageCodersManager.shared.decode(Corpus.data("jpeg/exif-orientation-examples/Landscape_1.jpg"))
+        let original = try ImageCodersManager.shared.decode(
+            Corpus.data("jpeg/exif-orientation-examples/Landscape_1.jpg"))
         let data = try ImageCodersManager.shared.encode(
             original, as: .jpeg, options: .init(quality: 0.85, progressive: true))
         guard

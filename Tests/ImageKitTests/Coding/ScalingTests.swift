@@ -107,12 +107,14 @@ final class ScalingTests: XCTestCase {
             let image = try ImageCodersManager.shared.decode(data, options: options)
             XCTAssertLessThanOrEqual(image.cost, limit + image.height * 64, name)
             XCTAssertLessThanOrEqual(image.width * image.height * 4, limit, name)
-            XCTAssertEqual(Double(image.width) / Double(image.height), Double(width) / Double(height), accuracy: 0.01, name)
+            XCTAssertEqual(
+                Double(image.width) / Double(image.height), Double(width) / Double(height), accuracy: 0.01, name)
             XCTAssertLessThan(image.width, width, name)
         }
         // 12 MP is under the limit: unchanged.
         let camera = try ImageCodersManager.shared.encode(
-            TestImages.still(TestImages.gradient(width: 4032, height: 3024)), as: .jpeg, options: ImageEncodingOptions())
+            TestImages.still(TestImages.gradient(width: 4032, height: 3024)), as: .jpeg, options: ImageEncodingOptions()
+        )
         let decoded = try ImageCodersManager.shared.decode(camera, options: options)
         XCTAssertEqual(decoded.width * decoded.height, 4032 * 3024)
     }

@@ -86,7 +86,8 @@ final class ColorManagementTests: XCTestCase {
     func testMatrixTRCFastPathIsWithinOneLevelOfLittleCMS() throws {
         let cube = try colourCube()
         for path in [
-            "icc/jpeg/adobe.jpg", "icc/png/gradient-8b-displayp3-alpha.png", "icc/jpeg/prophoto.jpg", "icc/webp/p3-lossy.webp",
+            "icc/jpeg/adobe.jpg", "icc/png/gradient-8b-displayp3-alpha.png", "icc/jpeg/prophoto.jpg",
+            "icc/webp/p3-lossy.webp",
             "icc/png/Google-Pixel2XL-16bit_acescg_g1_v4_krita.png",
         ] {
             let profile = try profile(path)

@@ -41,7 +41,8 @@ enum Corpus {
         let location: Location
         if let override = ProcessInfo.processInfo.environment[environment], !override.isEmpty {
             let root = URL(fileURLWithPath: override)
-            location = Location(root: root, isFull: root.standardizedFileURL.path != subsetRoot.standardizedFileURL.path)
+            location = Location(
+                root: root, isFull: root.standardizedFileURL.path != subsetRoot.standardizedFileURL.path)
         } else {
             let beside = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/\(shared)")
             if FileManager.default.fileExists(atPath: beside.appendingPathComponent("MANIFEST.tsv").path) {
@@ -52,7 +53,10 @@ enum Corpus {
         }
         print(
             "ImageKit tests: \(shared) from \(location.root.standardizedFileURL.path)"
-                + (location.isFull ? " (full)" : " (the repository's subset; the full corpus runs when \(environment) or ../shared/\(shared) is there)"))
+                + (location.isFull
+                    ? " (full)"
+                    : " (the repository's subset; the full corpus runs when \(environment) or ../shared/\(shared) is there)")
+        )
         return location
     }
 
