@@ -390,8 +390,11 @@ extension ImageOperations {
     /// animation asked as JPEG is its first frame; GIF, WebP, AVIF and PNG keep every frame),
     /// else the source's when the service writes it, else JPEG (PNG for a source with alpha).
     ///
-    /// - Parameter keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of
-    ///   its filters on a GIF, `format()` included).
+    /// - Parameters:
+    ///   - sourceFormat: the source's format, when the service writes it.
+    ///   - keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of its filters
+    ///     on a GIF, `format()` included).
+    ///   - hasAlpha: whether the image has transparent pixels (PNG then, rather than JPEG).
     public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool) -> Format {
         if keepsGIF && sourceFormat == .gif { return .gif }
         if let format { return format }
