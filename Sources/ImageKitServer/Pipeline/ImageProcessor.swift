@@ -639,8 +639,8 @@ public struct ImageProcessor: Sendable {
         return buffer.freeze(isOpaque: bitmap.isOpaque)
     }
 
-    /// thumbor's `fill(auto)` colour: the median of each channel over the image's pixels.
-    static func medianColor(_ bitmap: Bitmap) -> ImageOperations.Color {
+    /// How many pixels have each value, per colour channel (red, green, blue).
+    static func channelHistograms(_ bitmap: Bitmap) -> [[Int]] {
         var histograms = [[Int]](repeating: [Int](repeating: 0, count: 256), count: 3)
         for y in 0..<bitmap.height {
             bitmap.withRow(y) { row in
@@ -651,6 +651,12 @@ public struct ImageProcessor: Sendable {
                 }
             }
         }
+        return histograms
+    }
+
+    /// thumbor's `fill(auto)` colour: the median of each channel over the image's pixels.
+    static func medianColor(_ bitmap: Bitmap) -> ImageOperations.Color {
+        let histograms = channelHistograms(bitmap)
         let half = (bitmap.width * bitmap.height + 1) / 2
         let medians = histograms.map { histogram -> UInt8 in
             var seen = 0
@@ -685,16 +691,7 @@ public struct ImageProcessor: Sendable {
     /// Per channel, each value's place in the cumulative histogram stretched to 0…255 (the
     /// darkest value present becomes 0, the brightest 255); a channel of one value stays.
     static func equalizingTables(_ bitmap: Bitmap) -> [[Int]] {
-        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 256), count: 3)
-        for y in 0..<bitmap.height {
-            bitmap.withRow(y) { row in
-                for x in 0..<bitmap.width {
-                    histograms[0][Int(row[x * 4])] += 1
-                    histograms[1][Int(row[x * 4 + 1])] += 1
-                    histograms[2][Int(row[x * 4 + 2])] += 1
-                }
-            }
-        }
+        let histograms = channelHistograms(bitmap)
         return histograms.map { histogram in
             var cumulative = [Int](repeating: 0, count: 256)
             var total = 0
