@@ -165,8 +165,14 @@ final class ImageServiceTests: XCTestCase {
         let plain = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)", headers: ["Accept": "*/*"])
         try check(plain, .gif, frames: 6, "accepts no WebP")
         XCTAssertEqual(plain.header("Vary"), "Accept", "the bytes depend on Accept")
+        // A build without the AVIF trait answers an asked AVIF with 415.
+        let writesAVIF = ImageFormat.avif.isCodecSupported
         for path in ["/_/rs:fit:48:48/f:avif/\(source)", "/_/rs:fit:48:48/\(source)@avif"] {
             let avif = await service.handle(method: "GET", path: path, headers: ["Accept": "image/webp"])
+            guard writesAVIF else {
+                XCTAssertEqual(avif.status, 415, path)
+                continue
+            }
             try check(avif, .avif, frames: 6, path)
             XCTAssertEqual(avif.header("Content-Type"), "image/avif", path)
             XCTAssertNil(avif.header("Vary"), "\(path): the format is asked")
@@ -174,17 +180,13 @@ final class ImageServiceTests: XCTestCase {
         let jpeg = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)@jpg", headers: [:])
         try check(jpeg, .jpeg, frames: 1, "JPEG asked: the first frame")
 
-        try readBackWithTheLibrariesOwnTools(
-            webp: webp.body,
-            avif: try await {
-                let avif = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:])
-                return avif.body
-            }())
+        let avifBody = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:]).body
+        try readBackWithTheLibrariesOwnTools(webp: webp.body, avif: writesAVIF ? avifBody : nil)
 
         let autoAVIF = try makeService { $0.autoAVIF = true }
         let accepted = await autoAVIF.handle(
             method: "GET", path: "/_/rs:fit:48:48/\(source)", headers: ["Accept": "image/avif,image/webp"])
-        try check(accepted, .avif, frames: 6, "accepts AVIF, auto AVIF on")
+        try check(accepted, writesAVIF ? .avif : .webp, frames: 6, "accepts AVIF, auto AVIF on")
 
         for (path, accept) in [
             ("/unsafe/48x32/\(host)/anim.gif", "image/avif,image/webp"),
@@ -224,7 +226,7 @@ final class ImageServiceTests: XCTestCase {
 
     /// libwebp's `webpmux` lists the animation and `dwebp` decodes each of its frames; libavif's
     /// `avifdec --info` decodes every frame of the sequence (`make deps` installs both).
-    private func readBackWithTheLibrariesOwnTools(webp: Data, avif: Data) throws {
+    private func readBackWithTheLibrariesOwnTools(webp: Data, avif: Data?) throws {
         func run(_ tool: String, _ arguments: [String]) throws -> (Int32, String) {
             guard
                 let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(
@@ -249,7 +251,7 @@ final class ImageServiceTests: XCTestCase {
         let webpFile = folder.appendingPathComponent("anim.webp").path,
             avifFile = folder.appendingPathComponent("anim.avif").path
         try webp.write(to: URL(fileURLWithPath: webpFile))
-        try avif.write(to: URL(fileURLWithPath: avifFile))
+        try avif?.write(to: URL(fileURLWithPath: avifFile))
 
         let (status, info) = try run("webpmux", ["-info", webpFile])
         XCTAssertEqual(status, 0, info)
@@ -261,6 +263,7 @@ final class ImageServiceTests: XCTestCase {
             let decoded = try run("dwebp", [piece, "-o", piece + ".png"])
             XCTAssertEqual(decoded.0, 0, "frame \(frame): \(decoded.1)")
         }
+        guard avif != nil else { return }
         let (avifStatus, avifInfo) = try run("avifdec", ["--info", avifFile])
         XCTAssertEqual(avifStatus, 0, avifInfo)
         XCTAssertTrue(avifInfo.contains("6 frames"), avifInfo)

@@ -12,7 +12,7 @@ With IMAGES-DIR, the sources go to IMAGES-DIR/sources and thumbor's answers to I
 
 Everything listens on 127.0.0.1 at ports the kernel picks; both servers stop at the end.
 """
-import io, itertools, json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import io, itertools, json, os, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.request
 from http.server import ThreadingHTTPServer, SimpleHTTPRequestHandler
 from PIL import Image
 
@@ -74,6 +74,30 @@ def matrix():
             paths.append(size + filters)
     return paths
 
+def thumbor_matrix():
+    """thumbor's integration_tests/urls_helpers.py single_dataset: its options × its images."""
+    trims = ["trim", "trim:top-left", "trim:bottom-right", "trim:top-left:10", "trim:bottom-right:20"]
+    fit_ins = ["fit-in", "adaptive-fit-in", "full-fit-in", "adaptive-full-fit-in"]
+    sizes = ["200x200", "-300x100", "100x-300", "-100x-300", "origx300", "200xorig", "origxorig"]
+    curve = ("curve([(0,0),(255,255)],[(0,50),(16,51),(32,69),(58,85),(92,120),(128,170),(140,186),(167,225),"
+             "(192,245),(225,255),(244,255),(255,254)],[(0,0),(16,2),(32,18),(64,59),(92,116),(128,182),(167,211),"
+             "(192,227),(224,240),(244,247),(255,252)],[(0,48),(16,50),(62,77),(92,110),(128,144),(140,153),(167,180),"
+             "(192,192),(224,217),(244,225),(255,225)])")
+    filters = ["brightness(10)", "contrast(10)", "equalize()", "grayscale()", "rotate(90)", "noise(10)", "quality(5)",
+               "redeye()", "rgb(10,-10,20)", "round_corner(20,255,255,100)", "sharpen(6,2.5,false)", "sharpen(6,2.5,true)",
+               "strip_exif()", "strip_icc()", "watermark(rgba-interlaced.png,10,10,50)",
+               "watermark(rgba-interlaced.png,center,center,50)", "watermark(rgba-interlaced.png,repeat,repeat,50)",
+               "frame(rgba.png)", "fill(ff0000)", "fill(auto)", "fill(ff0000,true)", "fill(transparent)",
+               "fill(transparent,true)", "blur(2)", "extract_focal()", "focal()", "focal(0x0:1x1)", "no_upscale()",
+               "gifv()", "gifv(webm)", "gifv(mp4)", "max_age(600)", "upscale()", "format(avif)", "format(heic)",
+               "format(heif)", curve]
+    options = (["meta"] + trims + ["10x10:100x100"] + fit_ins + sizes + ["left", "right", "center"]
+               + ["top", "bottom", "middle", "smart"] + ["filters:" + f for f in filters])
+    images = ["gradient.jpg", "cmyk.jpg", "rgba.png", "grayscale.jpg", "16bit.png", "thumbor-exif.png", "gradient.webp",
+              "gradient.gif", "animated.gif"]
+    return itertools.product(options, images)
+
+
 class Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -86,7 +110,6 @@ def main():
         os.makedirs(images)
         sources = make_sources(images)
         if saved:
-            import shutil
             shutil.rmtree(saved, ignore_errors=True)
             shutil.copytree(images, os.path.join(saved, "sources"))
             os.makedirs(os.path.join(saved, "thumbor"))
@@ -129,6 +152,41 @@ def main():
                     out.write(json.dumps(row) + "\n")
                     rows += 1
             print(f"thumbor sizes: {rows} rows in {output}", file=sys.stderr)
+            # thumbor's own integration matrix (its single_dataset) on its own test images, for
+            # ThumborMatrixTests: what thumbor answers to each URL, beside the sizes file.
+            matrix_output = output[:-len(".jsonl")] + "-matrix.jsonl" if output.endswith(".jsonl") else output + "-matrix"
+            matrix_images = os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration-images")
+            with tempfile.TemporaryDirectory() as served:
+                for name in os.listdir(matrix_images):
+                    shutil.copy(os.path.join(matrix_images, name), served)
+                matrix_handler = lambda *a, **k: Quiet(*a, directory=served, **k)
+                matrix_origin = ThreadingHTTPServer(("127.0.0.1", 0), matrix_handler)
+                threading.Thread(target=matrix_origin.serve_forever, daemon=True).start()
+                host = f"127.0.0.1:{matrix_origin.server_address[1]}"
+                count = 0
+                with open(matrix_output, "w") as out:
+                    for option, image in thumbor_matrix():
+                        spelled = option.replace("(rgba", f"({host}/rgba")
+                        url = f"http://127.0.0.1:{thumbor_port}/unsafe/{spelled}/{host}/{image}"
+                        row = {"option": option, "image": image}
+                        try:
+                            response = urllib.request.urlopen(url, timeout=60)
+                            body = response.read()
+                            row.update(status=200, contentType=response.headers.get("Content-Type", ""))
+                            if option != "meta":
+                                try:
+                                    picture = Image.open(io.BytesIO(body))
+                                    row.update(width=picture.size[0], height=picture.size[1], format=picture.format.lower())
+                                except Exception:
+                                    pass  # a video (gifv) or a format Pillow does not read
+                        except urllib.error.HTTPError as error:
+                            row.update(status=error.code)
+                        except Exception as error:
+                            row.update(status=0, error=str(error)[:200])
+                        out.write(json.dumps(row) + "\n")
+                        count += 1
+                matrix_origin.shutdown()
+            print(f"thumbor matrix: {count} rows in {matrix_output}", file=sys.stderr)
         finally:
             thumbor.terminate()
             thumbor.wait(timeout=10)

@@ -439,6 +439,14 @@ public enum ThumborURL {
             operations.proportion = try double(arguments[0], name, in: 0.001...100)
         case "focal" where arguments.isEmpty || arguments == [""]:
             break  // thumbor ignores a focal() without a region
+        case "gifv":
+            // thumbor turns an animated GIF into a video only with its gifsicle engine and ffmpeg
+            // configured; with its default engine (PIL), the one its own matrix runs, gifv()
+            // changes nothing — and ImageKit, which writes no video yet, does the same.
+            try expect(arguments, name, 0...1)
+            guard arguments.isEmpty || ["", "mp4", "webm"].contains(arguments[0].lowercased()) else {
+                throw ImageServiceError(400, code: "invalidFilterArgument", "gifv: '\(arguments[0])' is not mp4 or webm")
+            }
         case "redeye":
             // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing
             // without a detector configured (its default). ImageKit has no eye detector: it does

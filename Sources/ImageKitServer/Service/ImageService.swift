@@ -169,7 +169,8 @@ public final class ImageService: Sendable {
         let negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
         var offered: ImageOperations.Format?
         if negotiable {
-            if configuration.autoAVIF, accept.contains("image/avif") {
+            // A build without AVIF (the trait off) offers WebP instead of answering 415.
+            if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.contains("image/avif") {
                 offered = .avif
             } else if configuration.autoWebP, accept.contains("image/webp") {
                 offered = .webp
