@@ -110,10 +110,12 @@ final class ThumborMatrixTests: XCTestCase {
         var compared = 0, differences: [String] = []
         for row in rows {
             guard let option = row["option"] as? String, let image = row["image"] as? String,
-                let width = row["width"] as? Int, let height = row["height"] as? Int, let format = row["format"] as? String
+                let width = row["width"] as? Int, let height = row["height"] as? Int,
+                let format = row["format"] as? String
             else { continue }
             let spelled = option.replacingOccurrences(of: "(rgba", with: "(\(host)/rgba")
-            let response = await service.handle(method: "GET", path: "/unsafe/\(spelled)/\(host)/\(image)", headers: [:])
+            let response = await service.handle(
+                method: "GET", path: "/unsafe/\(spelled)/\(host)/\(image)", headers: [:])
             guard Self.writesAskedFormat(option) || image.hasSuffix(".gif") else {
                 if response.status != 415 { differences.append("\(option) on \(image): \(response.status), not 415") }
                 continue  // a build without that format's trait
@@ -148,7 +150,8 @@ final class ThumborMatrixTests: XCTestCase {
             }
             if !sameSize || formatName != format {
                 differences.append(
-                    "\(option) on \(image): thumbor \(width)x\(height) \(format), ImageKit \(decoded.width)x\(decoded.height) \(formatName)")
+                    "\(option) on \(image): thumbor \(width)x\(height) \(format), ImageKit \(decoded.width)x\(decoded.height) \(formatName)"
+                )
             }
             compared += 1
         }
@@ -171,9 +174,12 @@ final class ThumborMatrixTests: XCTestCase {
         configuration.cacheDirectory = directory
         configuration.autoWebP = false
         let service = try ImageService(configuration: configuration)
-        return (service, "127.0.0.1:\(origin.port)", {
-            origin.stop()
-            try? FileManager.default.removeItem(at: directory)
-        })
+        return (
+            service, "127.0.0.1:\(origin.port)",
+            {
+                origin.stop()
+                try? FileManager.default.removeItem(at: directory)
+            }
+        )
     }
 }

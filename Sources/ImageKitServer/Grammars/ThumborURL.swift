@@ -445,7 +445,8 @@ public enum ThumborURL {
             // changes nothing — and ImageKit, which writes no video yet, does the same.
             try expect(arguments, name, 0...1)
             guard arguments.isEmpty || ["", "mp4", "webm"].contains(arguments[0].lowercased()) else {
-                throw ImageServiceError(400, code: "invalidFilterArgument", "gifv: '\(arguments[0])' is not mp4 or webm")
+                throw ImageServiceError(
+                    400, code: "invalidFilterArgument", "gifv: '\(arguments[0])' is not mp4 or webm")
             }
         case "redeye":
             // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing
