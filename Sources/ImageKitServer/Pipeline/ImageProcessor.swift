@@ -367,7 +367,7 @@ public struct ImageProcessor: Sendable {
         case .png: target = .png
         case .webp: target = .webp
         case .gif: target = .gif
-        case .avif: target = .avif
+        case .avif where ImageFormat.avif.isCodecSupported: target = .avif
         case .heic where ImageFormat.heic.isCodecSupported: target = .heic
         case .jxl where ImageFormat.jpegXL.isCodecSupported: target = .jpegXL
         default:
