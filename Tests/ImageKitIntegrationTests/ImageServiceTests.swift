@@ -179,6 +179,10 @@ final class ImageServiceTests: XCTestCase {
         }
         let jpeg = await service.handle(method: "GET", path: "/_/rs:fit:48:48/\(source)@jpg", headers: [:])
         try check(jpeg, .jpeg, frames: 1, "JPEG asked: the first frame")
+        // The first frame's lit column (x 0…7 of 48), not another frame's.
+        let still = try ImageCodersManager.shared.decode(jpeg.body).bitmap
+        XCTAssertGreaterThan(still[3, 16].r, 150)
+        XCTAssertLessThan(still[27, 16].r, 100)
 
         let avifBody = await service.handle(method: "GET", path: "/_/rs:fit:48:48/f:avif/\(source)", headers: [:]).body
         try readBackWithTheLibrariesOwnTools(webp: webp.body, avif: writesAVIF ? avifBody : nil)

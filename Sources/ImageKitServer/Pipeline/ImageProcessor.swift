@@ -106,6 +106,12 @@ public struct ImageProcessor: Sendable {
         decoding.appliesOrientation = operations.autoRotate
         decoding.limits.maxPixelsPerFrame = maxPixels
         decoding.decodesFramesLazily = false
+        // An animation asked as a still format (JPEG, HEIC, JPEG XL) answers its first frame:
+        // only that frame is decoded, not every frame to keep one. (A GIF under rules that skip
+        // its filters stays a GIF whatever is asked.)
+        let keepsGIF = operations.rules.skipsFiltersOnGIF && signature.format == .gif
+        let stillOutput = !keepsGIF && operations.format.map { ![.gif, .webp, .avif, .png].contains($0) } == true
+        if stillOutput { decoding.firstFrameOnly = true }
 
         // The source's displayed size: from the header when it can be read, else from a decode.
         var fullDecode: DecodedImage?
@@ -149,8 +155,8 @@ public struct ImageProcessor: Sendable {
         }
         // A GIF has no decode-time scaling: decoded once, whole, which also tells its frame count.
         if signature.format == .gif, fullDecode == nil { fullDecode = try decode(data, decoding, clock) }
-        let animated = signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1
-        let skipsFilters = operations.rules.skipsFiltersOnGIF && signature.format == .gif
+        let animated = !stillOutput && (signature.isAnimated || (fullDecode?.frameCount ?? 1) > 1)
+        let skipsFilters = keepsGIF
         let vector = signature.format == .svg || signature.format == .pdf
         let plan = GeometryPlan(
             sourceWidth: sourceWidth, sourceHeight: sourceHeight, sourceIsGIF: skipsFilters, sourceIsVector: vector,
