@@ -186,4 +186,34 @@ final class PixelFilterTests: XCTestCase {
             XCTAssertTrue(framed[x, y] == (0, 0, 255, 255), "image at \(x),\(y): \(framed[x, y])")
         }
     }
+
+    /// A picture whose markers leave wide margins cannot make the canvas a memory bomb: the result
+    /// is checked against the pixel limit before it is allocated (422 `tooManyPixels`).
+    func testFrameMarginsAreBoundedByThePixelLimit() throws {
+        let side = 900
+        let patch = try PixelBuffer(width: side, height: side)
+        for y in 0..<side { patch.row(y).update(repeating: 0, count: 4 * side) }
+        // Content area marked only at the far end of the bottom row and the right column: margins
+        // of side - 3 on the left and at the top.
+        let bottom = patch.row(side - 1) + 4 * (side - 2)
+        bottom[3] = 255
+        let right = patch.row(side - 2) + 4 * (side - 1)
+        right[3] = 255
+        let patchData = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: patch.freeze(isOpaque: false))], format: .png), as: .png,
+            options: .init())
+        let grey = try PixelBuffer(width: 200, height: 200)
+        for y in 0..<200 { grey.row(y).update(repeating: 128, count: 4 * 200) }
+        let source = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: grey.freeze(isOpaque: false))], format: .png), as: .png,
+            options: .init())
+        let request = try ImageRequest.parse(path: "/unsafe/filters:frame(example.com/f.png)/example.com/a.png")
+        XCTAssertThrowsError(
+            try ImageProcessor(maxPixels: 1_000_000).process(
+                source, request: request, watermarks: ["example.com/f.png": patchData])
+        ) { error in
+            XCTAssertEqual((error as? ImageServiceError)?.status, 422)
+            XCTAssertEqual((error as? ImageServiceError)?.code, "tooManyPixels")
+        }
+    }
 }

@@ -31,8 +31,15 @@ enum NinePatchFrame {
         let left = bottomMarks.first.map { $0 - 1 } ?? 0, right = bottomMarks.last.map { width - 2 - $0 } ?? 0
         let top = rightMarks.first.map { $0 - 1 } ?? 0, bottom = rightMarks.last.map { height - 2 - $0 } ?? 0
 
-        // The image padded on white by the content area's margins.
+        // The image padded on white by the content area's margins — within the pixel limit: a
+        // hostile picture's margins must not make the canvas a memory bomb.
         let targetWidth = image.width + left + right, targetHeight = image.height + top + bottom
+        guard targetWidth.multipliedReportingOverflow(by: targetHeight).partialValue <= maxPixels,
+            targetWidth <= 100_000, targetHeight <= 100_000
+        else {
+            throw ImageError(
+                .decompressionBomb, "frame: the picture's margins make a \(targetWidth)x\(targetHeight) result")
+        }
         let canvas = try PixelBuffer(width: targetWidth, height: targetHeight)
         for y in 0..<targetHeight { canvas.row(y).update(repeating: 255, count: 4 * targetWidth) }
         for y in 0..<image.height {
