@@ -59,6 +59,12 @@ final class WatermarkTests: XCTestCase {
         // Tiled: 10 copies across 200 px, 10 down 100 px, no gaps.
         let tiled = try render("watermark(wm.example/m.png,repeat,repeat,0)")
         XCTAssertTrue(isRed(tiled[0, 0]) && isRed(tiled[199, 99]) && isRed(tiled[105, 55]))
-        XCTAssertThrowsError(try render("watermark(wm.example/m.png,left,0,0)"), "an unknown position is a 400")
+        // An unknown position is a 400 when the URL is read, before the source is fetched.
+        for filter in ["watermark(wm.example/m.png,left,0,0)", "watermark(wm.example/m.png,0,10q,0)"] {
+            XCTAssertThrowsError(try ImageRequest.parse(path: "/unsafe/filters:\(filter)/example.com/a.png")) { error in
+                XCTAssertEqual((error as? ImageServiceError)?.status, 400, filter)
+                XCTAssertEqual((error as? ImageServiceError)?.code, "invalidFilterArgument", filter)
+            }
+        }
     }
 }

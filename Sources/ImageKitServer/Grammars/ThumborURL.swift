@@ -484,6 +484,14 @@ public enum ThumborURL {
             operations.maxAge = try int(arguments[0], name, in: 0...(10 * 365 * 86_400))
         case "watermark":
             try expect(arguments, name, 4...6)
+            // The position is read here, so that a bad one is a 400 before anything is fetched.
+            for position in arguments[1...2] {
+                do {
+                    _ = try Watermark.position(position, length: 1)
+                } catch {
+                    throw ImageServiceError(400, code: "invalidFilterArgument", error.message)
+                }
+            }
             let alpha = try int(arguments[3], name, in: 0...100)
             let widthRatio =
                 arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
