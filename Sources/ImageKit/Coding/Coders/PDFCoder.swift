@@ -49,10 +49,21 @@ public struct PDFCoder: ImageDecoding {
             return nil
         }
         defer { g_object_unref(UnsafeMutableRawPointer(page)) }
+        return try? pageSize(page, index: 0).pixels
+    }
+
+    /// A page's displayed size: the CropBox with the page's /Rotate applied, in points, and the
+    /// pixels it takes at 72 dpi.
+    private static func pageSize(_ page: OpaquePointer, index: Int) throws(ImageError)
+        -> (width: Double, height: Double, pixels: PixelSize)
+    {
         var width = 0.0, height = 0.0
         poppler_page_get_size(page, &width, &height)
-        guard width.isFinite, height.isFinite, width >= 0.5, height >= 0.5 else { return nil }
-        return PixelSize(width: max(1, Int(min(width.rounded(), 1e9))), height: max(1, Int(min(height.rounded(), 1e9))))
+        guard width.isFinite, height.isFinite, width >= 0.5, height >= 0.5 else {
+            throw ImageError(.zeroPixels, "PDF: page \(index) is \(width) × \(height) pt")
+        }
+        func side(_ value: Double) -> Int { max(1, Int(min(value.rounded(), 1e9))) }
+        return (width, height, PixelSize(width: side(width), height: side(height)))
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
@@ -98,14 +109,7 @@ public struct PDFCoder: ImageDecoding {
             throw ImageError(.badImageData, "PDF: page \(index) cannot be read")
         }
         defer { g_object_unref(UnsafeMutableRawPointer(page)) }
-        var width = 0.0, height = 0.0
-        // The CropBox's size with the page's /Rotate applied.
-        poppler_page_get_size(page, &width, &height)
-        guard width.isFinite, height.isFinite, width >= 0.5, height >= 0.5 else {
-            throw ImageError(.zeroPixels, "PDF: page \(index) is \(width) × \(height) pt")
-        }
-        func side(_ value: Double) -> Int { Int(min(value.rounded(), 1e9)) }
-        let natural = PixelSize(width: max(1, side(width)), height: max(1, side(height)))
+        let (width, height, natural) = try pageSize(page, index: index)
         let target = DecodeTarget.size(for: natural, options: options, upscales: true)
         try options.limits.check(width: target.width, height: target.height)
         // Paper: viewers and pdftoppm show a page on white, whatever the content leaves unpainted.
