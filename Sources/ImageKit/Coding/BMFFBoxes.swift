@@ -48,6 +48,37 @@ enum BMFFBoxes {
 
     private static let gridType = Array("grid".utf8)
 
+    /// Whether every `nclx` colour box in the file's `meta` box holds primaries, transfer and
+    /// matrix codes that libheif accepts. libheif 1.15 (Debian 12's) leaks the profile it
+    /// allocates when `heif_image_handle_get_nclx_color_profile` meets an unknown code (fixed
+    /// upstream in 1.16): a caller asks it only when this is true. A box too short to hold the
+    /// three codes counts as unknown.
+    static func nclxCodesAreKnown(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let meta = metaContent(bytes), meta.count >= 14 else { return true }
+        var offset = 0
+        while offset + 8 <= meta.count {
+            // "colr" then "nclx": the box type and its colour type.
+            if meta[offset] == 0x63, meta[offset + 1] == 0x6F, meta[offset + 2] == 0x6C, meta[offset + 3] == 0x72,
+                meta[offset + 4] == 0x6E, meta[offset + 5] == 0x63, meta[offset + 6] == 0x6C, meta[offset + 7] == 0x78
+            {
+                guard offset + 14 <= meta.count else { return false }
+                let primaries = Int(meta[offset + 8]) << 8 | Int(meta[offset + 9])
+                let transfer = Int(meta[offset + 10]) << 8 | Int(meta[offset + 11])
+                let matrix = Int(meta[offset + 12]) << 8 | Int(meta[offset + 13])
+                guard knownPrimaries.contains(primaries), knownTransfers.contains(transfer),
+                    knownMatrices.contains(matrix)
+                else { return false }
+            }
+            offset += 1
+        }
+        return true
+    }
+
+    // The codes of ISO/IEC 23091-2 that libheif's heif_nclx_color_profile_set_* accept.
+    private static let knownPrimaries: Set = [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 22]
+    private static let knownTransfers: Set = [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+    private static let knownMatrices: Set = [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+
     static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
             | UInt32(bytes[offset + 3])

@@ -64,4 +64,19 @@ final class FuzzRegressionTests: XCTestCase {
             }
         }
     }
+
+    /// libheif 1.15 leaks the profile it allocates for an `nclx` box with an unknown code, so such
+    /// a file is read as SDR without asking it; a file with known codes is still asked.
+    func testNCLXWithUnknownCodesIsNotAskedOfLibheif() throws {
+        let finding = try Data(
+            contentsOf: Self.directory.appendingPathComponent("FuzzModernFormats-nclx-unknown-primaries")
+        ).dropFirst()
+        XCTAssertFalse(finding.withUnsafeBytes { BMFFBoxes.nclxCodesAreKnown($0) })
+        var known = Data(finding)
+        guard let at = known.firstRange(of: Data("colrnclx".utf8))?.upperBound else {
+            return XCTFail("the finding has no nclx box")
+        }
+        known.replaceSubrange(at..<at + 6, with: [0, 9, 0, 16, 0, 9])  // BT.2020, PQ, BT.2020 NCL
+        XCTAssertTrue(known.withUnsafeBytes { BMFFBoxes.nclxCodesAreKnown($0) })
+    }
 }

@@ -184,7 +184,11 @@ public struct HEIFCoder: ImageCoding {
             throw ImageError(.internalError, "libheif: out of memory")
         }
         defer { heif_decoding_options_free(decodeOptions) }
-        let hdrTransfer = Self.hdrTransfer(source) ?? (source == primary ? nil : Self.hdrTransfer(primary))
+        // A file whose nclx box holds an unknown code is read as SDR without asking libheif (see
+        // BMFFBoxes.nclxCodesAreKnown: libheif 1.15 leaks on that path).
+        let readsNCLX = BMFFBoxes.nclxCodesAreKnown(bytes)
+        let hdrTransfer =
+            readsNCLX ? Self.hdrTransfer(source) ?? (source == primary ? nil : Self.hdrTransfer(primary)) : nil
         // An HDR image keeps its 10 or 12 bits (two bytes a sample) for the tone mapper.
         let deep = hdrTransfer != nil && bits > 8
         decodeOptions.pointee.convert_hdr_to_8bit = deep ? 0 : 1
