@@ -29,15 +29,33 @@ public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     /// The same bytes as an array: what the process-wide conversion cache keys on. (A `Data`
     /// kept in a global collection hides its storage pointer in enum spare bits, which
     /// LeakSanitizer then reports as leaked.)
-    let bytes: [UInt8]
+    var bytes: [UInt8] { storage.bytes }
     /// The profile's description tag (`desc`), e.g. "Display P3"; nil when it has none.
-    public let profileDescription: String?
+    public var profileDescription: String? { storage.description }
     /// The colour space of the pixels the profile describes.
-    public let colorSpace: ColorSpace
+    public var colorSpace: ColorSpace { storage.colorSpace }
     /// Whether converting to sRGB leaves every 8-bit value unchanged: an sRGB profile, under
     /// whatever name (matrix/TRC profiles whose primaries and curves are sRGB's, compared after
     /// parsing; see the README's colour notes).
-    public let isSRGB: Bool
+    public var isSRGB: Bool { storage.isSRGB }
+
+    /// Behind one immutable reference: a decoded image carries two optional profiles and is
+    /// copied on every cache hit, where each copy then retains one pointer per profile.
+    private let storage: Storage
+
+    private final class Storage: Sendable {
+        let bytes: [UInt8]
+        let description: String?
+        let colorSpace: ColorSpace
+        let isSRGB: Bool
+
+        init(bytes: [UInt8], description: String?, colorSpace: ColorSpace, isSRGB: Bool) {
+            self.bytes = bytes
+            self.description = description
+            self.colorSpace = colorSpace
+            self.isSRGB = isSRGB
+        }
+    }
 
     /// Parses `iccData` with Little CMS.
     /// - Throws: ``ImageError/Code/badImageData`` when it is not a usable ICC profile.
@@ -49,15 +67,14 @@ public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     }
 
     init(bytes: [UInt8], description: String?, colorSpace: ColorSpace, isSRGB: Bool) {
-        self.bytes = bytes
-        self.profileDescription = description
-        self.colorSpace = colorSpace
-        self.isSRGB = isSRGB
+        storage = Storage(bytes: bytes, description: description, colorSpace: colorSpace, isSRGB: isSRGB)
     }
 
     /// The description, or "ICC profile (N bytes)" for a profile without one.
     public var description: String { profileDescription ?? "ICC profile (\(bytes.count) bytes)" }
 
-    public static func == (lhs: ColorProfile, rhs: ColorProfile) -> Bool { lhs.bytes == rhs.bytes }
+    public static func == (lhs: ColorProfile, rhs: ColorProfile) -> Bool {
+        lhs.storage === rhs.storage || lhs.bytes == rhs.bytes
+    }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }

@@ -18,43 +18,65 @@ public struct ImageLoadResult: Sendable {
     /// The key the image is cached under (with transformer, thumbnail and decode suffixes).
     public var cacheKey: CacheKey
     /// The HTTP status of a network load; nil from a cache.
-    public var statusCode: Int?
+    public var statusCode: Int? {
+        get { details?.value.statusCode }
+        set { updateDetails { $0.statusCode = newValue } }
+    }
     /// Transfer timings of a network load; nil from a cache.
-    public var metrics: TransferMetrics?
+    public var metrics: TransferMetrics? {
+        get { details?.value.metrics }
+        set { updateDetails { $0.metrics = newValue } }
+    }
     /// The format of the image (or, without one, of ``data``).
     public var format: ImageFormat
     /// A store that failed (a full or read-only disk). The image is delivered all the same;
     /// reported here only with ``ImageLoadOptions/waitStoreCache`` (always to the manager's
     /// ``ImageManagerConfiguration/storeErrorHandler``).
-    public var storeError: ImageError?
+    public var storeError: ImageError? {
+        get { details?.value.storeError }
+        set { updateDetails { $0.storeError = newValue } }
+    }
     /// The URL the bytes came from after redirects, for a network load; nil from a cache.
-    public var finalURL: URL?
+    public var finalURL: URL? {
+        get { details?.value.finalURL }
+        set { updateDetails { $0.finalURL = newValue } }
+    }
     /// How long each stage of the load took (Nuke's task metrics); empty for a memory hit.
     public var timings: ImageLoadTimings {
-        get { timingsStorage?.value ?? ImageLoadTimings() }
-        set { timingsStorage = TimingsBox(newValue) }
+        get { details?.value.timings ?? ImageLoadTimings() }
+        set { updateDetails { $0.timings = newValue } }
     }
-    /// Behind a reference: a memory hit neither fills nor copies the seven fields.
-    private var timingsStorage: TimingsBox?
 
     /// The caching headers the bytes came with (`ETag`, `Last-Modified`, `Cache-Control` …): the
     /// response's for a network load, the stored entry's for a disk hit; nil from memory. An
     /// image service passes `Last-Modified` on from them.
     public var httpHeaders: HTTPCacheHeaders? {
-        get { httpHeadersStorage?.value }
-        set { httpHeadersStorage = newValue.map(HeadersBox.init) }
+        get { details?.value.httpHeaders }
+        set { updateDetails { $0.httpHeaders = newValue } }
     }
 
-    private var httpHeadersStorage: HeadersBox?
+    /// What a memory hit leaves empty, behind one reference: a hit neither fills nor copies it
+    /// (each copy of a result retains one pointer instead of a dozen fields).
+    private var details: DetailsBox?
 
-    private final class HeadersBox: Sendable {
-        let value: HTTPCacheHeaders
-        init(_ value: HTTPCacheHeaders) { self.value = value }
+    private struct Details: Sendable {
+        var statusCode: Int?
+        var metrics: TransferMetrics?
+        var storeError: ImageError?
+        var finalURL: URL?
+        var timings: ImageLoadTimings?
+        var httpHeaders: HTTPCacheHeaders?
     }
 
-    private final class TimingsBox: Sendable {
-        let value: ImageLoadTimings
-        init(_ value: ImageLoadTimings) { self.value = value }
+    private final class DetailsBox: Sendable {
+        let value: Details
+        init(_ value: Details) { self.value = value }
+    }
+
+    private mutating func updateDetails(_ change: (inout Details) -> Void) {
+        var value = details?.value ?? Details()
+        change(&value)
+        details = DetailsBox(value)
     }
 
     /// A result; the manager makes these.
@@ -68,10 +90,10 @@ public struct ImageLoadResult: Sendable {
         self.cacheType = cacheType
         self.url = url
         self.cacheKey = cacheKey
-        self.statusCode = statusCode
-        self.metrics = metrics
         self.format = format ?? image?.format ?? data.map { ImageSignature($0).format } ?? .unknown
-        self.storeError = storeError
+        if statusCode != nil || metrics != nil || storeError != nil {
+            details = DetailsBox(Details(statusCode: statusCode, metrics: metrics, storeError: storeError))
+        }
     }
 }
 
