@@ -47,6 +47,7 @@ TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --t
 # in the same run (Tests/thumbor/sizes.py, loopback only). thumbor lives in a venv outside the
 # repository, installed once per machine from PyPI.
 THUMBOR_VENV ?= $(HOME)/.cache/imagekit/thumbor-7.8.0-venv
+MOTO_VERSION := 5.2.5
 THUMBOR_SIZES := $(CURDIR)/.build-test/thumbor-sizes.jsonl
 THUMBOR_IMAGES := $(CURDIR)/.build-test/thumbor-images
 
@@ -60,6 +61,13 @@ thumbor-venv:
 		rm -rf $(THUMBOR_VENV) && python3 -m venv $(THUMBOR_VENV) && \
 		$(THUMBOR_VENV)/bin/pip install -q --disable-pip-version-check thumbor==7.8.0; \
 	fi
+	@# moto's S3 server for the s3:// source tests (Tests/s3/moto_s3.py), in the same venv.
+	@if $(THUMBOR_VENV)/bin/python -c "import moto, sys; sys.exit(moto.__version__ != '$(MOTO_VERSION)')" 2>/dev/null; then \
+		echo "thumbor-venv: moto $(MOTO_VERSION) found"; \
+	else \
+		echo "thumbor-venv: installing moto[server] $(MOTO_VERSION) into $(THUMBOR_VENV)"; \
+		$(THUMBOR_VENV)/bin/pip install -q --disable-pip-version-check "moto[server]==$(MOTO_VERSION)"; \
+	fi
 
 thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
@@ -70,7 +78,7 @@ thumbor-sizes: thumbor-venv
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS)
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
 
@@ -78,13 +86,13 @@ test: deps thumbor-sizes
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL,SVG,PDF
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL,SVG,PDF
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
 # library, the tool and every test build, and the tests pass with those formats answering
 # `unsupportedFormat`.
 test-no-traits: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
@@ -175,7 +183,7 @@ fleet-status:
 # `make test` gives it: `swift build --build-tests` or `--product`, or another environment, plan
 # another build, and every module was compiled again (1-3 minutes) after `make test` had built them.
 test-fleet: deps
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then

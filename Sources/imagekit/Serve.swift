@@ -45,6 +45,28 @@ struct Serve: ParsableCommand {
             "A CIDR exempt from the private-address guard (loopback, private, link-local, multicast and reserved addresses are refused after DNS and on every redirect); repeatable. Default: none."
     )
     var allowedAddresses: [String] = []
+    @Option(
+        name: .customLong("s3-bucket"),
+        help:
+            "Serve s3://BUCKET/KEY sources from this bucket; repeatable (the allow-list). Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION or IMAGEKIT_SERVE_S3_* of the same names."
+    )
+    var s3Buckets: [String] = []
+    @Option(
+        name: .customLong("s3-endpoint"),
+        help:
+            "An S3-compatible endpoint (MinIO, Ceph RGW, R2), e.g. http://10.0.0.5:9000; exempt from the address guard."
+    )
+    var s3Endpoint: String?
+    @Option(
+        name: .customLong("s3-region"),
+        help: "The region S3 requests are signed for (default: AWS_REGION or us-east-1).")
+    var s3Region: String?
+    @Flag(
+        name: .customLong("s3-path-style"), inversion: .prefixedNo,
+        help: "Path-style S3 addressing, ENDPOINT/BUCKET/KEY (default: on with --s3-endpoint, off for AWS).")
+    var s3PathStyle: Bool?
+    @Option(help: "Serve local:///PATH sources from files under this directory (no path leaves it).")
+    var localRoot: String?
     @Option(help: "Cache sources and results on disk here (default: memory only).") var cacheDir: String?
     @Option(help: "Megabytes of encoded results kept in memory.") var memoryLimit = 64
     @Option(
@@ -96,6 +118,26 @@ struct Serve: ParsableCommand {
         for cidr in allowedAddresses where IPNetwork(cidr) == nil {
             throw ValidationError("--allow-address: '\(cidr)' is not an address or CIDR")
         }
+        if !s3Buckets.isEmpty {
+            guard s3Access(environment: ProcessInfo.processInfo.environment) != nil else {
+                throw ValidationError(
+                    "--s3-bucket: no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or IMAGEKIT_SERVE_S3_ACCESS_KEY_ID and IMAGEKIT_SERVE_S3_SECRET_ACCESS_KEY)"
+                )
+            }
+            for bucket in s3Buckets where !S3Access.isValidBucketName(bucket) {
+                throw ValidationError("--s3-bucket: '\(bucket)' is not a bucket name")
+            }
+        }
+        if let s3Endpoint {
+            guard let url = URL(string: s3Endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host != nil
+            else { throw ValidationError("--s3-endpoint: '\(s3Endpoint)' is not an http(s) URL") }
+        }
+        if let localRoot {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: localRoot, isDirectory: &isDirectory), isDirectory.boolValue
+            else { throw ValidationError("--local-root: '\(localRoot)' is not a directory") }
+        }
         for preset in presets where !preset.contains("=") {
             throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS")
         }
@@ -117,6 +159,8 @@ struct Serve: ParsableCommand {
         configuration.allowsUnsafe = allowUnsafe
         configuration.allowedSources = allowedSources
         configuration.allowedNetworks = allowedAddresses
+        if !s3Buckets.isEmpty { configuration.s3 = s3Access(environment: ProcessInfo.processInfo.environment) }
+        configuration.localRoot = localRoot.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.resultMemoryBytes = memoryLimit << 20
         configuration.diskLimitBytes = diskLimit.map { $0 << 20 }
@@ -200,12 +244,26 @@ struct Serve: ParsableCommand {
         }
     }
 
+    /// S3 access for `--s3-bucket`: credentials from the environment (`IMAGEKIT_SERVE_S3_*` over
+    /// `AWS_*`), the region from `--s3-region` over both.
+    func s3Access(environment: [String: String]) -> S3Access? {
+        guard
+            var access = S3Access.fromEnvironment(
+                environment, prefix: "IMAGEKIT_SERVE_S3_", endpoint: s3Endpoint.flatMap(URL.init(string:)),
+                usesPathStyle: s3PathStyle, buckets: Set(s3Buckets))
+        else { return nil }
+        if let s3Region { access.region = s3Region }
+        return access
+    }
+
     /// Options `IMAGEKIT_SERVE_<NAME>` fills in: (long name, how it takes a value).
     private enum Kind { case value, list, flag, switchable }
     private static let environmentOptions: [(String, Kind)] = [
         ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list),
         ("thumbor-key", .list), ("allow-unsafe", .flag),
-        ("allow-source", .list), ("allow-address", .list), ("cache-dir", .value), ("memory-limit", .value),
+        ("allow-source", .list), ("allow-address", .list), ("s3-bucket", .list), ("s3-endpoint", .value),
+        ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("cache-dir", .value),
+        ("memory-limit", .value),
         ("disk-limit", .value),
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),
         ("workers", .value),

@@ -203,10 +203,19 @@ public final class ImageDownloader: ImageLoading {
         deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
     }
 
-    /// True for `http` and `https` URLs.
+    /// True for `http` and `https` URLs, and `s3` URLs when ``ImageDownloaderConfiguration/s3``
+    /// is set.
     public func canLoad(_ url: URL) -> Bool {
         guard let scheme = url.scheme?.lowercased() else { return false }
-        return scheme == "http" || scheme == "https"
+        return scheme == "http" || scheme == "https" || (scheme == "s3" && configuration.s3 != nil)
+    }
+
+    /// Where a request's bytes are fetched from: its own http(s) URL, or for an `s3://` URL the
+    /// store's (with the access that signs it).
+    func transferTarget(for url: URL) throws(ImageError) -> (url: URL, s3: S3Access?) {
+        guard url.scheme?.lowercased() == "s3" else { return (url, nil) }
+        guard let s3 = configuration.s3 else { throw ImageError(.invalidURL, "no S3 access is configured") }
+        return (try s3.httpURL(for: url), s3)
     }
 
     /// Holds queued transfers back (running ones go on) until ``resume()``.
@@ -352,6 +361,13 @@ public final class ImageDownloader: ImageLoading {
             deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
             return
         }
+        do {
+            _ = try transferTarget(for: request.url)
+        } catch {
+            ticket.place.withLock { $0 = .done }
+            deliver(.failure(error), to: [subscriber])
+            return
+        }
         let key = Self.transferKey(for: request, configuration: configuration)
         let needsProgress = state.withLock { state -> (CurlTransfer, Int)? in
             state.sequence += 1
@@ -409,12 +425,26 @@ public final class ImageDownloader: ImageLoading {
             if operation.firstStart == nil { operation.firstStart = now }
             return remainingTime(of: operation, now: now)
         }
+        // Checked when the request was queued: an s3:// URL has an address and an access.
+        guard let target = try? transferTarget(for: request.url) else {
+            finish(operation, .failure(ImageError(.invalidURL, "cannot download \(request.url)")))
+            return
+        }
         var headerList = baseHeaderList
+        var userAgent: String?
         let resume =
             configuration.resumableDataLimit > 0 && request.cachedValidators == nil
             ? resumable.take(operation.key) : nil
-        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil {
+        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil || target.s3 != nil {
             var headers = baseHeaders.merging(request.headers) { $1 }
+            if let s3 = target.s3 {
+                headers.merge(s3.signedHeaders) { $1 }
+                // curl signs every header of the list; signers (botocore, hence moto) leave
+                // User-Agent out, and proxies rewrite it: sent as curl's own, unsigned.
+                for name in headers.keys where name.lowercased() == "user-agent" {
+                    userAgent = headers.removeValue(forKey: name)
+                }
+            }
             if let validators = request.cachedValidators {
                 if let etag = validators.etag { headers["If-None-Match"] = etag }
                 if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
@@ -425,8 +455,8 @@ public final class ImageDownloader: ImageLoading {
             }
             headerList = CurlHeaderList(headers)
         }
-        let options = CurlTransferOptions(
-            url: request.url, headers: headerList,
+        var options = CurlTransferOptions(
+            url: target.url, headers: headerList,
             connectTimeout: configuration.connectTimeout ?? configuration.timeout,
             stallTimeout: configuration.timeout, totalTimeout: remaining.map { max(0.001, $0) },
             maxRedirects: configuration.maxRedirects,
@@ -439,6 +469,15 @@ public final class ImageDownloader: ImageLoading {
             caBundlePath: configuration.caBundlePath, caDirectory: configuration.caDirectory,
             pinnedPublicKey: configuration.pinnedPublicKey, hostOverrides: hostOverrides,
             curlOptions: configuration.curlOptions)
+        if let s3 = target.s3 {
+            options.awsSigV4 = (s3.sigV4Provider, s3.accessKeyID, s3.secretAccessKey)
+            options.userAgent = userAgent
+            options.credentials = nil
+            // A signature holds for one host: S3 answers a wrong region with a redirect that
+            // must not be followed with it. An endpoint the operator named is theirs to trust.
+            options.maxRedirects = 0
+            if s3.endpoint != nil { options.addressPolicy = nil }
+        }
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         transfer.onProgress = { [weak self] progress in
             self?.deliverProgress(
@@ -448,8 +487,8 @@ public final class ImageDownloader: ImageLoading {
             guard let self else { return }
             finish(operation, self.outcome(of: transfer, code: code, request: request, resumedFrom: resume))
         }
-        let host = request.url.host ?? ""
-        let multiplexes = request.url.scheme?.lowercased() == "https"
+        let host = target.url.host ?? ""
+        let multiplexes = target.url.scheme?.lowercased() == "https"
         let (cancelledMeanwhile, engine) = state.withLock { state -> (Bool, Int) in
             let engine = Self.engine(for: host, multiplexes: multiplexes, loads: state.engineLoads)
             state.engineLoads[engine] += 1

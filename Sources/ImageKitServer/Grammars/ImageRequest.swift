@@ -55,11 +55,13 @@ public struct ImageRequest: Sendable, Hashable {
         throw .malformed("'\(first.prefix(64))' is neither a thumbor nor an imgproxy signature")
     }
 
-    /// An absolute http(s) URL from a source text: percent-decoded when it is encoded, `http://`
-    /// added to a bare host (thumbor's default), any other scheme refused.
+    /// An absolute source URL from a source text: percent-decoded when it is encoded, `http://`
+    /// added to a bare host (thumbor's default); `s3://BUCKET/KEY` and `local:///PATH` as they
+    /// are (whether they are served is the service's configuration); any other scheme refused.
     static func sourceURL(_ text: String, addsScheme: Bool) throws(ImageServiceError) -> URL {
         var text = text
         if !text.contains("://"), text.contains("%"), let decoded = text.removingPercentEncoding { text = decoded }
+        if let store = try storeURL(text) { return store }
         let lower = text.lowercased()
         if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {
             if let colon = lower.firstIndex(of: ":"), lower[..<colon].allSatisfy({ $0.isLetter }),
@@ -78,6 +80,29 @@ public struct ImageRequest: Sendable, Hashable {
             throw .malformed("the source is not a valid URL")
         }
         return url
+    }
+}
+
+extension ImageRequest {
+    /// An `s3://BUCKET/KEY` or `local:///PATH` source, also with its slashes merged as proxies and
+    /// path normalisers leave them (`s3:/BUCKET/KEY`, `local:/PATH`); nil for any other text.
+    static func storeURL(_ text: String) throws(ImageServiceError) -> URL? {
+        let lower = text.lowercased()
+        for scheme in ["s3", "local"] where lower.hasPrefix(scheme + ":/") {
+            let rest = text.dropFirst(scheme.count + 1).drop(while: { $0 == "/" })
+            let normalized = scheme == "s3" ? "s3://" + rest : "local:///" + rest
+            guard !rest.isEmpty,
+                let url = URL(string: normalized)
+                    ?? URL(string: normalized.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")
+            else {
+                throw .malformed("the source is not a valid \(scheme): URL")
+            }
+            if scheme == "s3", (url.host ?? "").isEmpty || url.path.count <= 1 {
+                throw .malformed("an s3 source is s3://BUCKET/KEY")
+            }
+            return url
+        }
+        return nil
     }
 }
 

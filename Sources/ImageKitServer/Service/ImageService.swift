@@ -53,6 +53,7 @@ public final class ImageService: Sendable {
             addressPolicy: AddressPolicy.publicOnly.allowing(networks: configuration.allowedNetworks))
         downloads.connectTimeout = min(configuration.timeout, 5)
         downloads.hostOverrides = configuration.hostOverrides
+        downloads.s3 = configuration.s3
         // Sources get three quarters of the disk budget, results the rest.
         let diskLimit = configuration.diskLimitBytes
         if let directory = configuration.cacheDirectory {
@@ -67,7 +68,9 @@ public final class ImageService: Sendable {
         } else {
             sourceDisk = nil
         }
-        sources = SourceFetcher(downloader: ImageDownloader(configuration: downloads), disk: sourceDisk)
+        sources = SourceFetcher(
+            downloader: ImageDownloader(configuration: downloads), disk: sourceDisk,
+            local: configuration.localRoot.map { LocalRootLoader(root: $0, maxBytes: configuration.maxSourceBytes) })
         processor = ImageProcessor(maxPixels: configuration.maxPixels)
         let metrics = ServiceMetrics()
         self.metrics = metrics
@@ -320,6 +323,13 @@ public final class ImageService: Sendable {
     }
 
     private func allows(_ source: URL) -> Bool {
+        switch source.scheme?.lowercased() {
+        case "s3":
+            guard let s3 = configuration.s3 else { return false }
+            return s3.buckets.map { $0.contains(source.host ?? "") } ?? true
+        case "local": return configuration.localRoot != nil
+        default: break
+        }
         guard !configuration.allowedSources.isEmpty else { return true }
         let host = source.host?.lowercased() ?? ""
         return configuration.allowedSources.contains { pattern in

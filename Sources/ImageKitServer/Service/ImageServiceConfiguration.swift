@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 
 /// Everything `imagekit serve` is configured with, and its defaults.
 ///
@@ -56,6 +57,13 @@ public struct ImageServiceConfiguration: Sendable {
     /// it is 7 days old), else from the origin; if its bytes are unchanged the result stands for
     /// another period.
     public var resultTimeToLive: TimeInterval = 3600
+    /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
+    /// Its ``S3Access/buckets`` is the allow-list (``allowedSources`` names hosts, not buckets).
+    public var s3: S3Access?
+    /// The directory `local:///PATH` sources are read from (imgproxy's `local://`); nil: `local`
+    /// sources answer 403. No path leaves it (see ``LocalRootLoader``); a changed file is a new
+    /// version at once (local sources are not kept in the source cache).
+    public var localRoot: URL?
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
 

@@ -21,19 +21,31 @@ final class SourceFetcher: Sendable {
     }
 
     let downloader: ImageDownloader
+    /// `local:///PATH` sources; nil: refused.
+    let local: LocalRootLoader?
     let disk: DiskCache?
     let failedTimeToLive: Duration
     private let failures = Locked<[String: (error: ImageError, until: ContinuousClock.Instant)]>([:])
     private let inFlight = Locked<[String: Task<Result<Fetched, ImageError>, Never>]>([:])
 
-    init(downloader: ImageDownloader, disk: DiskCache?, failedTimeToLive: Duration = .seconds(60)) {
+    init(
+        downloader: ImageDownloader, disk: DiskCache?, local: LocalRootLoader? = nil,
+        failedTimeToLive: Duration = .seconds(60)
+    ) {
         self.downloader = downloader
+        self.local = local
         self.disk = disk
         self.failedTimeToLive = failedTimeToLive
     }
 
     /// The bytes of `url`: stored, or fetched (and stored) now.
     func fetch(_ url: URL) async throws(ImageError) -> Fetched {
+        if let local, local.canLoad(url) {
+            // On this machine already: read each time (a file changed in place is served at
+            // once), never copied into the source cache or remembered as failed.
+            let response = try await local.load(url)
+            return Fetched(data: response.data, http: response.cacheHeaders, fromOrigin: true)
+        }
         // The key the disk cache has always used for a source: its URL (what ImageManager stored
         // originals under), so caches written before stay readable.
         let key = CacheKey(url).identity

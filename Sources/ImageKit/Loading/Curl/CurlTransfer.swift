@@ -16,6 +16,11 @@ struct CurlTransferOptions: Sendable {
     var allowsInvalidCertificates: Bool
     var handlesCookies: Bool
     var credentials: (user: String, password: String)?
+    /// Signs the request with AWS Signature V4: curl's provider string ("aws:amz:REGION:s3"),
+    /// the access key ID and the secret.
+    var awsSigV4: (provider: String, keyID: String, secret: String)?
+    /// `User-Agent` set apart from ``headers`` (`CURLOPT_USERAGENT`), which curl does not sign.
+    var userAgent: String?
     var addressPolicy: AddressPolicy?
     var proxy: String?
     var noProxy: String?
@@ -158,6 +163,13 @@ final class CurlTransfer: @unchecked Sendable {
             set(CURLOPT_USERNAME, string: credentials.user)
             set(CURLOPT_PASSWORD, string: credentials.password)
         }
+        if let sigV4 = options.awsSigV4 {
+            // Sets CURLOPT_HTTPAUTH to CURLAUTH_AWS_SIGV4 itself; the name and password are the key pair.
+            set(CURLOPT_AWS_SIGV4, string: sigV4.provider)
+            set(CURLOPT_USERNAME, string: sigV4.keyID)
+            set(CURLOPT_PASSWORD, string: sigV4.secret)
+        }
+        if let userAgent = options.userAgent { set(CURLOPT_USERAGENT, string: userAgent) }
         set(CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(options.headers.list))
         if let proxy = options.proxy { set(CURLOPT_PROXY, string: proxy) }
         if let noProxy = options.noProxy { set(CURLOPT_NOPROXY, string: noProxy) }

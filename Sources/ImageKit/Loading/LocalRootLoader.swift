@@ -1,0 +1,130 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Loads `local:///PATH` URLs (imgproxy's form) from files under one root directory: the
+/// source store of a service whose originals sit on a disk or a mounted volume.
+///
+/// No URL reaches a file outside the root: a path with a `..` component, a NUL, or one that
+/// resolves (through symbolic links) outside the root is refused exactly as a missing file is,
+/// with ``ImageError/Code/invalidStatusCode`` and status 404 — the caller cannot tell what
+/// exists outside. The path is percent-decoded once. A response carries `ETag` (from the
+/// file's size and modification time) and `Last-Modified`, so a changed file is a new version.
+///
+/// ```swift
+/// let loaders = ImageLoadersManager()
+/// loaders.add(LocalRootLoader(root: URL(fileURLWithPath: "/srv/images")))
+/// let manager = ImageManager(loader: loaders)
+/// let result = try await manager.loadImage(URL(string: "local:///products/42.jpg")!)
+/// ```
+public struct LocalRootLoader: ImageLoading {
+    /// The directory every `local://` path is under.
+    public let root: URL
+    /// Files larger than this fail with ``ImageError/Code/responseTooLarge``; nil: no limit.
+    public let maxBytes: Int?
+    private let queue: DispatchQueue
+
+    /// A loader for files under `root`, read on `queue`.
+    public init(
+        root: URL, maxBytes: Int? = 256 << 20,
+        queue: DispatchQueue = DispatchQueue(label: "ImageKit.LocalRootLoader", attributes: .concurrent)
+    ) {
+        self.root = root
+        self.maxBytes = maxBytes
+        self.queue = queue
+    }
+
+    /// True for `local:` URLs.
+    public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "local" }
+
+    /// Reads the file on the loader's queue.
+    @discardableResult
+    public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
+        let token = LocalLoadToken(completion)
+        queue.async {
+            guard !token.isCancelled else { return }
+            let result = Result { () throws(ImageError) -> ImageLoadResponse in
+                let (data, headers) = try read(request.url)
+                progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
+                return ImageLoadResponse(url: request.url, data: data, headers: headers)
+            }
+            token.finish(result)
+        }
+        return token
+    }
+
+    /// The file a `local:` URL names, as a path under the root's real path; nil when the URL
+    /// names none there (see the type's rules).
+    public func resolvedPath(for url: URL) -> String? {
+        guard canLoad(url) else { return nil }
+        // local:///a/b (imgproxy's form), or local://a/b with the first component as the host.
+        var relative = url.path(percentEncoded: false)
+        if let host = url.host(percentEncoded: false), !host.isEmpty { relative = host + "/" + relative }
+        let components = relative.split(separator: "/", omittingEmptySubsequences: true)
+        guard !components.isEmpty, !relative.contains("\0"), !components.contains(where: { $0 == ".." }) else {
+            return nil
+        }
+        guard let base = Self.realPath(root.path) else { return nil }
+        let candidate = base + "/" + components.joined(separator: "/")
+        guard let resolved = Self.realPath(candidate), resolved.hasPrefix(base == "/" ? "/" : base + "/") else {
+            return nil
+        }
+        return resolved
+    }
+
+    private func read(_ url: URL) throws(ImageError) -> (Data, [String: String]) {
+        let notFound = ImageError(.invalidStatusCode, "no such local source", httpStatusCode: 404)
+        guard let path = resolvedPath(for: url) else { throw notFound }
+        // The real path was checked; O_NOFOLLOW refuses a link swapped in since.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw notFound }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw notFound }
+        let size = Int(info.st_size)
+        if let maxBytes, size > maxBytes {
+            throw ImageError(.responseTooLarge, "the local source is over \(maxBytes) bytes")
+        }
+        guard size > 0 else { throw ImageError(.invalidResponse, "the local source is empty") }
+        var data = Data(count: size)
+        let count = data.withUnsafeMutableBytes { buffer -> Int in
+            var done = 0
+            while done < size {
+                let got = Glibc.read(descriptor, buffer.baseAddress! + done, size - done)
+                if got < 0, errno == EINTR { continue }
+                if got <= 0 { break }
+                done += got
+            }
+            return done
+        }
+        guard count == size else { throw ImageError(.ioError, "the local source could not be read") }
+        let modified = info.st_mtim
+        let etag =
+            "\"\(String(size, radix: 16))-\(String(modified.tv_sec, radix: 16))-\(String(modified.tv_nsec, radix: 16))\""
+        return (data, ["etag": etag, "last-modified": Self.httpDate(modified.tv_sec)])
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT` for a Unix time.
+    static func httpDate(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return
+            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import ImageKit
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// moto's standalone S3 server on 127.0.0.1 (Tests/s3/moto_s3.py) with AWS Signature V4
+/// checked on every request after its setup: an IAM user and key that may use S3, and the
+/// buckets asked for. `make test` installs moto into its venv and names that venv's python in
+/// `IMAGEKIT_MOTO_PYTHON`.
+final class MotoS3Server: @unchecked Sendable {
+    // Invariant: `process` and the pipes are used from the test's thread only.
+    let endpoint: URL
+    let keyID: String
+    let secret: String
+    let region: String
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    /// Starts the server with `buckets`; skips the test when no moto is configured.
+    init(buckets: [String]) throws {
+        guard let python = ProcessInfo.processInfo.environment["IMAGEKIT_MOTO_PYTHON"] else {
+            throw XCTSkip("IMAGEKIT_MOTO_PYTHON is not set (make test sets it to the venv with moto[server])")
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("s3/moto_s3.py")
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script.path] + buckets
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let first = try Self.line(from: output.fileHandleForReading, buffer: &pending, seconds: 60)
+        guard let object = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: String],
+            let endpoint = object["endpoint"].flatMap(URL.init(string:)), let key = object["key"],
+            let secret = object["secret"], let region = object["region"]
+        else {
+            process.terminate()
+            throw POSIXError(.EPROTO)
+        }
+        self.endpoint = endpoint
+        keyID = key
+        self.secret = secret
+        self.region = region
+    }
+
+    /// Stores the file at `path` as `bucket`/`key` (signed with the server's key).
+    func put(_ bucket: String, _ key: String, file path: String) throws {
+        try command("put \(bucket) \(key) \(path)")
+    }
+
+    private func command(_ text: String) throws {
+        input.fileHandleForWriting.write(Data((text + "\n").utf8))
+        let answer = try Self.line(from: output.fileHandleForReading, buffer: &pending, seconds: 30)
+        guard answer == "ok" else {
+            throw NSError(domain: "moto", code: 1, userInfo: [NSLocalizedDescriptionKey: answer])
+        }
+    }
+
+    /// The access the tests' loads use: the server's key, or `secret` in its place.
+    func access(secret: String? = nil, buckets: Set<String>? = nil) -> S3Access {
+        S3Access(
+            region: region, accessKeyID: keyID, secretAccessKey: secret ?? self.secret, endpoint: endpoint,
+            buckets: buckets)
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    private static func line(from handle: FileHandle, buffer: inout Data, seconds: Double) throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer = Data(buffer[(newline + 1)...])
+                return line
+            }
+            var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 200) > 0 else { continue }
+            let chunk = handle.availableData
+            if chunk.isEmpty { throw POSIXError(.EPIPE) }  // the server ended
+            buffer.append(chunk)
+        }
+        throw POSIXError(.ETIMEDOUT)
+    }
+}
