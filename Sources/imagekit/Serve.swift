@@ -67,6 +67,11 @@ struct Serve: ParsableCommand {
     var s3PathStyle: Bool?
     @Option(help: "Serve local:///PATH sources from files under this directory (no path leaves it).")
     var localRoot: String?
+    @Option(
+        help:
+            "Enables POST /admin/purge with Authorization: Bearer KEY (forgets a source and its results on this node). Default: no admin route."
+    )
+    var adminKey: String?
     @Option(help: "Cache sources and results on disk here (default: memory only).") var cacheDir: String?
     @Option(help: "Megabytes of encoded results kept in memory.") var memoryLimit = 64
     @Option(
@@ -160,6 +165,7 @@ struct Serve: ParsableCommand {
         configuration.allowedSources = allowedSources
         configuration.allowedNetworks = allowedAddresses
         if !s3Buckets.isEmpty { configuration.s3 = s3Access(environment: ProcessInfo.processInfo.environment) }
+        configuration.adminKey = adminKey
         configuration.localRoot = localRoot.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.resultMemoryBytes = memoryLimit << 20
@@ -262,7 +268,8 @@ struct Serve: ParsableCommand {
         ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list),
         ("thumbor-key", .list), ("allow-unsafe", .flag),
         ("allow-source", .list), ("allow-address", .list), ("s3-bucket", .list), ("s3-endpoint", .value),
-        ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("cache-dir", .value),
+        ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("admin-key", .value),
+        ("cache-dir", .value),
         ("memory-limit", .value),
         ("disk-limit", .value),
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),

@@ -70,8 +70,10 @@ final class ServeProcess: @unchecked Sendable {
     }
 
     /// One request on its own connection (`Connection: close`), read to the end.
-    func request(_ path: String, method: String = "GET", headers: [String: String] = [:]) throws -> HTTPAnswer {
-        try HTTPAnswer.fetch(port: port, path: path, method: method, headers: headers)
+    func request(_ path: String, method: String = "GET", headers: [String: String] = [:], body: [UInt8] = [])
+        throws -> HTTPAnswer
+    {
+        try HTTPAnswer.fetch(port: port, path: path, method: method, headers: headers, body: body)
     }
 }
 
@@ -85,9 +87,9 @@ struct HTTPAnswer {
         (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: String]) ?? [:]
     }
 
-    static func fetch(port: Int, path: String, method: String = "GET", headers: [String: String] = [:]) throws
-        -> HTTPAnswer
-    {
+    static func fetch(
+        port: Int, path: String, method: String = "GET", headers: [String: String] = [:], body: [UInt8] = []
+    ) throws -> HTTPAnswer {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw POSIXError(.EMFILE) }
         defer { close(socket) }
@@ -105,7 +107,8 @@ struct HTTPAnswer {
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        guard RawTCPServer.write(socket, head + "\r\n") else { throw POSIXError(.EPIPE) }
+        if !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
+        guard RawTCPServer.write(socket, Array((head + "\r\n").utf8) + body) else { throw POSIXError(.EPIPE) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {

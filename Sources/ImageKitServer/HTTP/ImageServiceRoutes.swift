@@ -72,6 +72,15 @@ public struct ImageServiceRoutes: Sendable {
                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
             }
         }
+        // The admin route: a literal path, so it wins over the image catch-all. Without an admin
+        // key the service answers it 404, as for any path that does not exist.
+        let service = self.service
+        router.post("/admin/purge") { request, _ -> Response in
+            var request = request
+            let body = (try? await request.collectBody(upTo: 64 << 10)).map { Data(buffer: $0) } ?? Data()
+            let answer = service.purge(body: body, authorization: request.headers[.authorization])
+            return Self.response(answer, isHead: false)
+        }
         let handler: @Sendable (Request, Context) async throws -> Response = { request, _ in
             await answer(request)
         }

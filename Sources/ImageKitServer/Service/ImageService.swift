@@ -34,6 +34,11 @@ public final class ImageService: Sendable {
     private let metrics: ServiceMetrics
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
     private let parsedPaths = Locked<[String: (ImageRequest, String)]>([:])
+    /// The admin key's MAC under a secret of this process: a presented key is checked by
+    /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
+    private let adminTag: Data?
+    private static let adminSecretBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+    private static var adminSecret: SymmetricKey { SymmetricKey(data: adminSecretBytes) }
 
     /// A service; throws when no signing key is set and unsigned URLs are not allowed, or a setting is invalid.
     public init(configuration: ImageServiceConfiguration) throws(ImageServiceError) {
@@ -79,7 +84,11 @@ public final class ImageService: Sendable {
         results = ResultCache(
             memoryBytes: configuration.resultMemoryBytes,
             directory: configuration.cacheDirectory?.appendingPathComponent("results"),
-            diskLimit: diskLimit.map { max(1, $0 / 4) })
+            diskLimit: diskLimit.map { max(1, $0 / 4) }, timeToLive: configuration.resultTimeToLive,
+            purgeLog: configuration.cacheDirectory?.appendingPathComponent("purges.tsv"))
+        adminTag = configuration.adminKey.map { key in
+            HMAC<SHA256>.authenticationCode(for: Data(key.utf8), using: Self.adminSecret).withUnsafeBytes { Data($0) }
+        }
     }
 
     /// Answers one request. Never throws: every failure is a status and a JSON body.
@@ -136,6 +145,69 @@ public final class ImageService: Sendable {
         return segments.joined(separator: "/")
     }
 
+    /// `POST /admin/purge`: forgets one source on this node — its bytes in the source cache, its
+    /// results in memory (listed in the answer), and every result of it on disk, which is
+    /// revalidated against the source (fetched again) before it is served.
+    ///
+    /// - Parameters:
+    ///   - body: JSON `{"source": "…"}`: the source as a URL names it (`https://…`, thumbor's bare
+    ///     `host/path`, `s3://…`, `local:///…`).
+    ///   - authorization: the `Authorization` header: `Bearer ADMIN_KEY`.
+    /// - Returns: 200 with `{"source", "dropped", "tag"}` (`tag`: the `Surrogate-Key` its images
+    ///   carry, for a CDN purge); 404 without ``ImageServiceConfiguration/adminKey``; 403 for a
+    ///   missing or wrong key (nothing else said); 400 for a body without a usable source.
+    ///
+    /// ```sh
+    /// curl -X POST -H "Authorization: Bearer $KEY" -d '{"source":"https://img.example.com/a.jpg"}' \
+    ///     http://127.0.0.1:8080/admin/purge
+    /// ```
+    public func purge(body: Data, authorization: String?) -> ImageServiceResponse {
+        guard let adminTag else {
+            return .error(ImageServiceError(404, code: "notFound", "no such route"))
+        }
+        let presented = authorization.flatMap { value -> String? in
+            let parts = value.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : nil
+        }
+        guard let presented,
+            HMAC<SHA256>.isValidAuthenticationCode(
+                adminTag, authenticating: Data(presented.utf8), using: Self.adminSecret)
+        else {
+            return .error(ImageServiceError(403, code: "forbidden", "not allowed"))
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+            let text = object["source"] as? String, !text.isEmpty
+        else {
+            return .error(ImageServiceError(400, code: "malformedPurge", #"the body is not {"source": "…"}"#))
+        }
+        let source: URL
+        do {
+            source = try ImageRequest.sourceURL(text, addsScheme: true)
+        } catch {
+            return .error(error)
+        }
+        var dropped: [String] = []
+        if let key = sources.purge(source) { dropped.append("source:" + key) }
+        dropped += results.purge(source: source.absoluteString).map { "result:" + $0 }
+        metrics.purged()
+        let answer: [String: Any] = [
+            "source": source.absoluteString, "dropped": dropped, "tag": Self.surrogateKey(source.absoluteString),
+        ]
+        let json = (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return ImageServiceResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", "application/json"), ("Content-Length", String(json.count)),
+                ("Cache-Control", "no-store"),
+            ], body: json)
+    }
+
+    /// The tag every image of `source` carries in `Surrogate-Key` (Fastly) and `Cache-Tag`
+    /// (Cloudflare), so a CDN purges all its variants by one tag.
+    static func surrogateKey(_ source: String) -> String {
+        "imagekit-src-" + SHA256.hash(data: Data(source.utf8)).prefix(12).hexString
+    }
+
     private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError)
         -> ImageServiceResponse
     {
@@ -183,7 +255,7 @@ public final class ImageService: Sendable {
         let resultKey = operationsKey + "|" + formatClass
 
         let stale: CachedResult?
-        switch results.get(resultKey) {
+        switch results.get(resultKey, source: request.source.absoluteString) {
         case .fresh(let hit, let tier):
             trace.tier = tier
             return respond(with: hit, request: request, negotiable: negotiable, headers: headers, now: now)
@@ -288,8 +360,10 @@ public final class ImageService: Sendable {
             return ImageServiceResponse(status: 304, headers: common)
         }
         let processed = result.image
+        let tag = Self.surrogateKey(request.source.absoluteString)
         var fields: [(String, String)] = [
             ("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count)),
+            ("Surrogate-Key", tag), ("Cache-Tag", tag),
         ]
         fields += common.map { ($0.name, $0.value) }
         if operations.filename != nil || operations.returnAttachment {
@@ -504,18 +578,32 @@ final class ResultCache: Sendable {
     private let memoryBytes: Int
     private let disk: DiskCache?
     private let memory = Locked((entries: [String: CachedResult](), order: [String](), bytes: 0))
+    /// How long a result is fresh: its expiry minus this is when it was made.
+    private let timeToLive: TimeInterval
+    /// When each purged source was purged: a result of it made before is stale (revalidated
+    /// against the source before it is served). Kept in `purgeLog` across restarts, for one
+    /// time to live (an older result is stale anyway).
+    private let purges: Locked<[String: Date]>
+    private let purgeLog: URL?
 
-    init(memoryBytes: Int, directory: URL?, diskLimit: Int? = nil) {
+    init(
+        memoryBytes: Int, directory: URL?, diskLimit: Int? = nil, timeToLive: TimeInterval = 3600, purgeLog: URL? = nil
+    ) {
         self.memoryBytes = memoryBytes
+        self.timeToLive = timeToLive
+        self.purgeLog = purgeLog
         disk = directory.flatMap {
             try? DiskCache(
                 directory: $0,
                 configuration: DiskCacheConfiguration(maxSize: diskLimit ?? DiskCacheConfiguration.automaticMaxSize))
         }
+        purges = Locked(Self.readPurges(purgeLog, newerThan: Date().addingTimeInterval(-timeToLive)))
     }
 
-    func get(_ key: String, now: Date = Date()) -> Lookup {
+    func get(_ key: String, source: String, now: Date = Date()) -> Lookup {
+        let purgedAt = purges.withLock { $0.isEmpty ? nil : $0[source] }
         if let hit = memory.withLock({ $0.entries[key] }) {
+            if let purgedAt, hit.expires.addingTimeInterval(-timeToLive) < purgedAt { return .stale(hit) }
             return hit.expires > now ? .fresh(hit, .resultMemory) : .stale(hit)
         }
         guard let disk, let (data, metadata) = disk.entry(forKey: Self.diskKey(key)),
@@ -526,8 +614,55 @@ final class ResultCache: Sendable {
             image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
             lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
         guard result.expires > now else { return .stale(result) }
+        if let purgedAt, result.expires.addingTimeInterval(-timeToLive) < purgedAt { return .stale(result) }
         insert(key, result)
         return .fresh(result, .resultDisk)
+    }
+
+    /// Drops the results of `source` held in memory and marks every result of it made before
+    /// `now` stale (those on disk, whose keys are digests, included). Returns the dropped keys.
+    func purge(source: String, now: Date = Date()) -> [String] {
+        let marker = "|" + source + "|"
+        let dropped = memory.withLock { state -> [String] in
+            let keys = state.entries.keys.filter { $0.contains(marker) }
+            for key in keys { state.bytes -= state.entries.removeValue(forKey: key)?.image.data.count ?? 0 }
+            if !keys.isEmpty { state.order.removeAll { key in keys.contains(key) } }
+            return keys.sorted()
+        }
+        purges.withLock { purges in
+            if purges.count >= 100_000 {
+                let oldest = now.addingTimeInterval(-timeToLive)
+                purges = purges.filter { $0.value > oldest }
+            }
+            purges[source] = now
+        }
+        if let purgeLog {
+            // One line per purge: seconds since 1970, a tab, the source (which holds no tab or newline).
+            let line = Data("\(Int(now.timeIntervalSince1970.rounded(.up)))\t\(source)\n".utf8)
+            if let handle = try? FileHandle(forWritingTo: purgeLog) {
+                _ = try? handle.seekToEnd()
+                try? handle.write(contentsOf: line)
+                try? handle.close()
+            } else {
+                try? line.write(to: purgeLog)
+            }
+        }
+        return dropped
+    }
+
+    private static func readPurges(_ log: URL?, newerThan oldest: Date) -> [String: Date] {
+        guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return [:] }
+        var purges: [String: Date] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "\t", maxSplits: 1)
+            guard fields.count == 2, let seconds = Double(fields[0]) else { continue }
+            let date = Date(timeIntervalSince1970: seconds)
+            if date > oldest { purges[String(fields[1])] = max(date, purges[String(fields[1])] ?? date) }
+        }
+        // The log keeps only what is still needed.
+        let kept = purges.map { "\(Int($0.value.timeIntervalSince1970.rounded(.up)))\t\($0.key)\n" }.joined()
+        try? Data(kept.utf8).write(to: log, options: .atomic)
+        return purges
     }
 
     func set(_ key: String, _ result: CachedResult) {

@@ -64,6 +64,9 @@ public struct ImageServiceConfiguration: Sendable {
     /// sources answer 403. No path leaves it (see ``LocalRootLoader``); a changed file is a new
     /// version at once (local sources are not kept in the source cache).
     public var localRoot: URL?
+    /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
+    /// route (404). See ``ImageService/purge(body:authorization:)``.
+    public var adminKey: String?
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
 

@@ -38,6 +38,7 @@ struct ServiceMetrics: Sendable {
     private let transform: CoreMetrics.Timer
     private let encode: CoreMetrics.Timer
     private let originBytes: Counter
+    private let purges: Counter
     private let inFlightGauge: Gauge
     private let queueGauge: Gauge
     private let residentGauge: Gauge
@@ -57,6 +58,7 @@ struct ServiceMetrics: Sendable {
         transform = stage("transform")
         encode = stage("encode")
         originBytes = Counter(label: "imagekit_origin_bytes_total", factory: factory)
+        purges = Counter(label: "imagekit_purges_total", factory: factory)
         inFlightGauge = Gauge(label: "imagekit_requests_in_flight", factory: factory)
         queueGauge = Gauge(label: "imagekit_queue_length", factory: factory)
         residentGauge = Gauge(label: "imagekit_process_resident_memory_bytes", factory: factory)
@@ -103,6 +105,9 @@ struct ServiceMetrics: Sendable {
     func served(from tier: ImageServiceCacheTier) {
         tierCounters[tier]?.increment()
     }
+
+    /// One accepted `POST /admin/purge`.
+    func purged() { purges.increment() }
 
     func fetched(bytes: Int, duration: Duration, fromOrigin: Bool) {
         fetch.recordNanoseconds(duration.nanoseconds)

@@ -69,6 +69,16 @@ final class SourceFetcher: Sendable {
         return try result.get()
     }
 
+    /// Forgets `url`: its bytes in the source cache and a remembered failure. Returns the disk
+    /// key it removed, if the source was stored.
+    func purge(_ url: URL) -> String? {
+        let key = CacheKey(url).identity
+        failures.withLock { _ = $0.removeValue(forKey: key) }
+        guard let disk, disk.entry(forKey: key) != nil else { return nil }
+        disk.remove(key)
+        return key
+    }
+
     private func download(_ url: URL, key: String) async -> Result<Fetched, ImageError> {
         do {
             let response = try await downloader.load(url)
