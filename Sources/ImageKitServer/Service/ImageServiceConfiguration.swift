@@ -58,10 +58,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// another period.
     public var resultTimeToLive: TimeInterval = 3600
     /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
-    /// Its ``S3Access/buckets`` is the allow-list (``allowedSources`` names hosts, not buckets).
+    /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?
     /// The directory `local:///PATH` sources are read from (imgproxy's `local://`); nil: `local`
-    /// sources answer 403. No path leaves it (see ``LocalRootLoader``); a changed file is a new
+    /// sources answer 403. No path leaves it (see `LocalRootLoader`); a changed file is a new
     /// version at once (local sources are not kept in the source cache).
     public var localRoot: URL?
     /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
