@@ -7,7 +7,7 @@ SWIFT ?= swift
 # MAKEFLAGS/MAKELEVEL, which differ between `make test` and a sub-make or `make -s`: every swift
 # command runs without them, so a second build with the same flags is a no-op.
 SWIFTPM = env -u _ -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u MAKE_TERMOUT -u MAKE_TERMERR $(SWIFT)
-DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev libpoppler-glib-dev nginx openssl python3 webp libavif-bin
+DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev libpoppler-glib-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin
 PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0 poppler-glib
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
@@ -21,9 +21,9 @@ all: build
 
 deps:
 	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $(PKG_MODULES) \
-		&& [ -x /usr/sbin/nginx ] && command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 \
+		&& [ -x /usr/sbin/nginx ] && [ -f /usr/lib/nginx/modules/ngx_http_cache_purge_module.so ] && command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 \
 		&& command -v webpmux >/dev/null 2>&1 && command -v avifdec >/dev/null 2>&1; then \
-		echo "deps: $(PKG_MODULES), nginx, openssl, python3, webpmux and avifdec found"; \
+		echo "deps: $(PKG_MODULES), nginx (with cache purge), openssl, python3, webpmux and avifdec found"; \
 	else \
 		echo "deps: installing $(DEB_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \

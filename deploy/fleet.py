@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = os.path.join(HERE, "nginx", "imagekit-fleet.conf.template")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 HOST = "127.0.0.1"
+PURGE_MODULE = "/usr/lib/nginx/modules/ngx_http_cache_purge_module.so"
 
 
 def say(message):
@@ -149,6 +150,9 @@ class Fleet:
                 fail(f"port {node_port} (node {k}) is taken by another process")
         command = [binary, "serve", "--host", HOST, "--port", str(node_port), "--cache-dir", directory,
                    "--backlog", "1024"] + shlex.split(args)
+        if os.path.exists(PURGE_MODULE):
+            # A purge on the node (with --admin-key) also drops the keys it answered from nginx's cache.
+            command += ["--purge-notify", f"http://{HOST}:{port}/imagekit-purge-key"]
         log = open(os.path.join(directory, "serve.log"), "ab")
         log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}\n".encode())
         log.flush()
@@ -231,8 +235,24 @@ class Fleet:
         servers = "\n".join(f"        server {HOST}:{port + k} max_fails=0;" for k in range(1, nodes + 1))
         with open(TEMPLATE) as f:
             text = f.read()
+        mirrors = "\n".join(f"            mirror /imagekit-purge-node-{k};" for k in range(1, nodes + 1))
+        node_locations = "\n".join(
+            f"        location = /imagekit-purge-node-{k} {{ internal; proxy_pass http://{HOST}:{port + k}$request_uri; }}"
+            for k in range(1, nodes + 1))
+        if os.path.exists(PURGE_MODULE):
+            module = f"load_module {PURGE_MODULE};"
+            # Only the nodes (on this host) may ask; the key is nginx's own proxy_cache_key.
+            purge_key = ("        location = /imagekit-purge-key {\n"
+                         f"            allow {HOST};\n            deny all;\n"
+                         "            proxy_cache_purge imagekit_results \"$http_x_imagekit_purge_key\";\n"
+                         "        }")
+        else:
+            module = f"# {PURGE_MODULE} is not installed (libnginx-mod-http-cache-purge): no cache purge"
+            purge_key = "        # no /imagekit-purge-key: the cache purge module is not installed"
         fields = {"USER_LINE": self.nginx_user_line(), "PREFIX": self.nginx_dir, "PID_FILE": self.nginx_pid_file,
-                  "LISTEN": f"{HOST}:{port}", "SERVERS": servers, "CACHE_SIZE": cache_size, "WORKERS": "auto"}
+                  "LISTEN": f"{HOST}:{port}", "SERVERS": servers, "CACHE_SIZE": cache_size, "WORKERS": "auto",
+                  "PURGE_MODULE": module, "PURGE_MIRRORS": mirrors, "PURGE_NODES": node_locations,
+                  "PURGE_KEY": purge_key}
         for name, value in fields.items():
             text = text.replace("{{" + name + "}}", value)
         if re.search(r"\{\{[A-Z_]+\}\}", text):

@@ -72,6 +72,12 @@ struct Serve: ParsableCommand {
             "Enables POST /admin/purge with Authorization: Bearer KEY (forgets a source and its results on this node). Default: no admin route."
     )
     var adminKey: String?
+    @Option(
+        name: .customLong("purge-notify"),
+        help:
+            "A front cache's purge location (the fleet's nginx: http://127.0.0.1:8080/imagekit-purge-key), told to drop a purged source's keys; repeatable."
+    )
+    var purgeNotify: [String] = []
     @Option(help: "Cache sources and results on disk here (default: memory only).") var cacheDir: String?
     @Option(help: "Megabytes of encoded results kept in memory.") var memoryLimit = 64
     @Option(
@@ -138,6 +144,11 @@ struct Serve: ParsableCommand {
                 url.host != nil
             else { throw ValidationError("--s3-endpoint: '\(s3Endpoint)' is not an http(s) URL") }
         }
+        for url in purgeNotify {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                parsed.host != nil
+            else { throw ValidationError("--purge-notify: '\(url)' is not an http(s) URL") }
+        }
         if let localRoot {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: localRoot, isDirectory: &isDirectory), isDirectory.boolValue
@@ -166,6 +177,7 @@ struct Serve: ParsableCommand {
         configuration.allowedNetworks = allowedAddresses
         if !s3Buckets.isEmpty { configuration.s3 = s3Access(environment: ProcessInfo.processInfo.environment) }
         configuration.adminKey = adminKey
+        configuration.purgeNotify = purgeNotify.compactMap(URL.init(string:))
         configuration.localRoot = localRoot.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.resultMemoryBytes = memoryLimit << 20
@@ -269,6 +281,7 @@ struct Serve: ParsableCommand {
         ("thumbor-key", .list), ("allow-unsafe", .flag),
         ("allow-source", .list), ("allow-address", .list), ("s3-bucket", .list), ("s3-endpoint", .value),
         ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("admin-key", .value),
+        ("purge-notify", .list),
         ("cache-dir", .value),
         ("memory-limit", .value),
         ("disk-limit", .value),

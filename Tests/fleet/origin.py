@@ -5,7 +5,8 @@
 
 Serves `/src/NAME.jpg`: the IMAGE (JPEG) chosen by a hash of NAME with a comment segment naming
 NAME inserted after SOI, so every source has its own bytes (strong ETag, Last-Modified,
-max-age=3600). `/__counts` answers {path: requests} as JSON; `/__reset` clears them. Listens
+max-age=3600). `/__counts` answers {path: requests} as JSON; `/__reset` clears them;
+`/__change?name=NAME` changes that source to the next IMAGE (a changed original). Listens
 on 127.0.0.1, port 0; the port is written to PORT_FILE once it listens.
 """
 import hashlib
@@ -16,11 +17,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 IMAGES = [open(path, "rb").read() for path in sys.argv[2:]]
 COUNTS = {}
+VERSIONS = {}
 LOCK = threading.Lock()
 
 
 def source(name):
-    base = IMAGES[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(IMAGES)]
+    with LOCK:
+        version = VERSIONS.get(name, 0)
+    base = IMAGES[(int(hashlib.sha256(name.encode()).hexdigest(), 16) + version) % len(IMAGES)]
     comment = f"imagekit fleet test source {name}".encode()
     return base[:2] + b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment + base[2:]
 
@@ -50,6 +54,11 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__reset":
             with LOCK:
                 COUNTS.clear()
+            return self.answer(200, b"{}", "application/json")
+        if path == "/__change":
+            name = self.path.split("name=", 1)[1]
+            with LOCK:
+                VERSIONS[name] = VERSIONS.get(name, 0) + 1
             return self.answer(200, b"{}", "application/json")
         with LOCK:
             COUNTS[path] = COUNTS.get(path, 0) + 1

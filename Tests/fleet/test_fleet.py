@@ -389,6 +389,72 @@ class FleetTests(unittest.TestCase):
         finally:
             fleet.make("fleet-stop")
 
+    # 8
+    def test_8_purge_through_the_front_door(self):
+        self.fleet.make("fleet-stop")
+        key = "fleet-admin-key"
+        fleet = Fleet("purge", f"{NODE_ARGS} --admin-key {key}")
+        try:
+            fleet.make("fleet", N=3)
+            changed, other = self.origin.source("t8-changed"), self.origin.source("t8-other")
+            sizes = [(60 + 20 * i, 40 + 10 * i) for i in range(10)]
+            # 20 variants of the source (thumbor and imgproxy plain URLs, one hash key), 5 of them
+            # also asked with a WebP Accept (another key of nginx's cache), and 5 of another source.
+            paths = [thumbor(f"{w}x{h}")(changed) for w, h in sizes] + [plain(f"rs:fill:{w}:{h}")(changed) for w, h in sizes]
+            expected = dict(zip(paths, sizes + sizes))
+            asks = [(path, {}) for path in paths] + [(path, {"Accept": "image/webp,*/*"}) for path in paths[:5]]
+            others = [(thumbor(f"{w}x{h}")(other), {}) for w, h in sizes[:5]]
+
+            def fetch(requests):
+                return {(path, tuple(headers.items())): http_get(fleet.port, path, headers) for path, headers in requests}
+
+            def purge(authorization):
+                request = urllib.request.Request(
+                    f"http://{HOST}:{fleet.port}/admin/purge?source={changed}", method="POST",
+                    data=json.dumps({"source": changed}).encode(),
+                    headers={"Authorization": authorization, "Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        return response.status, json.loads(response.read())
+                except urllib.error.HTTPError as error:
+                    return error.code, json.loads(error.read() or b"{}")
+
+            before = fetch(asks + others)
+            warm = fetch(asks + others)
+            self.assertEqual({answer[1].get("x-cache-status") for answer in warm.values()}, {"HIT"})
+            counts = self.origin.counts()
+            http_get(self.origin.port, "/__change?name=t8-changed")
+            stale = fetch(asks)
+            self.assertTrue(all(stale[k][2] == before[k][2] for k in stale), "nginx keeps the old bytes until purged")
+
+            status, answer = purge("Bearer wrong-key")
+            self.assertEqual((status, answer), (403, {"error": "forbidden", "message": "not allowed"}))
+            unchanged = fetch(asks)
+            self.assertTrue(all(unchanged[k][2] == before[k][2] for k in unchanged), "a wrong key changes nothing")
+            self.assertEqual(self.origin.counts(), counts)
+
+            status, answer = purge(f"Bearer {key}")
+            self.assertEqual(status, 200, answer)
+            report(f"purge: the owner dropped {len(answer['dropped'])} node entries and asked nginx to drop "
+                   f"{len(answer.get('frontCacheKeys', []))} keys ({answer.get('frontCacheRemoved')} were cached)")
+            after = fetch(asks)
+            for k, (status, headers, body) in after.items():
+                self.assertEqual(status, 200, k)
+                self.assertNotEqual(body, before[k][2],
+                                    f"{k}: the old bytes after the purge ({len(body)} bytes, {headers.get('x-cache-status')})")
+                self.assertEqual(image_size(body), expected[k[0]], k)
+            counts_after = self.origin.counts()
+            self.assertEqual(counts_after.get("/src/t8-changed.jpg", 0), counts.get("/src/t8-changed.jpg", 0) + 1,
+                             "the changed source is fetched once for all its variants")
+            untouched = fetch(others)
+            self.assertTrue(all(untouched[k][2] == before[k][2] for k in untouched))
+            self.assertEqual({answer[1].get("x-cache-status") for answer in untouched.values()}, {"HIT"})
+            self.assertEqual(self.origin.counts().get("/src/t8-other.jpg"), counts.get("/src/t8-other.jpg"))
+            report(f"purge: {len(after)} variants answered the new bytes with one origin fetch; "
+                   f"{len(untouched)} variants of another source still cached")
+        finally:
+            fleet.make("fleet-stop")
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

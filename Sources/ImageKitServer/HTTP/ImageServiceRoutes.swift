@@ -78,7 +78,8 @@ public struct ImageServiceRoutes: Sendable {
         router.post("/admin/purge") { request, _ -> Response in
             var request = request
             let body = (try? await request.collectBody(upTo: 64 << 10)).map { Data(buffer: $0) } ?? Data()
-            let answer = service.purge(body: body, authorization: request.headers[.authorization])
+            let answer = await service.purge(
+                body: body, query: request.uri.query, authorization: request.headers[.authorization])
             return Self.response(answer, isHead: false)
         }
         let handler: @Sendable (Request, Context) async throws -> Response = { request, _ in

@@ -37,6 +37,9 @@ public final class ImageService: Sendable {
     /// The admin key's MAC under a secret of this process: a presented key is checked by
     /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
     private let adminTag: Data?
+    /// The fleet's front caches, told to drop a purged source's keys; nil without `purgeNotify`.
+    private let frontCaches: FrontCachePurger?
+    private let purgesInFlight = Locked<[String: Task<Data, Never>]>([:])
     private static let adminSecretBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
     private static var adminSecret: SymmetricKey { SymmetricKey(data: adminSecretBytes) }
 
@@ -86,6 +89,7 @@ public final class ImageService: Sendable {
             directory: configuration.cacheDirectory?.appendingPathComponent("results"),
             diskLimit: diskLimit.map { max(1, $0 / 4) }, timeToLive: configuration.resultTimeToLive,
             purgeLog: configuration.cacheDirectory?.appendingPathComponent("purges.tsv"))
+        frontCaches = configuration.purgeNotify.isEmpty ? nil : FrontCachePurger(endpoints: configuration.purgeNotify)
         adminTag = configuration.adminKey.map { key in
             HMAC<SHA256>.authenticationCode(for: Data(key.utf8), using: Self.adminSecret).withUnsafeBytes { Data($0) }
         }
@@ -109,6 +113,9 @@ public final class ImageService: Sendable {
         if isHead { response.body = Data() }
         response.grammar = trace.grammar
         response.cacheTier = trace.tier
+        if let frontCaches, response.status == 200, let source = trace.source {
+            frontCaches.record(source: source, path: path, accept: headers["Accept"] ?? headers["accept"])
+        }
         if let tier = trace.tier, response.status == 200 || response.status == 304 { metrics.served(from: tier) }
         metrics.queueLength(pool.waitingCount)
         metrics.requestFinished(
@@ -149,19 +156,25 @@ public final class ImageService: Sendable {
     /// results in memory (listed in the answer), and every result of it on disk, which is
     /// revalidated against the source (fetched again) before it is served.
     ///
+    /// With ``ImageServiceConfiguration/purgeNotify``, the fleet's front caches are then asked
+    /// to drop every key this node answered for the source (`frontCacheKeys`, and how many they
+    /// held: `frontCacheRemoved`).
+    ///
     /// - Parameters:
     ///   - body: JSON `{"source": "…"}`: the source as a URL names it (`https://…`, thumbor's bare
     ///     `host/path`, `s3://…`, `local:///…`).
+    ///   - query: the request's query; `source=` there is used when the body has none (a front
+    ///     door hashes on it to reach the node that owns the source).
     ///   - authorization: the `Authorization` header: `Bearer ADMIN_KEY`.
     /// - Returns: 200 with `{"source", "dropped", "tag"}` (`tag`: the `Surrogate-Key` its images
     ///   carry, for a CDN purge); 404 without ``ImageServiceConfiguration/adminKey``; 403 for a
-    ///   missing or wrong key (nothing else said); 400 for a body without a usable source.
+    ///   missing or wrong key (nothing else said); 400 for a request without a usable source.
     ///
     /// ```sh
     /// curl -X POST -H "Authorization: Bearer $KEY" -d '{"source":"https://img.example.com/a.jpg"}' \
     ///     http://127.0.0.1:8080/admin/purge
     /// ```
-    public func purge(body: Data, authorization: String?) -> ImageServiceResponse {
+    public func purge(body: Data, query: String? = nil, authorization: String?) async -> ImageServiceResponse {
         guard let adminTag else {
             return .error(ImageServiceError(404, code: "notFound", "no such route"))
         }
@@ -175,10 +188,16 @@ public final class ImageService: Sendable {
         else {
             return .error(ImageServiceError(403, code: "forbidden", "not allowed"))
         }
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-            let text = object["source"] as? String, !text.isEmpty
-        else {
-            return .error(ImageServiceError(400, code: "malformedPurge", #"the body is not {"source": "…"}"#))
+        let fromBody = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["source"] as? String
+        let fromQuery = query.flatMap { query in
+            query.split(separator: "&").lazy.compactMap { pair -> String? in
+                guard pair.hasPrefix("source=") else { return nil }
+                let value = String(pair.dropFirst(7))
+                return value.removingPercentEncoding ?? value
+            }.first
+        }
+        guard let text = fromBody ?? fromQuery, !text.isEmpty else {
+            return .error(ImageServiceError(400, code: "malformedPurge", #"no source: send {"source": "…"}"#))
         }
         let source: URL
         do {
@@ -186,20 +205,39 @@ public final class ImageService: Sendable {
         } catch {
             return .error(error)
         }
-        var dropped: [String] = []
-        if let key = sources.purge(source) { dropped.append("source:" + key) }
-        dropped += results.purge(source: source.absoluteString).map { "result:" + $0 }
-        metrics.purged()
-        let answer: [String: Any] = [
-            "source": source.absoluteString, "dropped": dropped, "tag": Self.surrogateKey(source.absoluteString),
-        ]
-        let json = (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data("{}".utf8)
+        // Purges of one source that arrive together (a fleet's front door sends the owner its
+        // copy twice: the request and the broadcast) are one purge: each answers when it is done.
+        let (task, started) = purgesInFlight.withLock { running -> (Task<Data, Never>, Bool) in
+            if let task = running[source.absoluteString] { return (task, false) }
+            let task = Task { await self.forget(source) }
+            running[source.absoluteString] = task
+            return (task, true)
+        }
+        let json = await task.value
+        if started { purgesInFlight.withLock { _ = $0.removeValue(forKey: source.absoluteString) } }
         return ImageServiceResponse(
             status: 200,
             headers: [
                 ("Content-Type", "application/json"), ("Content-Length", String(json.count)),
                 ("Cache-Control", "no-store"),
             ], body: json)
+    }
+
+    /// Drops `source` from every tier this node has, then from the front caches; the answer's JSON.
+    private func forget(_ source: URL) async -> Data {
+        var dropped: [String] = []
+        if let key = sources.purge(source) { dropped.append("source:" + key) }
+        dropped += results.purge(source: source.absoluteString).map { "result:" + $0 }
+        metrics.purged()
+        var answer: [String: Any] = [
+            "source": source.absoluteString, "dropped": dropped, "tag": Self.surrogateKey(source.absoluteString),
+        ]
+        if let frontCaches {
+            let (keys, removed) = await frontCaches.purge(source: source.absoluteString)
+            answer["frontCacheKeys"] = keys
+            answer["frontCacheRemoved"] = removed
+        }
+        return (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
     /// The tag every image of `source` carries in `Surrogate-Key` (Fastly) and `Cache-Tag`
@@ -214,6 +252,7 @@ public final class ImageService: Sendable {
         let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         let (request, operationsKey) = try parsed(rawPath)
         trace.grammar = request.grammar
+        trace.source = request.source.absoluteString
         try authorize(request)
         let operations = request.operations
         let now = Int(Date().timeIntervalSince1970)
@@ -553,6 +592,7 @@ public final class ImageService: Sendable {
 /// One request's facts for the metrics and the access log, filled in as it is answered.
 final class RequestTrace {
     var grammar: ImageRequest.Grammar?
+    var source: String?
     var tier: ImageServiceCacheTier?
 }
 

@@ -67,6 +67,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
     /// route (404). See ``ImageService/purge(body:authorization:)``.
     public var adminKey: String?
+    /// Front caches to purge with a source (`--purge-notify`): each fleet nginx's purge location
+    /// (`http://127.0.0.1:8080/imagekit-purge-key`). The node remembers the keys it answered per
+    /// source and asks each to drop them after a purge.
+    public var purgeNotify: [URL] = []
     /// Sources whose addresses resolve by `CURLOPT_RESOLVE` rules (tests; `HOST:PORT:ADDRESS`).
     public var hostOverrides: [String] = []
 
