@@ -123,8 +123,12 @@ final class StoreSourceTests: XCTestCase {
         XCTAssertEqual(
             try virtualHosted.httpURL(for: XCTUnwrap(URL(string: "s3://photos/a.jpg"))).absoluteString,
             "http://photos.10.0.0.5:9000/a.jpg")
+        XCTAssertEqual(
+            try minio.httpURL(for: XCTUnwrap(URL(string: "s3://photos/a.jpg?acl&versionId=v1"))).absoluteString,
+            "http://10.0.0.5:9000/photos/a.jpg?versionId=v1")
         for refused in [
             "s3://other/a.jpg", "s3://photos/", "s3://Ph_otos/a.jpg", "s3://ab/a.jpg", "http://photos/a.jpg",
+            "s3://photos/../other/a.jpg", "s3://photos/%2e%2e/other/a.jpg", "s3://photos/a/./b.jpg",
         ] {
             XCTAssertThrowsError(try minio.httpURL(for: XCTUnwrap(URL(string: refused))), refused) { error in
                 XCTAssertEqual((error as? ImageError)?.code, .invalidURL, refused)

@@ -83,7 +83,21 @@ public struct S3Access: Sendable, Hashable {
         // The key as written (still percent-encoded), without the leading slash.
         let key = String(url.path(percentEncoded: true).drop(while: { $0 == "/" }))
         guard !key.isEmpty else { throw ImageError(.invalidURL, "s3://\(bucket)/ names no key") }
-        let query = url.query(percentEncoded: true).map { "?" + $0 } ?? ""
+        // curl removes dot segments from a path: `photos/../other/…` would read another bucket
+        // on a path-style endpoint. Such keys are refused, encoded or not.
+        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
+            let decoded = segment.removingPercentEncoding ?? String(segment)
+            guard decoded != ".", decoded != ".." else {
+                throw ImageError(.invalidURL, "an s3 key has no '.' or '..' segments")
+            }
+        }
+        // Only an object version may be asked (`?versionId=…`); other subresources (`?acl`,
+        // `?tagging` …) are not images.
+        let version = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+            .first(where: { $0.name == "versionId" })?.value
+        let query =
+            version.flatMap { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) }
+            .map { "?versionId=" + $0 } ?? ""
         let base: String
         if let endpoint {
             var root = endpoint.absoluteString
