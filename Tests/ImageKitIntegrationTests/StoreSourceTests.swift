@@ -146,8 +146,13 @@ final class StoreSourceTests: XCTestCase {
     }
 
     func testDownloaderSignsS3RequestsAndTheStoreChecksThem() async throws {
-        let moto = try MotoS3Server(buckets: ["private-photos", "public-looking"])
-        defer { moto.stop() }
+        for moto in try MotoS3Server.all(buckets: ["private-photos", "public-looking"]) {
+            defer { moto.stop() }
+            try await downloaderSignsS3Requests(moto)
+        }
+    }
+
+    private func downloaderSignsS3Requests(_ moto: MotoS3Server) async throws {
         let photo = directory.appendingPathComponent("photo.jpg")
         try Self.jpeg(width: 120, height: 90).write(to: photo)
         try moto.put("private-photos", "2024/cat.jpg", file: photo.path)
@@ -199,8 +204,13 @@ final class StoreSourceTests: XCTestCase {
 #if Serve
 extension StoreSourceTests {
     func testServeReadsS3SourcesInBothGrammars() throws {
-        let moto = try MotoS3Server(buckets: ["private-photos", "public-looking"])
-        defer { moto.stop() }
+        for moto in try MotoS3Server.all(buckets: ["private-photos", "public-looking"]) {
+            defer { moto.stop() }
+            try serveReadsS3Sources(moto)
+        }
+    }
+
+    private func serveReadsS3Sources(_ moto: MotoS3Server) throws {
         let photo = directory.appendingPathComponent("photo.jpg")
         try Self.jpeg(width: 400, height: 300).write(to: photo)
         try moto.put("private-photos", "2024/cat.jpg", file: photo.path)
