@@ -29,19 +29,19 @@ public final class ImageService: Sendable {
     let pool: WorkerPool
     private let thumbor: ThumborSigner?
     private let imgproxy: ImgproxySigner?
-    private let results: ResultCache
+    let results: ResultCache
     private let sourceDisk: DiskCache?
-    private let metrics: ServiceMetrics
+    let metrics: ServiceMetrics
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
     private let parsedPaths = Locked<[String: (ImageRequest, String)]>([:])
     /// The admin key's MAC under a secret of this process: a presented key is checked by
     /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
-    private let adminTag: Data?
+    let adminTag: Data?
     /// The fleet's front caches, told to drop a purged source's keys; nil without `purgeNotify`.
-    private let frontCaches: FrontCachePurger?
-    private let purgesInFlight = Locked<[String: Task<Data, Never>]>([:])
-    private static let adminSecretBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-    private static var adminSecret: SymmetricKey { SymmetricKey(data: adminSecretBytes) }
+    let frontCaches: FrontCachePurger?
+    let purgesInFlight = Locked<[String: Task<Data, Never>]>([:])
+    static let adminSecretBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+    static var adminSecret: SymmetricKey { SymmetricKey(data: adminSecretBytes) }
 
     /// A service; throws when no signing key is set and unsigned URLs are not allowed, or a setting is invalid.
     public init(configuration: ImageServiceConfiguration) throws(ImageServiceError) {
@@ -150,100 +150,6 @@ public final class ImageService: Sendable {
         guard segments.count > 2, segments[0].isEmpty else { return rawPath }
         if !["unsafe", "insecure", "_"].contains(segments[1]) { segments[1] = "-" }
         return segments.joined(separator: "/")
-    }
-
-    /// `POST /admin/purge`: forgets one source on this node — its bytes in the source cache, its
-    /// results in memory (listed in the answer), and every result of it on disk, which is
-    /// revalidated against the source (fetched again) before it is served.
-    ///
-    /// With ``ImageServiceConfiguration/purgeNotify``, the fleet's front caches are then asked
-    /// to drop every key this node answered for the source (`frontCacheKeys`, and how many they
-    /// held: `frontCacheRemoved`).
-    ///
-    /// - Parameters:
-    ///   - body: JSON `{"source": "…"}`: the source as a URL names it (`https://…`, thumbor's bare
-    ///     `host/path`, `s3://…`, `local:///…`).
-    ///   - query: the request's query; `source=` there is used when the body has none (a front
-    ///     door hashes on it to reach the node that owns the source).
-    ///   - authorization: the `Authorization` header: `Bearer ADMIN_KEY`.
-    /// - Returns: 200 with `{"source", "dropped", "tag"}` (`tag`: the `Surrogate-Key` its images
-    ///   carry, for a CDN purge); 404 without ``ImageServiceConfiguration/adminKey``; 403 for a
-    ///   missing or wrong key (nothing else said); 400 for a request without a usable source.
-    ///
-    /// ```sh
-    /// curl -X POST -H "Authorization: Bearer $KEY" -d '{"source":"https://img.example.com/a.jpg"}' \
-    ///     http://127.0.0.1:8080/admin/purge
-    /// ```
-    public func purge(body: Data, query: String? = nil, authorization: String?) async -> ImageServiceResponse {
-        guard let adminTag else {
-            return .error(ImageServiceError(404, code: "notFound", "no such route"))
-        }
-        let presented = authorization.flatMap { value -> String? in
-            let parts = value.split(separator: " ", maxSplits: 1)
-            return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : nil
-        }
-        guard let presented,
-            HMAC<SHA256>.isValidAuthenticationCode(
-                adminTag, authenticating: Data(presented.utf8), using: Self.adminSecret)
-        else {
-            return .error(ImageServiceError(403, code: "forbidden", "not allowed"))
-        }
-        let fromBody = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["source"] as? String
-        let fromQuery = query.flatMap { query in
-            query.split(separator: "&").lazy.compactMap { pair -> String? in
-                guard pair.hasPrefix("source=") else { return nil }
-                let value = String(pair.dropFirst(7))
-                return value.removingPercentEncoding ?? value
-            }.first
-        }
-        guard let text = fromBody ?? fromQuery, !text.isEmpty else {
-            return .error(ImageServiceError(400, code: "malformedPurge", #"no source: send {"source": "…"}"#))
-        }
-        let source: URL
-        do {
-            source = try ImageRequest.sourceURL(text, addsScheme: true)
-        } catch {
-            return .error(error)
-        }
-        // Purges of one source that arrive together (a fleet's front door sends the owner its
-        // copy twice: the request and the broadcast) are one purge: each answers when it is done.
-        let (task, started) = purgesInFlight.withLock { running -> (Task<Data, Never>, Bool) in
-            if let task = running[source.absoluteString] { return (task, false) }
-            let task = Task { await self.forget(source) }
-            running[source.absoluteString] = task
-            return (task, true)
-        }
-        let json = await task.value
-        if started { purgesInFlight.withLock { _ = $0.removeValue(forKey: source.absoluteString) } }
-        return ImageServiceResponse(
-            status: 200,
-            headers: [
-                ("Content-Type", "application/json"), ("Content-Length", String(json.count)),
-                ("Cache-Control", "no-store"),
-            ], body: json)
-    }
-
-    /// Drops `source` from every tier this node has, then from the front caches; the answer's JSON.
-    private func forget(_ source: URL) async -> Data {
-        var dropped: [String] = []
-        if let key = sources.purge(source) { dropped.append("source:" + key) }
-        dropped += results.purge(source: source.absoluteString).map { "result:" + $0 }
-        metrics.purged()
-        var answer: [String: Any] = [
-            "source": source.absoluteString, "dropped": dropped, "tag": Self.surrogateKey(source.absoluteString),
-        ]
-        if let frontCaches {
-            let (keys, removed) = await frontCaches.purge(source: source.absoluteString)
-            answer["frontCacheKeys"] = keys
-            answer["frontCacheRemoved"] = removed
-        }
-        return (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data("{}".utf8)
-    }
-
-    /// The tag every image of `source` carries in `Surrogate-Key` (Fastly) and `Cache-Tag`
-    /// (Cloudflare), so a CDN purges all its variants by one tag.
-    static func surrogateKey(_ source: String) -> String {
-        "imagekit-src-" + SHA256.hash(data: Data(source.utf8)).prefix(12).hexString
     }
 
     private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError)
@@ -435,107 +341,10 @@ public final class ImageService: Sendable {
         guard valid else { throw ImageServiceError.badSignature("the URL's signature does not match") }
     }
 
-    private func allows(_ source: URL) -> Bool {
-        switch source.scheme?.lowercased() {
-        case "s3":
-            guard let s3 = configuration.s3 else { return false }
-            return s3.buckets.map { $0.contains(source.host ?? "") } ?? true
-        case "local": return configuration.localRoot != nil
-        default: break
-        }
-        guard !configuration.allowedSources.isEmpty else { return true }
-        let host = source.host?.lowercased() ?? ""
-        return configuration.allowedSources.contains { pattern in
-            let pattern = pattern.lowercased()
-            if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) || host == pattern.dropFirst(2) }
-            return host == pattern
-        }
-    }
-
     private func cacheControl(_ operations: ImageOperations, now: Int) -> String {
         var maxAge = operations.maxAge ?? configuration.maxAge
         if let expires = operations.expires { maxAge = min(maxAge, max(0, expires - now)) }
         return "public, max-age=\(maxAge)"
-    }
-
-    /// A source's bytes, the origin's `Last-Modified`, and what identifies this version of it:
-    /// the origin's strong `ETag` with the length, else a digest of the bytes.
-    struct Source {
-        var data: Data
-        var lastModified: String?
-        var identity: String
-    }
-
-    /// The source's bytes (the source cache, else the origin: address policy, limits, deadline).
-    private func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
-        let started = ContinuousClock.now
-        do {
-            let fetched = try await sources.fetch(url)
-            let data = fetched.data
-            guard !data.isEmpty else {
-                throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes")
-            }
-            trace.tier = fetched.fromOrigin ? .origin : .sourceDisk
-            metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fetched.fromOrigin)
-            let headers = fetched.http
-            // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
-            let identity =
-                headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
-                ?? SHA256.hash(data: data).prefix(12).hexString
-            return Source(data: data, lastModified: headers?.lastModified, identity: identity)
-        } catch let error as ImageServiceError {
-            throw error
-        } catch let error as ImageError {
-            throw Self.originError(error)
-        } catch {
-            throw ImageServiceError(502, code: "originFailed", "the source could not be fetched")
-        }
-    }
-
-    /// How a failure to fetch the source is answered (the status table in the README).
-    static func originError(_ error: ImageError) -> ImageServiceError {
-        switch error.code {
-        case .invalidStatusCode where error.httpStatusCode == 404 || error.httpStatusCode == 410:
-            return ImageServiceError(404, code: "sourceNotFound", "the origin answered \(error.httpStatusCode!)")
-        case .invalidStatusCode:
-            return ImageServiceError(
-                502, code: "originFailed", "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
-        case .timedOut: return ImageServiceError(504, code: "originTimeout", "the origin did not answer in time")
-        case .forbiddenAddress:
-            return ImageServiceError(
-                403, code: "addressNotAllowed", "the source resolves to an address that is not allowed")
-        case .responseTooLarge:
-            return ImageServiceError(413, code: "sourceTooLarge", "the source is larger than the limit")
-        case .invalidURL: return ImageServiceError(400, code: "invalidSource", "the source URL cannot be fetched")
-        case .blacklisted:
-            return ImageServiceError(404, code: "sourceNotFound", "the source failed permanently a moment ago")
-        default: return ImageServiceError(502, code: "originFailed", "the source could not be fetched (\(error.code))")
-        }
-    }
-
-    /// Each `watermark()` and `frame()` picture, fetched as a source is (allowed hosts, address policy, limits,
-    /// the source cache); by the URL as the filter names it.
-    private func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError)
-        -> [String: Data]
-    {
-        var watermarks: [String: Data] = [:]
-        for filter in operations.filters {
-            let text: String
-            switch filter {
-            case .watermark(let url, _, _, _, _, _), .frame(let url): text = url
-            default: continue
-            }
-            guard watermarks[text] == nil else { continue }
-            let url = try ImageRequest.sourceURL(text, addsScheme: true)
-            guard allows(url) else {
-                throw ImageServiceError(
-                    403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
-            }
-            let tier = trace.tier
-            watermarks[text] = try await loadSource(url, trace: trace).data
-            trace.tier = tier  // the response's tier is its source's
-        }
-        return watermarks
     }
 
     /// The processing of one result: joined with identical requests in flight, run on the pool.
@@ -594,149 +403,4 @@ final class RequestTrace {
     var grammar: ImageRequest.Grammar?
     var source: String?
     var tier: ImageServiceCacheTier?
-}
-
-/// An encoded result and what its response needs without the source: its `ETag`, the origin's
-/// `Last-Modified`, and until when it is served without looking at the source again.
-struct CachedResult: Sendable {
-    var image: ProcessedImage
-    var etag: String
-    var lastModified: String?
-    var expires: Date
-}
-
-/// Encoded results by key: in memory up to a byte budget (the oldest entries leave first), then
-/// on disk (keyed by the result key's digest, the `ETag` and `Last-Modified` in the entry's
-/// metadata, its expiry the result's time to live).
-final class ResultCache: Sendable {
-    enum Lookup {
-        case fresh(CachedResult, ImageServiceCacheTier)
-        case stale(CachedResult)
-        case miss
-    }
-
-    private let memoryBytes: Int
-    private let disk: DiskCache?
-    private let memory = Locked((entries: [String: CachedResult](), order: [String](), bytes: 0))
-    /// How long a result is fresh: its expiry minus this is when it was made.
-    private let timeToLive: TimeInterval
-    /// When each purged source was purged: a result of it made before is stale (revalidated
-    /// against the source before it is served). Kept in `purgeLog` across restarts, for one
-    /// time to live (an older result is stale anyway).
-    private let purges: Locked<[String: Date]>
-    private let purgeLog: URL?
-
-    init(
-        memoryBytes: Int, directory: URL?, diskLimit: Int? = nil, timeToLive: TimeInterval = 3600, purgeLog: URL? = nil
-    ) {
-        self.memoryBytes = memoryBytes
-        self.timeToLive = timeToLive
-        self.purgeLog = purgeLog
-        disk = directory.flatMap {
-            try? DiskCache(
-                directory: $0,
-                configuration: DiskCacheConfiguration(maxSize: diskLimit ?? DiskCacheConfiguration.automaticMaxSize))
-        }
-        purges = Locked(Self.readPurges(purgeLog, newerThan: Date().addingTimeInterval(-timeToLive)))
-    }
-
-    func get(_ key: String, source: String, now: Date = Date()) -> Lookup {
-        let purgedAt = purges.withLock { $0.isEmpty ? nil : $0[source] }
-        if let hit = memory.withLock({ $0.entries[key] }) {
-            if let purgedAt, hit.expires.addingTimeInterval(-timeToLive) < purgedAt { return .stale(hit) }
-            return hit.expires > now ? .fresh(hit, .resultMemory) : .stale(hit)
-        }
-        guard let disk, let (data, metadata) = disk.entry(forKey: Self.diskKey(key)),
-            let format = Self.format(of: data),
-            let etag = metadata?.http?.etag
-        else { return .miss }
-        let result = CachedResult(
-            image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
-            lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
-        guard result.expires > now else { return .stale(result) }
-        if let purgedAt, result.expires.addingTimeInterval(-timeToLive) < purgedAt { return .stale(result) }
-        insert(key, result)
-        return .fresh(result, .resultDisk)
-    }
-
-    /// Drops the results of `source` held in memory and marks every result of it made before
-    /// `now` stale (those on disk, whose keys are digests, included). Returns the dropped keys.
-    func purge(source: String, now: Date = Date()) -> [String] {
-        let marker = "|" + source + "|"
-        let dropped = memory.withLock { state -> [String] in
-            let keys = state.entries.keys.filter { $0.contains(marker) }
-            for key in keys { state.bytes -= state.entries.removeValue(forKey: key)?.image.data.count ?? 0 }
-            if !keys.isEmpty { state.order.removeAll { key in keys.contains(key) } }
-            return keys.sorted()
-        }
-        purges.withLock { purges in
-            if purges.count >= 100_000 {
-                let oldest = now.addingTimeInterval(-timeToLive)
-                purges = purges.filter { $0.value > oldest }
-            }
-            purges[source] = now
-        }
-        if let purgeLog {
-            // One line per purge: seconds since 1970, a tab, the source (which holds no tab or newline).
-            let line = Data("\(Int(now.timeIntervalSince1970.rounded(.up)))\t\(source)\n".utf8)
-            if let handle = try? FileHandle(forWritingTo: purgeLog) {
-                _ = try? handle.seekToEnd()
-                try? handle.write(contentsOf: line)
-                try? handle.close()
-            } else {
-                try? line.write(to: purgeLog)
-            }
-        }
-        return dropped
-    }
-
-    private static func readPurges(_ log: URL?, newerThan oldest: Date) -> [String: Date] {
-        guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return [:] }
-        var purges: [String: Date] = [:]
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: "\t", maxSplits: 1)
-            guard fields.count == 2, let seconds = Double(fields[0]) else { continue }
-            let date = Date(timeIntervalSince1970: seconds)
-            if date > oldest { purges[String(fields[1])] = max(date, purges[String(fields[1])] ?? date) }
-        }
-        // The log keeps only what is still needed.
-        let kept = purges.map { "\(Int($0.value.timeIntervalSince1970.rounded(.up)))\t\($0.key)\n" }.joined()
-        try? Data(kept.utf8).write(to: log, options: .atomic)
-        return purges
-    }
-
-    func set(_ key: String, _ result: CachedResult) {
-        insert(key, result)
-        try? disk?.store(
-            result.image.data, forKey: Self.diskKey(key), expiryDate: result.expires,
-            http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified))
-    }
-
-    private func insert(_ key: String, _ result: CachedResult) {
-        let size = result.image.data.count
-        guard size <= memoryBytes / 8 else { return }
-        memory.withLock { state in
-            if let old = state.entries.updateValue(result, forKey: key) {
-                state.bytes -= old.image.data.count
-            } else {
-                state.order.append(key)
-            }
-            state.bytes += size
-            while state.bytes > memoryBytes, !state.order.isEmpty {
-                let oldest = state.order.removeFirst()
-                state.bytes -= state.entries.removeValue(forKey: oldest)?.image.data.count ?? 0
-            }
-        }
-    }
-
-    /// Waits for the disk's background work (the sweep) to finish: shutdown calls it.
-    func flush() { disk?.waitForBackgroundWork() }
-
-    static func diskKey(_ key: String) -> String {
-        "result:" + SHA256.hash(data: Data(key.utf8)).hexString
-    }
-
-    static func format(of data: Data) -> ImageOperations.Format? {
-        ImageProcessor.format(of: ImageSignature(data).format)
-    }
 }

@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+import ImageKit
+
+// Sources: which may be served, fetching them (and the watermark and frame pictures), and how a
+// failed fetch is answered.
+extension ImageService {
+    /// Whether `source` may be served: an allowed host (`allowedSources`), a configured bucket
+    /// (`s3`), or a configured root (`local`).
+    func allows(_ source: URL) -> Bool {
+        switch source.scheme?.lowercased() {
+        case "s3":
+            guard let s3 = configuration.s3 else { return false }
+            return s3.buckets.map { $0.contains(source.host ?? "") } ?? true
+        case "local": return configuration.localRoot != nil
+        default: break
+        }
+        guard !configuration.allowedSources.isEmpty else { return true }
+        let host = source.host?.lowercased() ?? ""
+        return configuration.allowedSources.contains { pattern in
+            let pattern = pattern.lowercased()
+            if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) || host == pattern.dropFirst(2) }
+            return host == pattern
+        }
+    }
+
+    /// A source's bytes, the origin's `Last-Modified`, and what identifies this version of it:
+    /// the origin's strong `ETag` with the length, else a digest of the bytes.
+    struct Source {
+        var data: Data
+        var lastModified: String?
+        var identity: String
+    }
+
+    /// The source's bytes (the source cache, else the origin: address policy, limits, deadline).
+    func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
+        let started = ContinuousClock.now
+        do {
+            let fetched = try await sources.fetch(url)
+            let data = fetched.data
+            guard !data.isEmpty else {
+                throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes")
+            }
+            trace.tier = fetched.fromOrigin ? .origin : .sourceDisk
+            metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fetched.fromOrigin)
+            let headers = fetched.http
+            // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
+            let identity =
+                headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
+                ?? SHA256.hash(data: data).prefix(12).hexString
+            return Source(data: data, lastModified: headers?.lastModified, identity: identity)
+        } catch let error as ImageServiceError {
+            throw error
+        } catch let error as ImageError {
+            throw Self.originError(error)
+        } catch {
+            throw ImageServiceError(502, code: "originFailed", "the source could not be fetched")
+        }
+    }
+
+    /// How a failure to fetch the source is answered (the status table in the README).
+    static func originError(_ error: ImageError) -> ImageServiceError {
+        switch error.code {
+        case .invalidStatusCode where error.httpStatusCode == 404 || error.httpStatusCode == 410:
+            return ImageServiceError(404, code: "sourceNotFound", "the origin answered \(error.httpStatusCode!)")
+        case .invalidStatusCode:
+            return ImageServiceError(
+                502, code: "originFailed", "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
+        case .timedOut: return ImageServiceError(504, code: "originTimeout", "the origin did not answer in time")
+        case .forbiddenAddress:
+            return ImageServiceError(
+                403, code: "addressNotAllowed", "the source resolves to an address that is not allowed")
+        case .responseTooLarge:
+            return ImageServiceError(413, code: "sourceTooLarge", "the source is larger than the limit")
+        case .invalidURL: return ImageServiceError(400, code: "invalidSource", "the source URL cannot be fetched")
+        case .blacklisted:
+            return ImageServiceError(404, code: "sourceNotFound", "the source failed permanently a moment ago")
+        default: return ImageServiceError(502, code: "originFailed", "the source could not be fetched (\(error.code))")
+        }
+    }
+
+    /// Each `watermark()` and `frame()` picture, fetched as a source is (allowed hosts, address policy, limits,
+    /// the source cache); by the URL as the filter names it.
+    func loadWatermarks(_ operations: ImageOperations, trace: RequestTrace) async throws(ImageServiceError)
+        -> [String: Data]
+    {
+        var watermarks: [String: Data] = [:]
+        for filter in operations.filters {
+            let text: String
+            switch filter {
+            case .watermark(let url, _, _, _, _, _), .frame(let url): text = url
+            default: continue
+            }
+            guard watermarks[text] == nil else { continue }
+            let url = try ImageRequest.sourceURL(text, addsScheme: true)
+            guard allows(url) else {
+                throw ImageServiceError(
+                    403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
+            }
+            let tier = trace.tier
+            watermarks[text] = try await loadSource(url, trace: trace).data
+            trace.tier = tier  // the response's tier is its source's
+        }
+        return watermarks
+    }
+}
