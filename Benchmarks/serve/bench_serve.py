@@ -361,9 +361,12 @@ def main():
                         help="the soak's sources: the photos, or animated GIF/WebP/APNG made from them")
     parser.add_argument("--warm-seconds", type=int, default=10)
     parser.add_argument("--phases", default="inprocess,cold,warm,mixed,overload,soak")
+    parser.add_argument("--tools", default="thumbor,imagekit",
+                        help="services to run (imagekit alone: a before/after comparison of two builds)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     phases = set(args.phases.split(","))
+    tools = [tool for tool in ("thumbor", "imagekit") if tool in args.tools.split(",")]
     make_photos(args.photos, args.count)
     names = sorted(name for name in os.listdir(args.photos) if name.endswith(".jpg"))
     dimensions = {name: Image.open(os.path.join(args.photos, name)).size for name in names}
@@ -391,7 +394,7 @@ def main():
                     for name in names]
         if "cold" in phases:
             for concurrency in (1, 8):
-                for tool in ("thumbor", "imagekit"):
+                for tool in tools:
                     log(f"cold {tool} c={concurrency} …")
                     service = Service(tool, work, args.imagekit, origin_port)
                     try:
@@ -399,7 +402,7 @@ def main():
                     finally:
                         service.stop()
         if "warm" in phases:
-            for tool in ("thumbor", "imagekit"):
+            for tool in tools:
                 service = Service(tool, work, args.imagekit, origin_port, cache=tool == "thumbor", result_cache=True)
                 try:
                     log(f"warm {tool}: filling the result cache …")
@@ -423,7 +426,7 @@ def main():
                     mixed.append((f"/unsafe/fit-in/{box}x{box}/filters:quality(80)/{source}/{name}", fit(w, h, box, box) + ("JPEG",)))
                 mixed.append((f"/unsafe/300x200/filters:quality(80)/{source}/{name}", (300, 200, "JPEG")))
                 mixed.append((f"/unsafe/fit-in/256x256/filters:format(webp):quality(80)/{source}/{name}", fit(w, h, 256, 256) + ("WEBP",)))
-            for tool in ("thumbor", "imagekit"):
+            for tool in tools:
                 log(f"mixed {tool} …")
                 service = Service(tool, work, args.imagekit, origin_port, cache=True)
                 try:

@@ -72,6 +72,10 @@ struct Serve: ParsableCommand {
             "Enables POST /admin/purge with Authorization: Bearer KEY (forgets a source and its results on this node). Default: no admin route."
     )
     var adminKey: String?
+    @Flag(
+        name: .customLong("source-tags"),
+        help: "Send Surrogate-Key and Cache-Tag naming each image's source, for a CDN's purge by tag (default: off).")
+    var sourceTags = false
     @Option(
         name: .customLong("purge-notify"),
         help:
@@ -177,6 +181,7 @@ struct Serve: ParsableCommand {
         configuration.allowedNetworks = allowedAddresses
         if !s3Buckets.isEmpty { configuration.s3 = s3Access(environment: ProcessInfo.processInfo.environment) }
         configuration.adminKey = adminKey
+        configuration.sendsSourceTags = sourceTags
         configuration.purgeNotify = purgeNotify.compactMap(URL.init(string:))
         configuration.localRoot = localRoot.map { URL(fileURLWithPath: $0, isDirectory: true) }
         configuration.cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -281,7 +286,7 @@ struct Serve: ParsableCommand {
         ("thumbor-key", .list), ("allow-unsafe", .flag),
         ("allow-source", .list), ("allow-address", .list), ("s3-bucket", .list), ("s3-endpoint", .value),
         ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("admin-key", .value),
-        ("purge-notify", .list),
+        ("purge-notify", .list), ("source-tags", .flag),
         ("cache-dir", .value),
         ("memory-limit", .value),
         ("disk-limit", .value),

@@ -32,7 +32,7 @@ final class PurgeTests: XCTestCase {
 
     private func start(adminKey: String?) throws -> ServeProcess {
         var arguments = [
-            "--allow-unsafe", "--allow-address", "127.0.0.1/32", "--cache-dir", directory.path,
+            "--allow-unsafe", "--allow-address", "127.0.0.1/32", "--cache-dir", directory.path, "--source-tags",
         ]
         if let adminKey { arguments += ["--admin-key", adminKey] }
         return try ServeProcess(arguments)

@@ -19,7 +19,7 @@ extension ImageService {
     ///     door hashes on it to reach the node that owns the source).
     ///   - authorization: the `Authorization` header: `Bearer ADMIN_KEY`.
     /// - Returns: 200 with `{"source", "dropped", "tag"}` (`tag`: the `Surrogate-Key` its images
-    ///   carry, for a CDN purge); 404 without ``ImageServiceConfiguration/adminKey``; 403 for a
+    ///   carry with ``ImageServiceConfiguration/sendsSourceTags``, for a CDN purge); 404 without ``ImageServiceConfiguration/adminKey``; 403 for a
     ///   missing or wrong key (nothing else said); 400 for a request without a usable source.
     ///
     /// ```sh
@@ -93,7 +93,8 @@ extension ImageService {
     }
 
     /// The tag every image of `source` carries in `Surrogate-Key` (Fastly) and `Cache-Tag`
-    /// (Cloudflare), so a CDN purges all its variants by one tag.
+    /// (Cloudflare) when ``ImageServiceConfiguration/sendsSourceTags`` is on, so a CDN purges all
+    /// its variants by one tag.
     static func surrogateKey(_ source: String) -> String {
         "imagekit-src-" + SHA256.hash(data: Data(source.utf8)).prefix(12).hexString
     }

@@ -33,7 +33,7 @@ public final class ImageService: Sendable {
     private let sourceDisk: DiskCache?
     let metrics: ServiceMetrics
     private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
-    private let parsedPaths = Locked<[String: (ImageRequest, String)]>([:])
+    private let parsedPaths = Locked<[String: ParsedPath]>([:])
     /// The admin key's MAC under a secret of this process: a presented key is checked by
     /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
     let adminTag: Data?
@@ -156,16 +156,17 @@ public final class ImageService: Sendable {
         -> ImageServiceResponse
     {
         let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        let (request, operationsKey) = try parsed(rawPath)
+        let parsedPath = try parsed(rawPath)
+        let (request, operationsKey, sourceTag) = (parsedPath.request, parsedPath.key, parsedPath.tag)
         trace.grammar = request.grammar
-        trace.source = request.source.absoluteString
+        trace.source = parsedPath.source
         try authorize(request)
         let operations = request.operations
         let now = Int(Date().timeIntervalSince1970)
         if let expires = operations.expires, expires <= now {
             throw ImageServiceError(404, code: "expired", "the URL has expired")
         }
-        guard allows(request.source) else {
+        guard parsedPath.isAllowed else {
             throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed")
         }
 
@@ -200,10 +201,11 @@ public final class ImageService: Sendable {
         let resultKey = operationsKey + "|" + formatClass
 
         let stale: CachedResult?
-        switch results.get(resultKey, source: request.source.absoluteString) {
+        switch results.get(resultKey, source: parsedPath.source) {
         case .fresh(let hit, let tier):
             trace.tier = tier
-            return respond(with: hit, request: request, negotiable: negotiable, headers: headers, now: now)
+            return respond(
+                with: hit, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
         case .stale(let entry): stale = entry
         case .miss: stale = nil
         }
@@ -220,7 +222,8 @@ public final class ImageService: Sendable {
             let renewed = CachedResult(
                 image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
             results.set(resultKey, renewed)
-            return respond(with: renewed, request: request, negotiable: negotiable, headers: headers, now: now)
+            return respond(
+                with: renewed, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
         }
         if Self.matches(headers["if-none-match"], etag) {
             let varies = negotiable && Self.negotiates(request, signature)
@@ -235,16 +238,33 @@ public final class ImageService: Sendable {
             source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
-        return respond(with: result, request: request, negotiable: negotiable, headers: headers, now: now)
+        return respond(
+            with: result, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
     }
 
-    /// The path read, and its result key without the format: from a memo of recent paths, since a
-    /// CDN asks the same URLs again and parsing is most of a result-cache hit's work. Only
-    /// paths that parsed are kept (errors are cheap to find again and are not worth the memory).
-    private func parsed(_ path: String) throws(ImageServiceError) -> (ImageRequest, String) {
+    /// A path read, with what every request for it needs and its configuration decides once.
+    struct ParsedPath: Sendable {
+        var request: ImageRequest
+        /// The result key without the format.
+        var key: String
+        /// The source URL as a string (`URL.absoluteString` is not free).
+        var source: String
+        /// The source's `Surrogate-Key`.
+        var tag: String
+        /// Whether the configuration serves the source (hosts, buckets, local root).
+        var isAllowed: Bool
+    }
+
+    /// The path read: from a memo of recent paths, since a CDN asks the same URLs again and
+    /// parsing is most of a result-cache hit's work. Only paths that parsed are kept (errors are
+    /// cheap to find again and are not worth the memory).
+    private func parsed(_ path: String) throws(ImageServiceError) -> ParsedPath {
         if let hit = parsedPaths.withLock({ $0[path] }) { return hit }
         let request = try ImageRequest.parse(path: path, presets: configuration.presets)
-        let entry = (request, effectiveKey(request.operations) + "|" + request.source.absoluteString)
+        let source = request.source.absoluteString
+        let entry = ParsedPath(
+            request: request, key: effectiveKey(request.operations) + "|" + source, source: source,
+            tag: Self.surrogateKey(source), isAllowed: allows(request.source))
         parsedPaths.withLock { paths in
             if paths.count >= 4096 { paths.removeAll(keepingCapacity: true) }  // a few MB at most
             paths[path] = entry
@@ -293,7 +313,7 @@ public final class ImageService: Sendable {
 
     /// A result's response: 304 when the client holds it already.
     private func respond(
-        with result: CachedResult, request: ImageRequest, negotiable: Bool, headers: [String: String],
+        with result: CachedResult, request: ImageRequest, tag: String, negotiable: Bool, headers: [String: String],
         now: Int
     ) -> ImageServiceResponse {
         let operations = request.operations
@@ -305,11 +325,10 @@ public final class ImageService: Sendable {
             return ImageServiceResponse(status: 304, headers: common)
         }
         let processed = result.image
-        let tag = Self.surrogateKey(request.source.absoluteString)
         var fields: [(String, String)] = [
             ("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count)),
-            ("Surrogate-Key", tag), ("Cache-Tag", tag),
         ]
+        if configuration.sendsSourceTags { fields += [("Surrogate-Key", tag), ("Cache-Tag", tag)] }
         fields += common.map { ($0.name, $0.value) }
         if operations.filename != nil || operations.returnAttachment {
             let name =

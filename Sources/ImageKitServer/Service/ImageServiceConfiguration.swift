@@ -67,6 +67,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
     /// route (404). See ``ImageService/purge(body:authorization:)``.
     public var adminKey: String?
+    /// Send `Surrogate-Key` and `Cache-Tag` with every image, naming its source (the `tag` a
+    /// purge answers), so a CDN (Fastly, Cloudflare) purges every variant of a source by one tag.
+    /// Off by default: two headers on every response.
+    public var sendsSourceTags = false
     /// Front caches to purge with a source (`--purge-notify`): each fleet nginx's purge location
     /// (`http://127.0.0.1:8080/imagekit-purge-key`). The node remembers the keys it answered per
     /// source and asks each to drop them after a purge.
