@@ -65,7 +65,7 @@ public struct ImageServiceConfiguration: Sendable {
     /// version at once (local sources are not kept in the source cache).
     public var localRoot: URL?
     /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
-    /// route (404). See ``ImageService/purge(body:authorization:)``.
+    /// route (404). See ``ImageService/purge(body:query:authorization:)``.
     public var adminKey: String?
     /// Send `Surrogate-Key` and `Cache-Tag` with every image, naming its source (the `tag` a
     /// purge answers), so a CDN (Fastly, Cloudflare) purges every variant of a source by one tag.
