@@ -60,6 +60,56 @@ static inline uint32_t cairo_pixel_to_rgba(uint32_t value, const uint32_t *recip
     return out;
 }
 
+#if IK_HAS_AVX2_DISPATCH
+/// Eight pixels at a time, partial alpha included (an SVG's gradients and antialiased edges are
+/// most of its pixels): every alpha goes through the reciprocal table, whose entry for 255 is
+/// the identity (65536); alpha 0 keeps its colour bytes, swapped, as the scalar loop does.
+/// Returns how many pixels it converted; `all` collects the words' AND.
+IK_AVX2 static int cairo_to_rgba_avx2(uint32_t *pixels, int count, const uint32_t *reciprocal, uint32_t *all) {
+    const __m256i low = _mm256_set1_epi32(0xFF), keep = _mm256_set1_epi32((int)0xFF00FF00u);
+    const __m256i half = _mm256_set1_epi32(32768), max = _mm256_set1_epi32(255);
+    __m256i every = _mm256_set1_epi32(-1);
+    int x = 0;
+    // Red and blue trade places: bytes 2, 1, 0, 3 of each word.
+    const __m256i swap = _mm256_setr_epi8(2, 1, 0, 3, 6, 5, 4, 7, 10, 9, 8, 11, 14, 13, 12, 15, 2, 1, 0, 3, 6, 5, 4,
+                                          7, 10, 9, 8, 11, 14, 13, 12, 15);
+    const __m256i minus_one = _mm256_set1_epi32(-1), limit = _mm256_set1_epi32(254);
+    for (; x + 8 <= count; x += 8) {
+        __m256i value = _mm256_loadu_si256((const __m256i *)(pixels + x));
+        every = _mm256_and_si256(every, value);
+        __m256i alpha = _mm256_srli_epi32(value, 24);
+        // Opaque and transparent pixels (shapes' insides, backgrounds) only swap.
+        __m256i below = _mm256_sub_epi32(alpha, _mm256_set1_epi32(1));  // 0...253 is partial
+        __m256i partial = _mm256_and_si256(_mm256_cmpgt_epi32(below, minus_one), _mm256_cmpgt_epi32(limit, below));
+        if (_mm256_testz_si256(partial, partial)) {
+            _mm256_storeu_si256((__m256i *)(pixels + x), _mm256_shuffle_epi8(value, swap));
+            continue;
+        }
+        __m256i r = _mm256_i32gather_epi32((const int *)reciprocal, alpha, 4);
+        __m256i red = _mm256_and_si256(_mm256_srli_epi32(value, 16), low);
+        __m256i green = _mm256_and_si256(_mm256_srli_epi32(value, 8), low);
+        __m256i blue = _mm256_and_si256(value, low);
+        red = _mm256_min_epu32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_mullo_epi32(red, r), half), 16), max);
+        green = _mm256_min_epu32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_mullo_epi32(green, r), half), 16), max);
+        blue = _mm256_min_epu32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_mullo_epi32(blue, r), half), 16), max);
+        __m256i out = _mm256_or_si256(
+            _mm256_slli_epi32(alpha, 24),
+            _mm256_or_si256(_mm256_slli_epi32(blue, 16), _mm256_or_si256(_mm256_slli_epi32(green, 8), red)));
+        __m256i swapped = _mm256_or_si256(
+            _mm256_and_si256(value, keep),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(value, 16), low),
+                            _mm256_slli_epi32(_mm256_and_si256(value, low), 16)));
+        out = _mm256_blendv_epi8(out, swapped, _mm256_cmpeq_epi32(alpha, _mm256_setzero_si256()));
+        _mm256_storeu_si256((__m256i *)(pixels + x), out);
+    }
+    __m128i folded = _mm_and_si128(_mm256_castsi256_si128(every), _mm256_extracti128_si256(every, 1));
+    uint32_t lanes[4];
+    _mm_storeu_si128((__m128i *)lanes, folded);
+    *all &= lanes[0] & lanes[1] & lanes[2] & lanes[3];
+    return x;
+}
+#endif
+
 int ik_cairo_to_rgba_row(uint8_t *row, int count) {
     // Whole pixels as words (rows are 4-byte aligned): red and blue trade places; a pixel whose
     // alpha is neither 0 nor 255 is also unpremultiplied (a transparent one is 0,0,0,0 either
@@ -69,6 +119,9 @@ int ik_cairo_to_rgba_row(uint8_t *row, int count) {
     uint32_t *pixels = (uint32_t *)row;
     uint32_t all = 0xFFFFFFFFu;
     int x = 0;
+#if IK_HAS_AVX2_DISPATCH
+    if (ik_uses_avx2()) x = cairo_to_rgba_avx2(pixels, count, reciprocal, &all);
+#endif
 #if defined(__SSE2__)
     const __m128i low = _mm_set1_epi32(0xFF), keep = _mm_set1_epi32((int)0xFF00FF00u);
     const __m128i minus_one = _mm_set1_epi32(-1), limit = _mm_set1_epi32(254);
@@ -90,7 +143,7 @@ int ik_cairo_to_rgba_row(uint8_t *row, int count) {
     }
     uint32_t lanes[4];
     _mm_storeu_si128((__m128i *)lanes, all_alpha);
-    all = lanes[0] & lanes[1] & lanes[2] & lanes[3];
+    all &= lanes[0] & lanes[1] & lanes[2] & lanes[3];
 #endif
     for (; x < count; x++) {
         all &= pixels[x];
