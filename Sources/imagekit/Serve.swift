@@ -54,7 +54,7 @@ struct Serve: ParsableCommand {
     @Option(
         name: .customLong("s3-endpoint"),
         help:
-            "An S3-compatible endpoint (MinIO, Ceph RGW, R2), e.g. http://10.0.0.5:9000; exempt from the address guard."
+            "An S3-compatible endpoint (MinIO, Ceph RGW, R2), e.g. http://10.0.0.5:9000; its address passes the private-address guard (--allow-address for a private store)."
     )
     var s3Endpoint: String?
     @Option(

@@ -142,6 +142,8 @@ final class MotoS3Server: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning, Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // Lets Foundation see the exit: a Process keeps itself alive until it has.
+        process.waitUntilExit()
     }
 
     deinit { if external == nil, process.isRunning { kill(process.processIdentifier, SIGKILL) } }

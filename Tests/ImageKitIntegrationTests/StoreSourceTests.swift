@@ -222,7 +222,14 @@ extension StoreSourceTests {
             "--allow-unsafe", "--s3-bucket", "private-photos", "--s3-endpoint", moto.endpoint.absoluteString,
             "--result-ttl", "0",
         ]
-        let server = try ServeProcess(options, environment: credentials)
+        // The address guard applies to the store: a loopback one is refused until it is allowed.
+        let guarded = try ServeProcess(options, environment: credentials)
+        let refusedAddress = try guarded.request("/unsafe/100x0/s3://private-photos/2024/cat.jpg")
+        guarded.stop()
+        XCTAssertEqual(refusedAddress.status, 403)
+        XCTAssertEqual(refusedAddress.json["error"], "addressNotAllowed")
+        let allowed = options + ["--allow-address", "127.0.0.1/32"]
+        let server = try ServeProcess(allowed, environment: credentials)
         defer { server.stop() }
         let base64 = Data("s3://private-photos/2024/cat.jpg".utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -254,7 +261,7 @@ extension StoreSourceTests {
         // A wrong secret: the store refuses the signature (502, the store's 403 named).
         var wrong = credentials
         wrong["IMAGEKIT_SERVE_S3_SECRET_ACCESS_KEY"] = "wrong-secret"
-        let refused = try ServeProcess(options, environment: wrong)
+        let refused = try ServeProcess(allowed, environment: wrong)
         defer { refused.stop() }
         let answer = try refused.request("/unsafe/100x0/s3://private-photos/2024/cat.jpg")
         XCTAssertEqual(answer.status, 502)

@@ -474,9 +474,8 @@ public final class ImageDownloader: ImageLoading {
             options.userAgent = userAgent
             options.credentials = nil
             // A signature holds for one host: S3 answers a wrong region with a redirect that
-            // must not be followed with it. An endpoint the operator named is theirs to trust.
+            // must not be followed with it. The address policy applies to the store as to any host.
             options.maxRedirects = 0
-            if s3.endpoint != nil { options.addressPolicy = nil }
         }
         let transfer = CurlTransfer(options: options, bodyPool: bodyPool)
         transfer.onProgress = { [weak self] progress in

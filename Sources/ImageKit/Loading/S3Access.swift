@@ -25,9 +25,9 @@ public struct S3Access: Sendable, Hashable {
     /// A temporary session token (`AWS_SESSION_TOKEN`), sent as `x-amz-security-token`.
     public var sessionToken: String?
     /// An S3-compatible endpoint (`http://127.0.0.1:9000`, `https://ACCOUNT.r2.cloudflarestorage.com`);
-    /// nil: AWS's own, `https://BUCKET.s3.REGION.amazonaws.com`. An endpoint set here is the
-    /// operator's: the downloader's address policy does not apply to it (a private MinIO is
-    /// allowed), while AWS's endpoint stays under the policy.
+    /// nil: AWS's own, `https://BUCKET.s3.REGION.amazonaws.com`. The downloader's address policy
+    /// applies to the endpoint as to any host: a store on a private network needs that network
+    /// allowed (``AddressPolicy/allowing(networks:)``; `imagekit serve --allow-address`).
     public var endpoint: URL?
     /// Path-style addressing (`ENDPOINT/BUCKET/KEY`) instead of virtual-hosted
     /// (`BUCKET.ENDPOINT/KEY`); most S3-compatible stores want it. Default: true with an
