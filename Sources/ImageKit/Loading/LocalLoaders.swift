@@ -19,26 +19,12 @@ public struct FileLoader: ImageLoading {
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
     ) -> any ImageLoadCancellable {
-        let token = LocalLoadToken(completion)
-        queue.async {
-            guard !token.isCancelled else { return }
+        LocalLoadToken.read(on: queue, request, progress: progress, completion: completion) { () throws(ImageError) in
             let path = request.url.path
-            let result: Result<ImageLoadResponse, ImageError>
-            do {
-                guard let (data, _) = try DiskFiles.read(path) else {
-                    throw ImageError(.invalidURL, "no file at \(path)")
-                }
-                guard !data.isEmpty else { throw ImageError(.invalidResponse, "\(path) is empty") }
-                progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
-                result = .success(ImageLoadResponse(url: request.url, data: data))
-            } catch let error as ImageError {
-                result = .failure(error)
-            } catch {
-                result = .failure(ImageError(.ioError, "\(path): \(error)"))
-            }
-            token.finish(result)
+            guard let (data, _) = try DiskFiles.read(path) else { throw ImageError(.invalidURL, "no file at \(path)") }
+            guard !data.isEmpty else { throw ImageError(.invalidResponse, "\(path) is empty") }
+            return (data, [:])
         }
-        return token
     }
 }
 
@@ -101,6 +87,26 @@ final class LocalLoadToken: ImageLoadCancellable {
     }
 
     func cancel() { finish(.failure(ImageError(.cancelled, "the load was cancelled"))) }
+
+    /// A load from this machine: `read` runs on `queue` unless the load was cancelled first; its
+    /// bytes are reported as one progress step and completed with `read`'s headers.
+    static func read(
+        on queue: DispatchQueue, _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void,
+        _ read: @escaping @Sendable () throws(ImageError) -> (Data, [String: String])
+    ) -> LocalLoadToken {
+        let token = LocalLoadToken(completion)
+        queue.async {
+            guard !token.isCancelled else { return }
+            token.finish(
+                Result { () throws(ImageError) -> ImageLoadResponse in
+                    let (data, headers) = try read()
+                    progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
+                    return ImageLoadResponse(url: request.url, data: data, headers: headers)
+                })
+        }
+        return token
+    }
 }
 
 /// Several loaders behind one ``ImageLoading`` (SDWebImage's `SDImageLoadersManager`): the last

@@ -45,17 +45,9 @@ public struct LocalRootLoader: ImageLoading {
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
     ) -> any ImageLoadCancellable {
-        let token = LocalLoadToken(completion)
-        queue.async {
-            guard !token.isCancelled else { return }
-            let result = Result { () throws(ImageError) -> ImageLoadResponse in
-                let (data, headers) = try read(request.url)
-                progress?(ImageLoadProgress(receivedBytes: Int64(data.count), expectedBytes: Int64(data.count)))
-                return ImageLoadResponse(url: request.url, data: data, headers: headers)
-            }
-            token.finish(result)
+        LocalLoadToken.read(on: queue, request, progress: progress, completion: completion) { () throws(ImageError) in
+            try read(request.url)
         }
-        return token
     }
 
     /// The file a `local:` URL names, as a path under the root's real path; nil when the URL
