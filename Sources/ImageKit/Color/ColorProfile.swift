@@ -73,8 +73,10 @@ public struct ColorProfile: Sendable, Hashable, CustomStringConvertible {
     /// The description, or "ICC profile (N bytes)" for a profile without one.
     public var description: String { profileDescription ?? "ICC profile (\(bytes.count) bytes)" }
 
+    /// Profiles are equal when their bytes are (the same storage is compared first).
     public static func == (lhs: ColorProfile, rhs: ColorProfile) -> Bool {
         lhs.storage === rhs.storage || lhs.bytes == rhs.bytes
     }
+    /// Hashes the profile's bytes.
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }

@@ -40,8 +40,7 @@ public struct LocalRootLoader: ImageLoading {
     public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "local" }
 
     /// Reads the file on the loader's queue.
-    @discardableResult
-    public func load(
+    @discardableResult public func load(
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
     ) -> any ImageLoadCancellable {
