@@ -55,11 +55,15 @@ enum DiskFiles {
         return info(status)
     }
 
-    /// Reads a whole regular file; nil when it does not exist (or vanished meanwhile).
-    static func read(_ path: String) throws(ImageError) -> (Data, FileInfo)? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    /// Reads a whole regular file; nil when it does not exist (or vanished meanwhile), is not a
+    /// regular file, or — with `followsLinks` false — is a symbolic link. A file over `maxBytes`
+    /// is ``ImageError/Code/responseTooLarge`` before anything is read.
+    static func read(_ path: String, followsLinks: Bool = true, maxBytes: Int? = nil) throws(ImageError) -> (
+        Data, FileInfo
+    )? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | (followsLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
+            if errno == ENOENT || errno == ENOTDIR || (!followsLinks && errno == ELOOP) { return nil }
             throw error("cannot open", path)
         }
         defer { close(descriptor) }
@@ -67,6 +71,9 @@ enum DiskFiles {
         guard fstat(descriptor, &status) == 0 else { throw error("cannot stat", path) }
         let fileInfo = info(status)
         guard fileInfo.isRegular else { return nil }
+        if let maxBytes, fileInfo.size > maxBytes {
+            throw ImageError(.responseTooLarge, "\(path) is over \(maxBytes) bytes")
+        }
         var data = Data(count: fileInfo.size)
         var offset = 0
         let failure: Int32? = data.withUnsafeMutableBytes { buffer in

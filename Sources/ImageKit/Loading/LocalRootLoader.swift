@@ -71,33 +71,14 @@ public struct LocalRootLoader: ImageLoading {
     private func read(_ url: URL) throws(ImageError) -> (Data, [String: String]) {
         let notFound = ImageError(.invalidStatusCode, "no such local source", httpStatusCode: 404)
         guard let path = resolvedPath(for: url) else { throw notFound }
-        // The real path was checked; O_NOFOLLOW refuses a link swapped in since.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw notFound }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw notFound }
-        let size = Int(info.st_size)
-        if let maxBytes, size > maxBytes {
-            throw ImageError(.responseTooLarge, "the local source is over \(maxBytes) bytes")
+        // The real path was checked; not following links refuses one swapped in since.
+        guard let (data, info) = try DiskFiles.read(path, followsLinks: false, maxBytes: maxBytes) else {
+            throw notFound
         }
-        guard size > 0 else { throw ImageError(.invalidResponse, "the local source is empty") }
-        var data = Data(count: size)
-        let count = data.withUnsafeMutableBytes { buffer -> Int in
-            var done = 0
-            while done < size {
-                let got = Glibc.read(descriptor, buffer.baseAddress! + done, size - done)
-                if got < 0, errno == EINTR { continue }
-                if got <= 0 { break }
-                done += got
-            }
-            return done
-        }
-        guard count == size else { throw ImageError(.ioError, "the local source could not be read") }
-        let modified = info.st_mtim
-        let etag =
-            "\"\(String(size, radix: 16))-\(String(modified.tv_sec, radix: 16))-\(String(modified.tv_nsec, radix: 16))\""
-        return (data, ["etag": etag, "last-modified": Self.httpDate(modified.tv_sec)])
+        guard !data.isEmpty else { throw ImageError(.invalidResponse, "the local source is empty") }
+        let modified = info.modification.timeIntervalSince1970
+        let etag = "\"\(String(data.count, radix: 16))-\(String(Int64(modified * 1e6), radix: 16))\""
+        return (data, ["etag": etag, "last-modified": Self.httpDate(Int(modified.rounded(.down)))])
     }
 
     private static func realPath(_ path: String) -> String? {
