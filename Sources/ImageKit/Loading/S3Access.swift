@@ -27,7 +27,7 @@ public struct S3Access: Sendable, Hashable {
     /// An S3-compatible endpoint (`http://127.0.0.1:9000`, `https://ACCOUNT.r2.cloudflarestorage.com`);
     /// nil: AWS's own, `https://BUCKET.s3.REGION.amazonaws.com`. The downloader's address policy
     /// applies to the endpoint as to any host: a store on a private network needs that network
-    /// allowed (``AddressPolicy/allowing(networks:)``; `imagekit serve --allow-address`).
+    /// allowed (``AddressPolicy/allowing(networks:hosts:)``; `imagekit serve --allow-address`).
     public var endpoint: URL?
     /// Path-style addressing (`ENDPOINT/BUCKET/KEY`) instead of virtual-hosted
     /// (`BUCKET.ENDPOINT/KEY`); most S3-compatible stores want it. Default: true with an
