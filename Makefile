@@ -143,9 +143,29 @@ bench-net: deps
 # overload phases (Benchmarks/serve/bench_serve.py). JSON=1 prints JSON lines; SOAK=600 adds a
 # ten-minute soak; SOURCES=animated soaks with animated GIF, WebP and APNG sources instead of the
 # photos; COUNT=N photos.
+# FORMATS=1: instead, every source format (JPEG, PNG, WebP, GIF, AVIF, HEIC with and without a
+# thumbnail item, JPEG XL, TIFF) through `imagekit serve` beside libvips (Debian's 8.14 and
+# pyvips-binary's 8.18) and Pillow in process on the same files (Benchmarks/serve/bench_formats.py;
+# FORMAT_COUNT sources a format, ROUNDS rounds).
 SOAK ?= 0
 SOURCES ?= photos
 COUNT ?= 1000
+FORMAT_COUNT ?= 30
+VIPS_VENV ?= $(HOME)/.cache/imagekit/vips-debian-venv
+ifdef FORMATS
+bench-serve: deps peers-venv
+	@missing=""; for tool in heif-enc:libheif-examples cjxl:libjxl-tools; do \
+		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool#*:}"; done; \
+		ls /usr/lib/*/libvips.so.42 >/dev/null 2>&1 || missing="$$missing libvips42"; \
+		ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || missing="$$missing lomiri-wallpapers"; \
+		if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; fi
+	@$(VIPS_VENV)/bin/python -c "import pyvips" 2>/dev/null || { rm -rf $(VIPS_VENV) && python3 -m venv $(VIPS_VENV) && \
+		$(VIPS_VENV)/bin/pip install -q --disable-pip-version-check pyvips==3.2.0; }
+	$(SWIFTPM) build -c release --product imagekit
+	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
+		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
+else
 bench-serve: deps thumbor-venv
 	@command -v wrk >/dev/null 2>&1 && [ -d /usr/share/backgrounds ] && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends wrk lomiri-wallpapers; }
@@ -153,6 +173,7 @@ bench-serve: deps thumbor-venv
 	$(SWIFTPM) build -c release --product bench
 	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_serve.py --imagekit .build/release/imagekit --bench .build/release/bench \
 		--count $(COUNT) --soak $(SOAK) --sources $(SOURCES) $(if $(JSON),--json,)
+endif
 
 # A fleet of N `imagekit serve` nodes on 127.0.0.1:FLEET_PORT+1…N behind nginx on FLEET_PORT
 # (deploy/fleet.py, deploy/nginx/): `make fleet N=3` starts or scales it (running nodes keep
