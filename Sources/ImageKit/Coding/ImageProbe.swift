@@ -3,10 +3,13 @@ import Foundation
 /// An image's size and EXIF orientation read from its header, without decoding pixels: what an
 /// image service plans its work from (which decode-time thumbnail to ask for).
 ///
-/// Read for JPEG (SOF and APP1/XMP orientation), PNG (IHDR), GIF (logical screen) and WebP
-/// (VP8, VP8L, VP8X canvas), and for vectors (SVG's intrinsic size, a PDF's first page at
-/// 72 dpi: the document is parsed, nothing is drawn) in builds with those traits; nil for other
-/// formats and for headers it cannot read — decode the image then to learn its size.
+/// Read for JPEG (SOF and APP1/XMP orientation), PNG (IHDR), GIF (logical screen), WebP
+/// (VP8, VP8L, VP8X canvas) and TIFF (the first page's directory and Orientation tag), and in
+/// builds with those traits for HEIC/HEIF and AVIF (the boxes parsed: the displayed size, the
+/// file's `clap`/`irot`/`imir` applied, orientation `.up`), JPEG XL (the basic info, its
+/// orientation applied) and vectors (SVG's intrinsic size, a PDF's first page at 72 dpi: the
+/// document is parsed, nothing is drawn); nil for other formats and for headers it cannot read —
+/// decode the image then to learn its size.
 ///
 /// ```swift
 /// if let probe = ImageProbe(data) {
@@ -47,7 +50,8 @@ public struct ImageProbe: Sendable, Hashable {
         func u24le(_ offset: Int) -> Int { u16le(offset) | Int(bytes[offset + 2]) << 16 }
         func u32be(_ offset: Int) -> Int { u16be(offset) << 16 | u16be(offset + 2) }
         let probe: ImageProbe?
-        switch ImageSignature(bytes: bytes).format {
+        let format = ImageSignature(bytes: bytes).format
+        switch format {
         case .jpeg:
             let markers = JPEGMarkers(bytes)
             guard markers.frameWidth > 0, markers.frameHeight > 0 else { return nil }
@@ -72,6 +76,27 @@ public struct ImageProbe: Sendable, Hashable {
             case "VP8X": probe = ImageProbe(format: .webp, width: u24le(24) + 1, height: u24le(27) + 1)
             default: probe = nil
             }
+        case .tiff:
+            probe = TIFFCoder.firstPageHeader(bytes).map {
+                ImageProbe(format: .tiff, width: $0.size.width, height: $0.size.height, orientation: $0.orientation)
+            }
+        #if HEIF
+        case .heic, .heif:
+            // The file's own transforms (clap, irot, imir) are part of the displayed size: no
+            // EXIF orientation is applied on top.
+            probe = HEIFCoder.displayedSize(bytes).map { ImageProbe(format: format, width: $0.width, height: $0.height) }
+        #endif
+        #if AVIF
+        case .avif:
+            probe = AVIFCoder.displayedSize(bytes).map { ImageProbe(format: .avif, width: $0.width, height: $0.height) }
+        #elseif HEIF
+        case .avif:
+            probe = HEIFCoder.displayedSize(bytes).map { ImageProbe(format: .avif, width: $0.width, height: $0.height) }
+        #endif
+        #if JXL
+        case .jpegXL:
+            probe = JXLCoder.displayedSize(bytes).map { ImageProbe(format: .jpegXL, width: $0.width, height: $0.height) }
+        #endif
         #if SVG
         case .svg:
             probe = SVGCoder.intrinsicSize(bytes).map { ImageProbe(format: .svg, width: $0.width, height: $0.height) }

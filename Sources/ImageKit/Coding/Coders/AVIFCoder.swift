@@ -109,6 +109,20 @@ public struct AVIFCoder: ImageCoding {
         return decoded
     }
 
+    /// The displayed size (after `clap`, `irot`), as ``decode(_:options:)`` returns it, from the
+    /// parsed boxes: no frame is decoded.
+    static func displayedSize(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+        func parsed(_ bytes: UnsafeRawBufferPointer) throws(ImageError) -> PixelSize? {
+            let decoder = try makeDecoder(bytes)
+            defer { avifDecoderDestroy(decoder) }
+            guard let first = decoder.pointee.image else { return nil }
+            let stored = PixelSize(width: Int(first.pointee.width), height: Int(first.pointee.height))
+            return Geometry(first.pointee).displayedSize(stored)
+        }
+        guard !BMFFBoxes.foreignTracks(in: bytes).isEmpty else { return try? parsed(bytes) }
+        return try? imageTracksOnly(Data(bytes)).withImageBytes { bytes throws(ImageError) in try parsed(bytes) }
+    }
+
     /// A libavif decoder over `bytes` (which must outlive it), parsed: one thread, no EXIF or XMP,
     /// lenient. libavif's own size limit (16384 × 16384) stays as a backstop: parsing allocates no
     /// pixels, and ImageKit's limits are checked against the parsed header by the caller.

@@ -284,18 +284,34 @@ public struct HEIFCoder: ImageCoding {
     /// Whether libheif sees an alpha channel on the primary image (a container parse, no
     /// decoding); false for data it cannot read.
     static func primaryImageHasAlpha(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let context = heif_context_alloc() else { return false }
+        withPrimaryImage(bytes) { heif_image_handle_has_alpha_channel($0) != 0 } ?? false
+    }
+
+    /// The primary image's displayed size (libheif's handle applies `clap`, `irot` and `imir`, as
+    /// ``decode(_:options:)`` does), read from the boxes: nothing is decoded.
+    static func displayedSize(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+        withPrimaryImage(bytes) {
+            PixelSize(width: Int(heif_image_handle_get_width($0)), height: Int(heif_image_handle_get_height($0)))
+        }
+    }
+
+    /// `body` on the primary image's handle of a parsed (not decoded) file; nil when libheif cannot
+    /// read the boxes.
+    private static func withPrimaryImage<Result>(
+        _ bytes: UnsafeRawBufferPointer, _ body: (OpaquePointer) -> Result
+    ) -> Result? {
+        guard bytes.count > 0, let context = heif_context_alloc() else { return nil }
         defer { heif_context_free(context) }
         guard
             heif_context_read_from_memory_without_copy(context, bytes.baseAddress, bytes.count, nil).code
                 == heif_error_Ok
-        else { return false }
+        else { return nil }
         var primary: OpaquePointer?
         guard heif_context_get_primary_image_handle(context, &primary).code == heif_error_Ok, let primary else {
-            return false
+            return nil
         }
         defer { heif_image_handle_release(primary) }
-        return heif_image_handle_has_alpha_channel(primary) != 0
+        return body(primary)
     }
 
     static func iccProfile(_ handle: OpaquePointer) -> Data? {

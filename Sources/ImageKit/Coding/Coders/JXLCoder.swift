@@ -29,6 +29,23 @@ public struct JXLCoder: ImageCoding {
         try data.withImageBytes { bytes throws(ImageError) in try Self.decode(bytes, options: options) }
     }
 
+    /// The displayed size (the orientation field applied, as ``decode(_:options:)`` returns it) from
+    /// the basic info at the head of the codestream: nothing is decoded.
+    static func displayedSize(_ bytes: UnsafeRawBufferPointer) -> PixelSize? {
+        guard let base = bytes.baseAddress, bytes.count > 0, let decoder = JxlDecoderCreate(nil) else { return nil }
+        defer { JxlDecoderDestroy(decoder) }
+        guard JxlDecoderSubscribeEvents(decoder, Int32(JXL_DEC_BASIC_INFO.rawValue)) == JXL_DEC_SUCCESS,
+            JxlDecoderSetInput(decoder, base.assumingMemoryBound(to: UInt8.self), bytes.count) == JXL_DEC_SUCCESS
+        else { return nil }
+        JxlDecoderCloseInput(decoder)
+        var info = JxlBasicInfo()
+        guard JxlDecoderProcessInput(decoder) == JXL_DEC_BASIC_INFO,
+            JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS
+        else { return nil }
+        let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
+        return info.orientation.rawValue > 4 ? stored.transposed : stored
+    }
+
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
         -> DecodedImage
     {

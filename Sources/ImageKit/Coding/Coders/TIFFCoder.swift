@@ -37,6 +37,16 @@ public struct TIFFCoder: ImageCoding {
         }
     }
 
+    /// The first page's stored size and its Orientation tag, from the directory: nothing is decoded.
+    static func firstPageHeader(_ bytes: UnsafeRawBufferPointer) -> (size: PixelSize, orientation: ImageOrientation)? {
+        try? TIFFFile.open(bytes) { tiff throws(ImageError) in
+            let width = Int(tiff.field(UInt32(TIFFTAG_IMAGEWIDTH), UInt32.self) ?? 0)
+            let height = Int(tiff.field(UInt32(TIFFTAG_IMAGELENGTH), UInt32.self) ?? 0)
+            let tag = Int(tiff.field(UInt32(TIFFTAG_ORIENTATION), UInt16.self, defaulted: true) ?? 1)
+            return (PixelSize(width: width, height: height), ImageOrientation(rawValue: tag) ?? .up)
+        }
+    }
+
     static func decode(_ bytes: UnsafeRawBufferPointer, options: ImageDecodingOptions) throws(ImageError)
         -> DecodedImage
     {
