@@ -4,8 +4,84 @@
 #endif
 #include "ik_pixels.h"
 
+// Premultiplying: each colour byte c becomes round(c × a / 255), computed as
+// ((c·a + 128) + (c·a + 128) >> 8) >> 8 — exact in 16 bits, so the vector loops below give the
+// scalar loop's bytes; alpha times 255 through the same formula is alpha again. Runs of opaque
+// pixels (most of a GIF's or a PNG's) are copied, runs of transparent ones zeroed.
+
+#if IK_HAS_AVX2_DISPATCH
+IK_AVX2 static int premultiply_avx2(const uint8_t *row, uint8_t *out, int count) {
+    const __m256i alpha_bits = _mm256_set1_epi32((int)0xFF000000u), zero = _mm256_setzero_si256();
+    const __m256i half = _mm256_set1_epi16(128), opaque = _mm256_set1_epi16(255);
+    int x = 0;
+    for (; x + 8 <= count; x += 8) {
+        __m256i value = _mm256_loadu_si256((const __m256i *)(row + 4 * x));
+        if (_mm256_testc_si256(value, alpha_bits)) {
+            _mm256_storeu_si256((__m256i *)(out + 4 * x), value);
+            continue;
+        }
+        if (_mm256_testz_si256(value, alpha_bits)) {
+            _mm256_storeu_si256((__m256i *)(out + 4 * x), zero);
+            continue;
+        }
+        __m256i low = _mm256_unpacklo_epi8(value, zero), high = _mm256_unpackhi_epi8(value, zero);
+        // Each pixel's alpha in its four words, 255 in the alpha word itself.
+        __m256i low_alpha = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(low, 0xFF), 0xFF);
+        __m256i high_alpha = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(high, 0xFF), 0xFF);
+        low_alpha = _mm256_blend_epi16(low_alpha, opaque, 0x88);
+        high_alpha = _mm256_blend_epi16(high_alpha, opaque, 0x88);
+        low = _mm256_add_epi16(_mm256_mullo_epi16(low, low_alpha), half);
+        high = _mm256_add_epi16(_mm256_mullo_epi16(high, high_alpha), half);
+        low = _mm256_srli_epi16(_mm256_add_epi16(low, _mm256_srli_epi16(low, 8)), 8);
+        high = _mm256_srli_epi16(_mm256_add_epi16(high, _mm256_srli_epi16(high, 8)), 8);
+        _mm256_storeu_si256((__m256i *)(out + 4 * x), _mm256_packus_epi16(low, high));
+    }
+    return x;
+}
+#endif
+
+#if defined(__SSE2__)
+static int premultiply_sse2(const uint8_t *row, uint8_t *out, int count) {
+    const __m128i alpha_bits = _mm_set1_epi32((int)0xFF000000u), zero = _mm_setzero_si128();
+    const __m128i half = _mm_set1_epi16(128);
+    const __m128i colour_words = _mm_set_epi16(0, -1, -1, -1, 0, -1, -1, -1);
+    const __m128i alpha_word = _mm_set_epi16(255, 0, 0, 0, 255, 0, 0, 0);
+    int x = 0;
+    for (; x + 4 <= count; x += 4) {
+        __m128i value = _mm_loadu_si128((const __m128i *)(row + 4 * x));
+        __m128i alpha = _mm_and_si128(value, alpha_bits);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi32(alpha, alpha_bits)) == 0xFFFF) {
+            _mm_storeu_si128((__m128i *)(out + 4 * x), value);
+            continue;
+        }
+        if (_mm_movemask_epi8(_mm_cmpeq_epi32(alpha, zero)) == 0xFFFF) {
+            _mm_storeu_si128((__m128i *)(out + 4 * x), zero);
+            continue;
+        }
+        __m128i low = _mm_unpacklo_epi8(value, zero), high = _mm_unpackhi_epi8(value, zero);
+        __m128i low_alpha = _mm_shufflehi_epi16(_mm_shufflelo_epi16(low, 0xFF), 0xFF);
+        __m128i high_alpha = _mm_shufflehi_epi16(_mm_shufflelo_epi16(high, 0xFF), 0xFF);
+        low_alpha = _mm_or_si128(_mm_and_si128(low_alpha, colour_words), alpha_word);
+        high_alpha = _mm_or_si128(_mm_and_si128(high_alpha, colour_words), alpha_word);
+        low = _mm_add_epi16(_mm_mullo_epi16(low, low_alpha), half);
+        high = _mm_add_epi16(_mm_mullo_epi16(high, high_alpha), half);
+        low = _mm_srli_epi16(_mm_add_epi16(low, _mm_srli_epi16(low, 8)), 8);
+        high = _mm_srli_epi16(_mm_add_epi16(high, _mm_srli_epi16(high, 8)), 8);
+        _mm_storeu_si128((__m128i *)(out + 4 * x), _mm_packus_epi16(low, high));
+    }
+    return x;
+}
+#endif
+
 void ik_premultiply_row(const uint8_t *row, uint8_t *out, int count) {
-    for (int x = 0; x < count; x++) {
+    int start = 0;
+#if IK_HAS_AVX2_DISPATCH
+    if (ik_uses_avx2()) start = premultiply_avx2(row, out, count);
+#endif
+#if defined(__SSE2__)
+    start += premultiply_sse2(row + 4 * start, out + 4 * start, count - start);
+#endif
+    for (int x = start; x < count; x++) {
         const uint8_t *p = row + 4 * x;
         uint8_t *q = out + 4 * x;
         uint32_t alpha = p[3];

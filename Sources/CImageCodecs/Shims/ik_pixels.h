@@ -14,8 +14,6 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/// `count` RGBA8 pixels with colours multiplied by alpha (c × a / 255, rounded), into `out`.
-void ik_premultiply_row(const uint8_t *_Nonnull row, uint8_t *_Nonnull out, int count);
 
 /// Whether the pixel loops that have an AVX2 copy use it: the processor has AVX2 and
 /// `ik_set_avx2_allowed(0)` has not been called.

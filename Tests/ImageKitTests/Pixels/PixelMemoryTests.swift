@@ -36,21 +36,25 @@ final class PixelMemoryTests: XCTestCase {
 
     func testASpareServesSmallerBuffersAndTheCachesTrimReleasesIt() throws {
         PixelMemory.releaseSpares()
-        let large = 12 << 20, smaller = 7 << 20, tiny = 5 << 20
+        let large = 12 << 20, smaller = 9 << 20, tooSmall = 7 << 20
         let first = try XCTUnwrap(PixelMemory.allocate(byteCount: large, alignment: 64))
         PixelMemory.deallocate(first, byteCount: large)
         XCTAssertEqual(PixelMemory.spareBytes, large + 4096, "the mapping: the bytes and a page for the offset")
-        // More than half the spare's size: served by it, the excess returned to the system.
+        // At least two thirds of the spare's size: served by it, whole — it comes back at its own
+        // length, so the next buffer a little larger than this one still finds it.
         let second = try XCTUnwrap(PixelMemory.allocate(byteCount: smaller, alignment: 64))
         XCTAssertEqual(page(second), page(first))
         XCTAssertEqual(PixelMemory.spareBytes, 0)
         (second + smaller - 1).storeBytes(of: 0x5A, as: UInt8.self)
         PixelMemory.deallocate(second, byteCount: smaller)
-        XCTAssertEqual(PixelMemory.spareBytes, smaller + 4096)
-        // Less than half: a fresh mapping; the spare stays.
-        let third = try XCTUnwrap(PixelMemory.allocate(byteCount: tiny / 2, alignment: 64))
+        XCTAssertEqual(PixelMemory.spareBytes, large + 4096)
+        let larger = try XCTUnwrap(PixelMemory.allocate(byteCount: large - (1 << 20), alignment: 64))
+        XCTAssertEqual(page(larger), page(first))
+        PixelMemory.deallocate(larger, byteCount: large - (1 << 20))
+        // Less: a fresh mapping; the spare stays.
+        let third = try XCTUnwrap(PixelMemory.allocate(byteCount: tooSmall, alignment: 64))
         XCTAssertNotEqual(page(third), page(first))
-        PixelMemory.deallocate(third, byteCount: tiny / 2)
+        PixelMemory.deallocate(third, byteCount: tooSmall)
         // Bitmaps go through the same memory; trimming a memory cache releases the spares.
         do { _ = try PixelBuffer(width: 1024, height: 1024).freeze(isOpaque: true) }
         XCTAssertGreaterThan(PixelMemory.spareBytes, 0)

@@ -70,6 +70,10 @@ void ik_color_matrix_trc(uint8_t *_Nonnull pixels, size_t stride, int width, int
 /// tables one after the other), alpha kept: for transforms that act on each channel alone.
 void ik_color_lut_rgb(uint8_t *_Nonnull pixels, size_t stride, int width, int height, const uint8_t *_Nonnull table);
 
+/// `count` RGBA8 pixels with colours multiplied by alpha (c × a / 255, rounded), into `out` (which
+/// may be `row`). AVX2 or SSE2 where the machine has them, with the scalar loop's bytes.
+void ik_premultiply_row(const uint8_t *_Nonnull row, uint8_t *_Nonnull out, int count);
+
 /// Straight alpha again, in place: c × 255 / a, rounded (a table of 16.16 reciprocals; within one
 /// level of the exact quotient), clamped to 255; a fully transparent pixel becomes 0,0,0,0.
 void ik_unpremultiply_row(uint8_t *_Nonnull row, int count);
