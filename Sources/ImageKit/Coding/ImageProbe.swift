@@ -84,7 +84,9 @@ public struct ImageProbe: Sendable, Hashable {
         case .heic, .heif:
             // The file's own transforms (clap, irot, imir) are part of the displayed size: no
             // EXIF orientation is applied on top.
-            probe = HEIFCoder.displayedSize(bytes).map { ImageProbe(format: format, width: $0.width, height: $0.height) }
+            probe = HEIFCoder.displayedSize(bytes).map {
+                ImageProbe(format: format, width: $0.width, height: $0.height)
+            }
         #endif
         #if AVIF
         case .avif:
@@ -95,7 +97,9 @@ public struct ImageProbe: Sendable, Hashable {
         #endif
         #if JXL
         case .jpegXL:
-            probe = JXLCoder.displayedSize(bytes).map { ImageProbe(format: .jpegXL, width: $0.width, height: $0.height) }
+            probe = JXLCoder.displayedSize(bytes).map {
+                ImageProbe(format: .jpegXL, width: $0.width, height: $0.height)
+            }
         #endif
         #if SVG
         case .svg:

@@ -35,7 +35,8 @@ final class ImageProbeTests: XCTestCase {
         // Not vacuous: the formats the probe learned to read are there and read.
         XCTAssertGreaterThan(probedByFormat[.tiff, default: 0], 3, "\(probedByFormat)")
         #if HEIF
-        XCTAssertGreaterThan(probedByFormat[.heic, default: 0] + probedByFormat[.heif, default: 0], 3, "\(probedByFormat)")
+        XCTAssertGreaterThan(
+            probedByFormat[.heic, default: 0] + probedByFormat[.heif, default: 0], 3, "\(probedByFormat)")
         #endif
         #if AVIF || HEIF
         XCTAssertGreaterThan(probedByFormat[.avif, default: 0], 3, "\(probedByFormat)")

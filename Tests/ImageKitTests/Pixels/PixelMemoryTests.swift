@@ -39,7 +39,9 @@ final class PixelMemoryTests: XCTestCase {
         let large = 12 << 20, smaller = 9 << 20, tooSmall = 7 << 20
         let first = try XCTUnwrap(PixelMemory.allocate(byteCount: large, alignment: 64))
         PixelMemory.deallocate(first, byteCount: large)
-        XCTAssertEqual(PixelMemory.spareBytes, PixelMemory.mappedLength(large), "the mapping: the bytes, a page for the offset, rounded")
+        XCTAssertEqual(
+            PixelMemory.spareBytes, PixelMemory.mappedLength(large),
+            "the mapping: the bytes, a page for the offset, rounded")
         // At least two thirds of the spare's size: served by it, whole — it comes back at its own
         // length, so the next buffer a little larger than this one still finds it.
         let second = try XCTUnwrap(PixelMemory.allocate(byteCount: smaller, alignment: 64))
