@@ -263,7 +263,7 @@ public enum ImgproxyURL {
                     red: UInt8(try int(arguments[0], option, in: 0...255)),
                     green: UInt8(try int(arguments[1], option, in: 0...255)),
                     blue: UInt8(try int(arguments[2], option, in: 0...255)))
-            } else if arguments.count == 1, let color = ImageOperations.Color(arguments[0]) {
+            } else if arguments.count == 1, let color = ImageOperations.Color(urlText: arguments[0]) {
                 operations.background = color
             } else if arguments.isEmpty || arguments == [""] {
                 operations.background = nil
@@ -383,7 +383,7 @@ public enum ImgproxyURL {
         if operations.flipHorizontal || operations.flipVertical {
             options.append("fl:\(operations.flipHorizontal ? 1 : 0):\(operations.flipVertical ? 1 : 0)")
         }
-        if let background = operations.background { options.append("bg:\(background.hex)") }
+        if let background = operations.background { options.append("bg:\(background.urlHex)") }
         for filter in operations.filters {
             switch filter {
             case .blur(_, let sigma?): options.append("bl:\(number(sigma))")

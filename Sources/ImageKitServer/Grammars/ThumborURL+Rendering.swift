@@ -58,7 +58,7 @@ extension ThumborURL {
         if let format = operations.format { filters.append("format(\(format.rawValue))") }
         if operations.rotate != 0 { filters.append("rotate(\((360 - operations.rotate) % 360))") }  // counter-clockwise
         if let fill = operations.fill { filters.append("fill(\(ImageOperations.describe(fill)))") }
-        if let background = operations.background { filters.append("background_color(\(background.hex))") }
+        if let background = operations.background { filters.append("background_color(\(background.urlHex))") }
         if let proportion = operations.proportion { filters.append("proportion(\(number(proportion)))") }
         if let maxBytes = operations.maxBytes { filters.append("max_bytes(\(maxBytes))") }
         if let maxAge = operations.maxAge { filters.append("max_age(\(maxAge))") }

@@ -326,7 +326,7 @@ public enum ThumborURL {
     }
 
     private static func color(_ text: String, _ filter: String) throws(ImageServiceError) -> ImageOperations.Color {
-        guard let color = ImageOperations.Color(text) else {
+        guard let color = ImageOperations.Color(urlText: text) else {
             throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text)' is not a colour")
         }
         return color

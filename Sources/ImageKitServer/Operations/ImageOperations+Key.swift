@@ -36,7 +36,7 @@ extension ImageOperations {
         if rotate % 360 != 0 { add("rot", String((rotate % 360 + 360) % 360)) }
         if flipHorizontal { add("flh", "1") }
         if flipVertical { add("flv", "1") }
-        if let background { add("bg", background.hex) }
+        if let background { add("bg", background.urlHex) }
         if let fill { add("fill", Self.describe(fill)) }
         if let proportion { add("prop", Self.number(proportion)) }
         for filter in filters { add("f", Self.describe(filter)) }
@@ -90,7 +90,7 @@ extension ImageOperations {
 
     static func describe(_ fill: Fill) -> String {
         switch fill {
-        case .color(let color): return color.hex
+        case .color(let color): return color.urlHex
         case .blur: return "blur"
         case .auto: return "auto"
         }
@@ -116,7 +116,7 @@ extension ImageOperations {
                 + [all, red, green, blue].map { $0.map(String.init).joined(separator: ",") }
                 .joined(separator: ";") + ")"
         case .roundCorner(let a, let b, let color, let transparent):
-            return "round_corner(\(a),\(b),\(color.hex),\(transparent ? 1 : 0))"
+            return "round_corner(\(a),\(b),\(color.urlHex),\(transparent ? 1 : 0))"
         case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
             return
                 "watermark(\(url),\(x),\(y),\(alpha),\(widthRatio.map(number) ?? "-"),\(heightRatio.map(number) ?? "-"))"

@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 
 /// What an image request asks for, free of the URL grammar it came in: thumbor's and
 /// imgproxy's URLs both parse into this, and the service plans its work and names its results
@@ -89,52 +90,9 @@ public struct ImageOperations: Sendable, Hashable {
         }
     }
 
-    /// An sRGB colour with alpha.
-    public struct Color: Sendable, Hashable {
-        /// Channels, 0…255; alpha 255 is opaque.
-        public var red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
-
-        /// A colour from its channels.
-        public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
-            self.red = red
-            self.green = green
-            self.blue = blue
-            self.alpha = alpha
-        }
-
-        /// `rrggbb`, `rrggbbaa`, `rgb`, a CSS name (`white`, `black`, `red` …) or `transparent`.
-        public init?(_ text: String) {
-            let lower = text.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "#"))
-            if let named = Self.named[lower] {
-                self = named
-                return
-            }
-            var hex = lower
-            if hex.count == 3 { hex = hex.map { "\($0)\($0)" }.joined() }
-            guard hex.count == 6 || hex.count == 8, let value = UInt32(hex, radix: 16) else { return nil }
-            if hex.count == 6 {
-                self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
-            } else {
-                self.init(
-                    red: UInt8(value >> 24), green: UInt8(value >> 16 & 0xFF), blue: UInt8(value >> 8 & 0xFF),
-                    alpha: UInt8(value & 0xFF))
-            }
-        }
-
-        /// `rrggbb`, or `rrggbbaa` when not opaque.
-        public var hex: String {
-            let bytes = alpha == 255 ? [red, green, blue] : [red, green, blue, alpha]
-            return bytes.hexString
-        }
-
-        static let named: [String: Color] = [
-            "transparent": Color(red: 0, green: 0, blue: 0, alpha: 0), "white": Color(red: 255, green: 255, blue: 255),
-            "black": Color(red: 0, green: 0, blue: 0), "red": Color(red: 255, green: 0, blue: 0),
-            "green": Color(red: 0, green: 128, blue: 0), "blue": Color(red: 0, green: 0, blue: 255),
-            "gray": Color(red: 128, green: 128, blue: 128), "grey": Color(red: 128, green: 128, blue: 128),
-            "yellow": Color(red: 255, green: 255, blue: 0), "orange": Color(red: 255, green: 165, blue: 0),
-        ]
-    }
+    /// A colour of the operations: ImageKit's `RGBAColor` (8-bit straight RGBA), read from and
+    /// written to URLs by `RGBAColor(urlText:)` and `urlHex`.
+    public typealias Color = RGBAColor
 
     /// How `fill` (thumbor's `fill()` filter, imgproxy's `extend` with a background) paints
     /// the canvas around an image that does not cover the box.

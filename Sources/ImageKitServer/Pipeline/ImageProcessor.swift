@@ -269,9 +269,9 @@ public struct ImageProcessor: Sendable {
                     height: max(1, Int(Double(bitmap.height) * proportion))))
         }
         if let padding = plan.padding {
-            bitmap = try Self.pad(
-                bitmap, top: padding[0], right: padding[1], bottom: padding[2], left: padding[3],
-                color: operations.background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
+            bitmap = try bitmap.padded(
+                top: padding[0], right: padding[1], bottom: padding[2], left: padding[3],
+                color: operations.background ?? .clear)
         }
         if plan.flipHorizontal || plan.flipVertical {
             bitmap = try bitmap.flipped(horizontally: plan.flipHorizontal, vertically: plan.flipVertical)
@@ -287,25 +287,25 @@ public struct ImageProcessor: Sendable {
                 bitmap = try bitmap.grayscaled()
             case .equalize:
                 let tables = Self.equalizingTables(bitmap)
-                bitmap = try Self.mapColors(bitmap) { (tables[0][$0], tables[1][$1], tables[2][$2]) }
+                bitmap = try bitmap.mappingColors { (tables[0][$0], tables[1][$1], tables[2][$2]) }
             case .curve(let all, let red, let green, let blue):
                 let common = Self.splineTable(all), r = Self.splineTable(red), g = Self.splineTable(green),
                     b = Self.splineTable(blue)
-                bitmap = try Self.mapColors(bitmap) { (common[r[$0]], common[g[$1]], common[b[$2]]) }
+                bitmap = try bitmap.mappingColors { (common[r[$0]], common[g[$1]], common[b[$2]]) }
             case .brightness(let amount):
                 let delta = 255 * amount / 100  // C's truncating division, as thumbor's filter
-                bitmap = try Self.mapColors(bitmap) { ($0 + delta, $1 + delta, $2 + delta) }
+                bitmap = try bitmap.mappingColors { ($0 + delta, $1 + delta, $2 + delta) }
             case .rgb(let red, let green, let blue):
                 let (dr, dg, db) = (255 * red / 100, 255 * green / 100, 255 * blue / 100)
-                bitmap = try Self.mapColors(bitmap) { ($0 + dr, $1 + dg, $2 + db) }
+                bitmap = try bitmap.mappingColors { ($0 + dr, $1 + dg, $2 + db) }
             case .contrast(let amount):
                 let factor = (amount + 100) * (amount + 100) / 100
-                bitmap = try Self.mapColors(bitmap) {
+                bitmap = try bitmap.mappingColors {
                     (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128)
                 }
             case .saturation(let change):
                 let amount = Float(change)
-                bitmap = try Self.mapColors(bitmap) { red, green, blue in
+                bitmap = try bitmap.mappingColors { red, green, blue in
                     // thumbor's: the perceived brightness p, each channel moved from p by `change` (floats, truncated).
                     let (r, g, b) = (Float(red), Float(green), Float(blue))
                     let p = (r * r * 0.299 + g * g * 0.587 + b * b * 0.114).squareRoot()
@@ -313,18 +313,17 @@ public struct ImageProcessor: Sendable {
                 }
             case .roundCorner(let a, _, let color, let transparent):
                 bitmap = try bitmap.roundingCorners(radius: Double(a))
-                if !transparent { bitmap = try Self.flatten(bitmap, onto: color) }
+                if !transparent { bitmap = try bitmap.flattened(onto: color) }
             case .sharpen(let amount, let radius, let luminanceOnly):
                 // thumbor: an unsharp mask of `amount` over a Gaussian of `radius`; imgproxy
                 // (radius 0): `amount` is the Gaussian's sigma at strength 1.
                 let (strength, sigma) = radius > 0 ? (amount, radius) : (1, amount)
                 if strength > 0, sigma > 0 {
-                    bitmap = try Self.sharpened(
-                        bitmap, strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma),
-                        luminanceOnly: luminanceOnly)
+                    bitmap = try bitmap.sharpened(
+                        strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
                 }
             case .pixelate(let size):
-                if size > 1 { bitmap = try Self.pixelated(bitmap, blockSize: size) }
+                if size > 1 { bitmap = try bitmap.pixelated(blockSize: size) }
             case .noise(let amount):
                 // thumbor's noise: each channel moved by a random amount in ±`amount`; the
                 // generator is seeded with the image's size so one URL always gives the same bytes.
@@ -337,7 +336,7 @@ public struct ImageProcessor: Sendable {
                     state ^= state << 17
                     return Int(state % UInt64(2 * amount + 1)) - amount
                 }
-                bitmap = try Self.mapColors(bitmap) { ($0 + next(), $1 + next(), $2 + next()) }
+                bitmap = try bitmap.mappingColors { ($0 + next(), $1 + next(), $2 + next()) }
             case .frame(let url):
                 guard let patch = watermarks[url] else {
                     throw ImageError(.invalidArgument, "the frame's picture was not given")
@@ -353,7 +352,7 @@ public struct ImageProcessor: Sendable {
             }
         }
         if appliesFilters, let background = operations.background, !bitmap.isOpaque {
-            bitmap = try Self.flatten(bitmap, onto: background)
+            bitmap = try bitmap.flattened(onto: background)
         }
         return bitmap
     }
@@ -522,10 +521,6 @@ public struct ImageProcessor: Sendable {
         }
     }
 
-    static func color(_ color: ImageOperations.Color) -> (UInt8, UInt8, UInt8, UInt8) {
-        (color.red, color.green, color.blue, color.alpha)
-    }
-
     /// A canvas of `width`×`height` in the fill colour (or the image blurred), the image centred.
     static func canvas(
         _ bitmap: Bitmap, width: Int, height: Int, fill: ImageOperations.Fill?,
@@ -537,132 +532,18 @@ public struct ImageProcessor: Sendable {
         case .blur?:
             base = try bitmap.blurred(sigma: 25).resized(to: PixelSize(width: width, height: height))
         case .color(let color)?:
-            paint(buffer, color: color)
+            buffer.fill(with: color)
         default:
-            paint(buffer, color: background ?? .init(red: 0, green: 0, blue: 0, alpha: 0))
+            buffer.fill(with: background ?? .clear)
         }
-        if let base { copy(base, into: buffer, x: 0, y: 0) }
-        copy(bitmap, into: buffer, x: (width - bitmap.width) / 2, y: (height - bitmap.height) / 2)
-        return freeze(buffer)
-    }
-
-    static func pad(_ bitmap: Bitmap, top: Int, right: Int, bottom: Int, left: Int, color: ImageOperations.Color)
-        throws(ImageError) -> Bitmap
-    {
-        let buffer = try PixelBuffer(width: bitmap.width + left + right, height: bitmap.height + top + bottom)
-        paint(buffer, color: color)
-        copy(bitmap, into: buffer, x: left, y: top)
-        return freeze(buffer)
-    }
-
-    /// The image composited over an opaque colour.
-    static func flatten(_ bitmap: Bitmap, onto color: ImageOperations.Color) throws(ImageError) -> Bitmap {
-        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
-        for y in 0..<bitmap.height {
-            let target = buffer.row(y)
-            bitmap.withRow(y) { row in
-                for x in 0..<bitmap.width {
-                    let alpha = Int(row[x * 4 + 3])
-                    target[x * 4] = UInt8((Int(row[x * 4]) * alpha + Int(color.red) * (255 - alpha) + 127) / 255)
-                    target[x * 4 + 1] = UInt8(
-                        (Int(row[x * 4 + 1]) * alpha + Int(color.green) * (255 - alpha) + 127) / 255)
-                    target[x * 4 + 2] = UInt8(
-                        (Int(row[x * 4 + 2]) * alpha + Int(color.blue) * (255 - alpha) + 127) / 255)
-                    target[x * 4 + 3] = 255
-                }
-            }
-        }
-        return buffer.freeze(isOpaque: true)
-    }
-
-    /// Each pixel's colour through `transform` (alpha kept), clamped to 0…255.
-    /// An unsharp mask: each pixel moved away from its Gaussian blur by `strength` times the
-    /// difference (the luma's difference on every channel with `luminanceOnly`).
-    static func sharpened(_ bitmap: Bitmap, strength: Double, sigma: Double, luminanceOnly: Bool) throws(ImageError)
-        -> Bitmap
-    {
-        let blurred = try bitmap.blurred(sigma: sigma)
-        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
-        let amount = Float(strength)
-        for y in 0..<bitmap.height {
-            let target = buffer.row(y)
-            bitmap.withRow(y) { row in
-                blurred.withRow(y) { soft in
-                    for x in 0..<bitmap.width {
-                        let i = x * 4
-                        if luminanceOnly {
-                            let sharp = 0.299 * Float(row[i]) + 0.587 * Float(row[i + 1]) + 0.114 * Float(row[i + 2])
-                            let smooth =
-                                0.299 * Float(soft[i]) + 0.587 * Float(soft[i + 1]) + 0.114 * Float(soft[i + 2])
-                            let delta = amount * (sharp - smooth)
-                            for c in 0..<3 {
-                                target[i + c] = UInt8(min(max(Float(row[i + c]) + delta, 0), 255).rounded())
-                            }
-                        } else {
-                            for c in 0..<3 {
-                                let value = Float(row[i + c]) + amount * (Float(row[i + c]) - Float(soft[i + c]))
-                                target[i + c] = UInt8(min(max(value, 0), 255).rounded())
-                            }
-                        }
-                        target[i + 3] = row[i + 3]
-                    }
-                }
-            }
-        }
-        return buffer.freeze(isOpaque: bitmap.isOpaque)
-    }
-
-    /// Blocks of `blockSize`² pixels, each painted its average colour (imgproxy's `pixelate`).
-    static func pixelated(_ bitmap: Bitmap, blockSize: Int) throws(ImageError) -> Bitmap {
-        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
-        for top in stride(from: 0, to: bitmap.height, by: blockSize) {
-            let bottom = min(top + blockSize, bitmap.height)
-            for left in stride(from: 0, to: bitmap.width, by: blockSize) {
-                let right = min(left + blockSize, bitmap.width)
-                var sum = SIMD4<Int>.zero
-                for y in top..<bottom {
-                    bitmap.withRow(y) { row in
-                        for x in left..<right {
-                            sum &+= SIMD4(
-                                Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]), Int(row[x * 4 + 3]))
-                        }
-                    }
-                }
-                let count = (bottom - top) * (right - left)
-                let mean = SIMD4<UInt8>(
-                    truncatingIfNeeded: (sum &+ SIMD4(repeating: count / 2)) / SIMD4(repeating: count))
-                for y in top..<bottom {
-                    let target = buffer.row(y)
-                    for x in left..<right {
-                        target[x * 4] = mean.x
-                        target[x * 4 + 1] = mean.y
-                        target[x * 4 + 2] = mean.z
-                        target[x * 4 + 3] = mean.w
-                    }
-                }
-            }
-        }
-        return buffer.freeze(isOpaque: bitmap.isOpaque)
-    }
-
-    /// How many pixels have each value, per colour channel (red, green, blue).
-    static func channelHistograms(_ bitmap: Bitmap) -> [[Int]] {
-        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 256), count: 3)
-        for y in 0..<bitmap.height {
-            bitmap.withRow(y) { row in
-                for x in 0..<bitmap.width {
-                    histograms[0][Int(row[x * 4])] += 1
-                    histograms[1][Int(row[x * 4 + 1])] += 1
-                    histograms[2][Int(row[x * 4 + 2])] += 1
-                }
-            }
-        }
-        return histograms
+        if let base { buffer.draw(base, x: 0, y: 0) }
+        buffer.draw(bitmap, x: (width - bitmap.width) / 2, y: (height - bitmap.height) / 2)
+        return buffer.freezeCheckingOpacity()
     }
 
     /// thumbor's `fill(auto)` colour: the median of each channel over the image's pixels.
     static func medianColor(_ bitmap: Bitmap) -> ImageOperations.Color {
-        let histograms = channelHistograms(bitmap)
+        let histograms = bitmap.channelHistograms()
         let half = (bitmap.width * bitmap.height + 1) / 2
         let medians = histograms.map { histogram -> UInt8 in
             var seen = 0
@@ -675,29 +556,10 @@ public struct ImageProcessor: Sendable {
         return ImageOperations.Color(red: medians[0], green: medians[1], blue: medians[2])
     }
 
-    static func mapColors(_ bitmap: Bitmap, _ transform: (Int, Int, Int) -> (Int, Int, Int)) throws(ImageError)
-        -> Bitmap
-    {
-        let buffer = try PixelBuffer(width: bitmap.width, height: bitmap.height)
-        for y in 0..<bitmap.height {
-            let target = buffer.row(y)
-            bitmap.withRow(y) { row in
-                for x in 0..<bitmap.width {
-                    let (r, g, b) = transform(Int(row[x * 4]), Int(row[x * 4 + 1]), Int(row[x * 4 + 2]))
-                    target[x * 4] = UInt8(clamping: r)
-                    target[x * 4 + 1] = UInt8(clamping: g)
-                    target[x * 4 + 2] = UInt8(clamping: b)
-                    target[x * 4 + 3] = row[x * 4 + 3]
-                }
-            }
-        }
-        return buffer.freeze(isOpaque: bitmap.isOpaque)
-    }
-
     /// Per channel, each value's place in the cumulative histogram stretched to 0…255 (the
     /// darkest value present becomes 0, the brightest 255); a channel of one value stays.
     static func equalizingTables(_ bitmap: Bitmap) -> [[Int]] {
-        let histograms = channelHistograms(bitmap)
+        let histograms = bitmap.channelHistograms()
         return histograms.map { histogram in
             var cumulative = [Int](repeating: 0, count: 256)
             var total = 0
@@ -744,43 +606,6 @@ public struct ImageProcessor: Sendable {
         }
         for x in Int(xs[n - 1])..<256 { table[x] = Int(ys[n - 1]) }
         return table
-    }
-
-    /// Freezes a buffer, opaque when every alpha byte is 255.
-    static func freeze(_ buffer: consuming PixelBuffer) -> Bitmap {
-        var opaque = true
-        for y in 0..<buffer.height where opaque {
-            let row = buffer.row(y)
-            for x in 0..<buffer.width where row[x * 4 + 3] != 255 {
-                opaque = false
-                break
-            }
-        }
-        return buffer.freeze(isOpaque: opaque)
-    }
-
-    static func paint(_ buffer: borrowing PixelBuffer, color: ImageOperations.Color) {
-        for y in 0..<buffer.height {
-            let row = buffer.row(y)
-            for x in 0..<buffer.width {
-                row[x * 4] = color.red
-                row[x * 4 + 1] = color.green
-                row[x * 4 + 2] = color.blue
-                row[x * 4 + 3] = color.alpha
-            }
-        }
-    }
-
-    /// Copies `bitmap` into `buffer` at (x, y), clipped.
-    static func copy(_ bitmap: Bitmap, into buffer: borrowing PixelBuffer, x: Int, y: Int) {
-        for row in 0..<bitmap.height where y + row >= 0 && y + row < buffer.height {
-            let target = buffer.row(y + row)
-            bitmap.withRow(row) { source in
-                for column in 0..<bitmap.width where x + column >= 0 && x + column < buffer.width {
-                    for channel in 0..<4 { target[(x + column) * 4 + channel] = source[column * 4 + channel] }
-                }
-            }
-        }
     }
 
     static func format(of format: ImageFormat) -> ImageOperations.Format? {

@@ -122,6 +122,6 @@ enum Watermark {
                 }
             }
         }
-        return ImageProcessor.freeze(buffer)
+        return buffer.freezeCheckingOpacity()
     }
 }
