@@ -49,17 +49,7 @@ final class ImageProbeTests: XCTestCase {
     /// Each of the new readers on a file written here with a known size.
     func testModernFormatsReportTheirDisplayedSize() throws {
         let image = TestImages.still(TestImages.gradient(width: 64, height: 40))
-        var formats: [ImageFormat] = []
-        #if HEIF
-        formats.append(.heic)
-        #endif
-        #if AVIF
-        formats.append(.avif)
-        #endif
-        #if JXL
-        formats.append(.jpegXL)
-        #endif
-        for format in formats {
+        for format in TestImages.modernEncodableFormats {
             let data = try ImageCodersManager.shared.encode(image, as: format, options: ImageEncodingOptions())
             let probe = try XCTUnwrap(ImageProbe(data), "\(format)")
             XCTAssertEqual([probe.width, probe.height, probe.orientation.rawValue], [64, 40, 1], "\(format)")

@@ -148,16 +148,7 @@ final class ColorManagementTests: XCTestCase {
         XCTAssertEqual(converted.sourceColorProfile, profile)
 
         // Re-encoded with the profile, each format decodes (converted) to the same colours.
-        var formats: [ImageFormat] = [.png, .jpeg, .webp]
-        #if AVIF
-        formats.append(.avif)
-        #endif
-        #if JXL
-        formats.append(.jpegXL)
-        #endif
-        #if HEIF
-        formats.append(.heic)
-        #endif
+        let formats: [ImageFormat] = [.png, .jpeg, .webp] + TestImages.modernEncodableFormats
         for format in formats {
             let encoded = try ImageCodersManager.shared.encode(
                 kept, as: format, options: ImageEncodingOptions(quality: 0.95))

@@ -41,6 +41,21 @@ enum TestImages {
     static func still(_ bitmap: Bitmap, format: ImageFormat = .png) -> DecodedImage {
         DecodedImage(frames: [ImageFrame(bitmap: bitmap)], format: format)
     }
+
+    /// The newer formats this build encodes (their package traits on): AVIF, JPEG XL, HEIC.
+    static var modernEncodableFormats: [ImageFormat] {
+        var formats: [ImageFormat] = []
+        #if AVIF
+        formats.append(.avif)
+        #endif
+        #if JXL
+        formats.append(.jpegXL)
+        #endif
+        #if HEIF
+        formats.append(.heic)
+        #endif
+        return formats
+    }
 }
 
 /// Peak signal-to-noise ratio over RGB (and alpha when `includeAlpha`) between two same-size
