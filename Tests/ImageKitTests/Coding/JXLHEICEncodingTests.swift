@@ -9,16 +9,7 @@ import XCTest
 final class JXLHEICEncodingTests: XCTestCase {
     private let coders = ImageCodersManager.shared
 
-    private var formats: [ImageFormat] {
-        var formats: [ImageFormat] = []
-        #if JXL
-        formats.append(.jpegXL)
-        #endif
-        #if HEIF
-        formats.append(.heic)
-        #endif
-        return formats
-    }
+    private var formats: [ImageFormat] { TestImages.modernEncodableFormats.filter { $0 != .avif } }
 
     /// A photo from the formats corpus, cropped to keep the encodes quick.
     private func photo() throws -> DecodedImage {
