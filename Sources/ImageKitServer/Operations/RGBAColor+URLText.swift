@@ -16,16 +16,8 @@ extension RGBAColor {
             self = named
             return
         }
-        var hex = lower
-        if hex.count == 3 { hex = hex.map { "\($0)\($0)" }.joined() }
-        guard hex.count == 6 || hex.count == 8, let value = UInt32(hex, radix: 16) else { return nil }
-        if hex.count == 6 {
-            self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
-        } else {
-            self.init(
-                red: UInt8(value >> 24), green: UInt8(value >> 16 & 0xFF), blue: UInt8(value >> 8 & 0xFF),
-                alpha: UInt8(value & 0xFF))
-        }
+        // `rgb` is `rrggbb`; six or eight digits are ImageKit's own hex form.
+        self.init(hex: lower.count == 3 ? lower.map { "\($0)\($0)" }.joined() : lower)
     }
 
     /// `rrggbb`, or `rrggbbaa` when not opaque: how the URLs and the result keys write a colour.
