@@ -24,7 +24,7 @@ final class GrammarTests: XCTestCase {
             _ = try ImageRequest.parse(path: path, presets: presets)
             return nil
         } catch {
-            return (error.status, error.code)
+            return (error.status, error.code.rawValue)
         }
     }
 

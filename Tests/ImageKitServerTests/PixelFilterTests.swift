@@ -127,13 +127,13 @@ final class PixelFilterTests: XCTestCase {
             "/unsafe/filters:curve(\(identity),\(identity),\(identity),\(identity)):format(png)/example.com/a.png")
         XCTAssertEqual(same[5, 32].r, 60)
         XCTAssertEqual(same[58, 32].b, 190)
-        let table = ImageProcessor.splineTable([0, 0, 128, 200, 255, 255])
+        let table = ApplyFilters.splineTable([0, 0, 128, 200, 255, 255])
         XCTAssertEqual(table[0], 0)
         XCTAssertEqual(table[128], 200)
         XCTAssertEqual(table[255], 255)
         XCTAssertGreaterThan(table[60], 60 * 200 / 128, "a spline bulges above the straight line below the knee")
-        XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[0], 10, "flat before the first point")
-        XCTAssertEqual(ImageProcessor.splineTable([30, 10, 200, 240])[250], 240, "flat after the last point")
+        XCTAssertEqual(ApplyFilters.splineTable([30, 10, 200, 240])[0], 10, "flat before the first point")
+        XCTAssertEqual(ApplyFilters.splineTable([30, 10, 200, 240])[250], 240, "flat after the last point")
         let lifted = try run(
             "/unsafe/filters:curve([(0,0),(128,200),(255,255)],\(identity),[(0,0),(255,0)],\(identity)):format(png)/example.com/a.png"
         )
@@ -213,7 +213,7 @@ final class PixelFilterTests: XCTestCase {
                 source, request: request, watermarks: ["example.com/f.png": patchData])
         ) { error in
             XCTAssertEqual((error as? ImageServiceError)?.status, 422)
-            XCTAssertEqual((error as? ImageServiceError)?.code, "tooManyPixels")
+            XCTAssertEqual((error as? ImageServiceError)?.code, .tooManyPixels)
         }
     }
 }

@@ -63,7 +63,7 @@ final class WatermarkTests: XCTestCase {
         for filter in ["watermark(wm.example/m.png,left,0,0)", "watermark(wm.example/m.png,0,10q,0)"] {
             XCTAssertThrowsError(try ImageRequest.parse(path: "/unsafe/filters:\(filter)/example.com/a.png")) { error in
                 XCTAssertEqual((error as? ImageServiceError)?.status, 400, filter)
-                XCTAssertEqual((error as? ImageServiceError)?.code, "invalidFilterArgument", filter)
+                XCTAssertEqual((error as? ImageServiceError)?.code, .invalidFilterArgument, filter)
             }
         }
     }

@@ -67,7 +67,7 @@ public struct ImageRequest: Sendable, Hashable {
             if let colon = lower.firstIndex(of: ":"), lower[..<colon].allSatisfy({ $0.isLetter }),
                 lower[lower.index(after: colon)...].hasPrefix("/")
             {
-                throw ImageServiceError(400, code: "unsupportedScheme", "only http and https sources are served")
+                throw ImageServiceError(.unsupportedScheme, "only http and https sources are served")
             }
             guard addsScheme else { throw .malformed("the source is not an absolute http(s) URL") }
             text = "http://" + text

@@ -39,7 +39,7 @@ public enum ImgproxyURL {
         let source: URL
         var extensionName: String?
         if next == "enc" {
-            throw ImageServiceError(400, code: "unsupportedSource", "encrypted source URLs are not supported")
+            throw ImageServiceError(.unsupportedSource, "encrypted source URLs are not supported")
         } else if next == "plain" {
             var text = segments.dropFirst().joined(separator: "/")
             if let at = text.lastIndex(of: "@") {
@@ -94,7 +94,7 @@ public enum ImgproxyURL {
     }
 
     private static func invalid(_ option: String, _ message: String) -> ImageServiceError {
-        ImageServiceError(400, code: "invalidOption", "\(option): \(message)")
+        ImageServiceError(.invalidOption, "\(option): \(message)")
     }
 
     private static func int(_ text: String, _ option: String, in range: ClosedRange<Int> = 0...100_000)
@@ -135,7 +135,7 @@ public enum ImgproxyURL {
     static func format(_ text: String) throws(ImageServiceError) -> ImageOperations.Format {
         let value = text.lowercased() == "jpg" ? "jpeg" : text.lowercased()
         guard let format = ImageOperations.Format(rawValue: value) else {
-            throw ImageServiceError(400, code: "invalidOption", "format: '\(text)' is not a format this service writes")
+            throw ImageServiceError(.invalidOption, "format: '\(text)' is not a format this service writes")
         }
         return format
     }
@@ -336,12 +336,12 @@ public enum ImgproxyURL {
             guard depth < 4 else { throw invalid(option, "presets nest too deep") }
             for presetName in arguments {
                 guard let preset = presets[presetName] else {
-                    throw ImageServiceError(400, code: "unknownPreset", "unknown preset '\(presetName)'")
+                    throw ImageServiceError(.unknownPreset, "unknown preset '\(presetName)'")
                 }
                 try apply(preset, to: &operations, presets: presets, depth: depth + 1)
             }
         default:
-            throw .unknown("option", original)
+            throw ImageServiceError(.unknownOption, "unknown option '\(original)'")
         }
     }
 

@@ -254,7 +254,7 @@ public enum ThumborURL {
     {
         guard let text, let value = Int(text), range.contains(value) else {
             throw ImageServiceError(
-                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a whole number in \(range)")
+                .invalidFilterArgument, "\(filter): '\(text ?? "")' is not a whole number in \(range)")
         }
         return value
     }
@@ -263,8 +263,7 @@ public enum ThumborURL {
         throws(ImageServiceError) -> Double
     {
         guard let text, let value = Double(text), value.isFinite, range.contains(value) else {
-            throw ImageServiceError(
-                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not a number in \(range)")
+            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text ?? "")' is not a number in \(range)")
         }
         return value
     }
@@ -274,8 +273,7 @@ public enum ThumborURL {
         case "true"?, "1"?: return true
         case "false"?, "0"?, nil: return false
         default:
-            throw ImageServiceError(
-                400, code: "invalidFilterArgument", "\(filter): '\(text ?? "")' is not true or false")
+            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text ?? "")' is not true or false")
         }
     }
 
@@ -308,8 +306,7 @@ public enum ThumborURL {
             }
         guard valid else {
             throw ImageServiceError(
-                400, code: "invalidFilterArgument",
-                "curve: four lists of points [(x,y),…] with x rising in 0…255 were expected")
+                .invalidFilterArgument, "curve: four lists of points [(x,y),…] with x rising in 0…255 were expected")
         }
         return .curve(all: lists[0], red: lists[1], green: lists[2], blue: lists[3])
     }
@@ -319,7 +316,7 @@ public enum ThumborURL {
     {
         guard counts.contains(arguments.count) else {
             throw ImageServiceError(
-                400, code: "invalidFilterArgument",
+                .invalidFilterArgument,
                 "\(name) takes \(counts.lowerBound == counts.upperBound ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)") arguments"
             )
         }
@@ -327,7 +324,7 @@ public enum ThumborURL {
 
     private static func color(_ text: String, _ filter: String) throws(ImageServiceError) -> ImageOperations.Color {
         guard let color = ImageOperations.Color(urlText: text) else {
-            throw ImageServiceError(400, code: "invalidFilterArgument", "\(filter): '\(text)' is not a colour")
+            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text)' is not a colour")
         }
         return color
     }
@@ -345,7 +342,7 @@ public enum ThumborURL {
             let value = asked == "jpg" ? "jpeg" : asked == "heif" ? "heic" : asked
             guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
                 throw ImageServiceError(
-                    400, code: "invalidFilterArgument",
+                    .invalidFilterArgument,
                     "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif) or jxl")
             }
             operations.format = format
@@ -358,8 +355,7 @@ public enum ThumborURL {
             try expect(arguments, name, 1...1)
             let angle = try int(arguments[0], name, in: -3600...3600)
             guard angle % 90 == 0 else {
-                throw ImageServiceError(
-                    400, code: "invalidFilterArgument", "rotate: the angle must be a multiple of 90")
+                throw ImageServiceError(.invalidFilterArgument, "rotate: the angle must be a multiple of 90")
             }
             // thumbor turns counter-clockwise (PIL's convention); the operations, clockwise.
             operations.rotate = ((operations.rotate - angle) % 360 + 360) % 360
@@ -370,7 +366,7 @@ public enum ThumborURL {
             try expect(arguments, name, 4...5)
             let radii = arguments[0].split(separator: "|", omittingEmptySubsequences: false).map(String.init)
             guard radii.count <= 2 else {
-                throw ImageServiceError(400, code: "invalidFilterArgument", "round_corner: 'a|b' at most")
+                throw ImageServiceError(.invalidFilterArgument, "round_corner: 'a|b' at most")
             }
             let a = try int(radii[0], name, in: 0...10_000)
             let b = radii.count > 1 ? try int(radii[1], name, in: 0...10_000) : a
@@ -445,8 +441,7 @@ public enum ThumborURL {
             // changes nothing — and ImageKit, which writes no video yet, does the same.
             try expect(arguments, name, 0...1)
             guard arguments.isEmpty || ["", "mp4", "webm"].contains(arguments[0].lowercased()) else {
-                throw ImageServiceError(
-                    400, code: "invalidFilterArgument", "gifv: '\(arguments[0])' is not mp4 or webm")
+                throw ImageServiceError(.invalidFilterArgument, "gifv: '\(arguments[0])' is not mp4 or webm")
             }
         case "redeye":
             // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing
@@ -460,7 +455,7 @@ public enum ThumborURL {
         case "frame":
             try expect(arguments, name, 1...1)
             guard !arguments[0].isEmpty else {
-                throw ImageServiceError(400, code: "invalidFilterArgument", "frame: the picture's URL is empty")
+                throw ImageServiceError(.invalidFilterArgument, "frame: the picture's URL is empty")
             }
             operations.filters.append(.frame(url: arguments[0]))
         case "equalize":
@@ -473,7 +468,7 @@ public enum ThumborURL {
             guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left,
                 bottom > top
             else {
-                throw ImageServiceError(400, code: "invalidFilterArgument", "focal: '\(arguments[0])' is not AxB:CxD")
+                throw ImageServiceError(.invalidFilterArgument, "focal: '\(arguments[0])' is not AxB:CxD")
             }
             operations.gravity = .focalRegion(left: left, top: top, right: right, bottom: bottom)
         case "max_bytes":
@@ -489,7 +484,7 @@ public enum ThumborURL {
                 do {
                     _ = try Watermark.position(position, length: 1)
                 } catch {
-                    throw ImageServiceError(400, code: "invalidFilterArgument", error.message)
+                    throw ImageServiceError(.invalidFilterArgument, error.message)
                 }
             }
             let alpha = try int(arguments[3], name, in: 0...100)
@@ -502,7 +497,7 @@ public enum ThumborURL {
                     url: arguments[0], x: arguments[1], y: arguments[2], alpha: alpha, widthRatio: widthRatio,
                     heightRatio: heightRatio))
         default:
-            throw .unknown("filter", name)
+            throw ImageServiceError(.unknownFilter, "unknown filter '\(name)'")
         }
     }
 }

@@ -99,7 +99,7 @@ public struct ImageServiceRoutes: Sendable {
         let path = request.head.path ?? "/"
         let answer: ImageServiceResponse
         if health.isDraining {
-            answer = .error(ImageServiceError(503, code: "draining", "the service is shutting down; try another node"))
+            answer = .error(ImageServiceError(.draining, "the service is shutting down; try another node"))
         } else {
             var headers: [String: String] = [:]
             for field in request.headers {

@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 
 /// Where every pixel of the output comes from: the crops, the scaled size, the canvas and the
 /// turns, computed from the source's displayed size (EXIF orientation applied) and the
@@ -15,18 +16,8 @@ import Foundation
 /// plan.outputWidth   // 267 … 300x225
 /// ```
 public struct GeometryPlan: Sendable, Hashable {
-    /// A rectangle in pixels.
-    public struct Rect: Sendable, Hashable {
-        /// The origin and size in pixels.
-        public var x: Int, y: Int, width: Int, height: Int
-        /// A rectangle from its origin and size.
-        public init(x: Int, y: Int, width: Int, height: Int) {
-            self.x = x
-            self.y = y
-            self.width = width
-            self.height = height
-        }
-    }
+    /// A rectangle in pixels (ImageKit's).
+    public typealias Rect = PixelRect
 
     /// The manual crop, in source pixels.
     public var manualCrop: Rect?
@@ -382,25 +373,5 @@ public struct GeometryPlan: Sendable, Hashable {
         plan.outputWidth = Int(width)
         plan.outputHeight = Int(height)
         return plan
-    }
-}
-
-extension ImageOperations {
-    /// The format of the answer when no `Accept` negotiation applies: the one asked for (an
-    /// animation asked as JPEG is its first frame; GIF, WebP, AVIF and PNG keep every frame),
-    /// else the source's when the service writes it, else JPEG (PNG for a source with alpha).
-    ///
-    /// - Parameters:
-    ///   - sourceFormat: the source's format, when the service writes it.
-    ///   - keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of its filters
-    ///     on a GIF, `format()` included).
-    ///   - hasAlpha: whether the image has transparent pixels (PNG then, rather than JPEG).
-    public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool) -> Format {
-        if keepsGIF && sourceFormat == .gif { return .gif }
-        if let format { return format }
-        switch sourceFormat {
-        case .jpeg?, .png?, .webp?, .gif?, .avif?: return sourceFormat!
-        default: return hasAlpha ? .png : .jpeg
-        }
     }
 }

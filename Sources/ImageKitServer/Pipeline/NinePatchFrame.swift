@@ -12,12 +12,7 @@ import ImageKit
 /// padding and nothing that stretches: it is drawn once from the top-left corner, cells that do
 /// not fit left out, as thumbor does.
 enum NinePatchFrame {
-    static func apply(_ image: Bitmap, patchBytes: Data, coders: ImageCodersManager, maxPixels: Int)
-        throws(ImageError) -> Bitmap
-    {
-        var options = ImageDecodingOptions()
-        options.limits.maxPixelsPerFrame = maxPixels
-        let patch = try coders.decode(patchBytes, options: options).frames[0].bitmap
+    static func apply(_ image: Bitmap, patch: Bitmap, maxPixels: Int) throws(ImageError) -> Bitmap {
         guard patch.width >= 3, patch.height >= 3 else { return image }
         let width = patch.width, height = patch.height
 

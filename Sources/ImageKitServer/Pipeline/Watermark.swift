@@ -74,15 +74,12 @@ enum Watermark {
         }
     }
 
-    /// `bitmap` with the watermark (`markBytes`, any format ImageKit reads) laid over it.
+    /// `bitmap` with the watermark (`mark`, decoded once for every frame) laid over it.
     static func apply(
-        _ bitmap: Bitmap, markBytes: Data, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?,
-        coders: ImageCodersManager, maxPixels: Int
+        _ bitmap: Bitmap, mark: Bitmap, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?
     ) throws(ImageError) -> Bitmap {
         let xPosition = try position(x, length: bitmap.width), yPosition = try position(y, length: bitmap.height)
-        var options = ImageDecodingOptions.default
-        options.limits.maxPixelsPerFrame = maxPixels
-        var mark = try coders.decode(markBytes, options: options).frames[0].bitmap
+        var mark = mark
         if widthRatio != nil || heightRatio != nil {
             let size = fittedSize(
                 image: (bitmap.width, bitmap.height), mark: (mark.width, mark.height), widthRatio: widthRatio,

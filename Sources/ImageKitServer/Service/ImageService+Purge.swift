@@ -28,7 +28,7 @@ extension ImageService {
     /// ```
     public func purge(body: Data, query: String? = nil, authorization: String?) async -> ImageServiceResponse {
         guard let adminTag else {
-            return .error(ImageServiceError(404, code: "notFound", "no such route"))
+            return .error(ImageServiceError(.notFound, "no such route"))
         }
         let presented = authorization.flatMap { value -> String? in
             let parts = value.split(separator: " ", maxSplits: 1)
@@ -38,7 +38,7 @@ extension ImageService {
             HMAC<SHA256>.isValidAuthenticationCode(
                 adminTag, authenticating: Data(presented.utf8), using: Self.adminSecret)
         else {
-            return .error(ImageServiceError(403, code: "forbidden", "not allowed"))
+            return .error(ImageServiceError(.forbidden, "not allowed"))
         }
         let fromBody = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["source"] as? String
         let fromQuery = query.flatMap { query in
@@ -49,7 +49,7 @@ extension ImageService {
             }.first
         }
         guard let text = fromBody ?? fromQuery, !text.isEmpty else {
-            return .error(ImageServiceError(400, code: "malformedPurge", #"no source: send {"source": "…"}"#))
+            return .error(ImageServiceError(.malformedPurge, #"no source: send {"source": "…"}"#))
         }
         let source: URL
         do {

@@ -39,7 +39,7 @@ extension ImageService {
             let fetched = try await sources.fetch(url)
             let data = fetched.data
             guard !data.isEmpty else {
-                throw ImageServiceError(502, code: "emptySource", "the origin sent no bytes")
+                throw ImageServiceError(.emptySource, "the origin sent no bytes")
             }
             trace.tier = fetched.fromOrigin ? .origin : .sourceDisk
             metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fetched.fromOrigin)
@@ -54,7 +54,7 @@ extension ImageService {
         } catch let error as ImageError {
             throw Self.originError(error)
         } catch {
-            throw ImageServiceError(502, code: "originFailed", "the source could not be fetched")
+            throw ImageServiceError(.originFailed, "the source could not be fetched")
         }
     }
 
@@ -62,20 +62,19 @@ extension ImageService {
     static func originError(_ error: ImageError) -> ImageServiceError {
         switch error.code {
         case .invalidStatusCode where error.httpStatusCode == 404 || error.httpStatusCode == 410:
-            return ImageServiceError(404, code: "sourceNotFound", "the origin answered \(error.httpStatusCode!)")
+            return ImageServiceError(.sourceNotFound, "the origin answered \(error.httpStatusCode!)")
         case .invalidStatusCode:
             return ImageServiceError(
-                502, code: "originFailed", "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
-        case .timedOut: return ImageServiceError(504, code: "originTimeout", "the origin did not answer in time")
+                .originFailed, "the origin answered \(error.httpStatusCode.map(String.init) ?? "an error")")
+        case .timedOut: return ImageServiceError(.originTimeout, "the origin did not answer in time")
         case .forbiddenAddress:
-            return ImageServiceError(
-                403, code: "addressNotAllowed", "the source resolves to an address that is not allowed")
+            return ImageServiceError(.addressNotAllowed, "the source resolves to an address that is not allowed")
         case .responseTooLarge:
-            return ImageServiceError(413, code: "sourceTooLarge", "the source is larger than the limit")
-        case .invalidURL: return ImageServiceError(400, code: "invalidSource", "the source URL cannot be fetched")
+            return ImageServiceError(.sourceTooLarge, "the source is larger than the limit")
+        case .invalidURL: return ImageServiceError(.invalidSource, "the source URL cannot be fetched")
         case .blacklisted:
-            return ImageServiceError(404, code: "sourceNotFound", "the source failed permanently a moment ago")
-        default: return ImageServiceError(502, code: "originFailed", "the source could not be fetched (\(error.code))")
+            return ImageServiceError(.sourceNotFound, "the source failed permanently a moment ago")
+        default: return ImageServiceError(.originFailed, "the source could not be fetched (\(error.code))")
         }
     }
 
@@ -94,8 +93,7 @@ extension ImageService {
             guard watermarks[text] == nil else { continue }
             let url = try ImageRequest.sourceURL(text, addsScheme: true)
             guard allows(url) else {
-                throw ImageServiceError(
-                    403, code: "sourceNotAllowed", "the host of a watermark or frame is not allowed")
+                throw ImageServiceError(.sourceNotAllowed, "the host of a watermark or frame is not allowed")
             }
             let tier = trace.tier
             watermarks[text] = try await loadSource(url, trace: trace).data

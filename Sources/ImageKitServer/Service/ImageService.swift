@@ -49,10 +49,10 @@ public final class ImageService: Sendable {
         thumbor = configuration.thumborKeys.isEmpty ? nil : ThumborSigner(keys: configuration.thumborKeys)
         imgproxy = configuration.imgproxyKeys.isEmpty ? nil : try ImgproxySigner(pairs: configuration.imgproxyKeys)
         guard thumbor != nil || imgproxy != nil || configuration.allowsUnsafe else {
-            throw ImageServiceError(500, code: "noKeys", "no signing key is set and unsigned URLs are not allowed")
+            throw ImageServiceError(.noKeys, "no signing key is set and unsigned URLs are not allowed")
         }
         for network in configuration.allowedNetworks where IPNetwork(network) == nil {
-            throw ImageServiceError(500, code: "invalidNetwork", "'\(network)' is not an address or CIDR")
+            throw ImageServiceError(.invalidNetwork, "'\(network)' is not an address or CIDR")
         }
         var downloads = ImageDownloaderConfiguration(
             totalTimeout: configuration.timeout, maxBodySize: configuration.maxSourceBytes,
@@ -71,7 +71,7 @@ public final class ImageService: Sendable {
                     configuration: DiskCacheConfiguration(
                         maxSize: diskLimit.map { max(1, $0 / 4 * 3) } ?? DiskCacheConfiguration.automaticMaxSize))
             } catch {
-                throw ImageServiceError(500, code: "cacheUnavailable", "cannot open the cache directory")
+                throw ImageServiceError(.cacheUnavailable, "cannot open the cache directory")
             }
         } else {
             sourceDisk = nil
@@ -104,7 +104,7 @@ public final class ImageService: Sendable {
         var response: ImageServiceResponse
         do throws(ImageServiceError) {
             guard ["GET", "HEAD"].contains(method.uppercased()) else {
-                throw ImageServiceError(405, code: "methodNotAllowed", "only GET and HEAD are served")
+                throw ImageServiceError(.methodNotAllowed, "only GET and HEAD are served")
             }
             response = try await answer(path: path, headers: Self.lowercased(headers), trace: trace)
         } catch {
@@ -164,10 +164,10 @@ public final class ImageService: Sendable {
         let operations = request.operations
         let now = Int(Date().timeIntervalSince1970)
         if let expires = operations.expires, expires <= now {
-            throw ImageServiceError(404, code: "expired", "the URL has expired")
+            throw ImageServiceError(.expired, "the URL has expired")
         }
         guard parsedPath.isAllowed else {
-            throw ImageServiceError(403, code: "sourceNotAllowed", "this source host is not allowed")
+            throw ImageServiceError(.sourceNotAllowed, "this source host is not allowed")
         }
 
         if operations.metadataOnly {
@@ -326,7 +326,7 @@ public final class ImageService: Sendable {
         }
         let processed = result.image
         var fields: [(String, String)] = [
-            ("Content-Type", Self.mimeType(processed.format)), ("Content-Length", String(processed.data.count)),
+            ("Content-Type", processed.format.mimeType), ("Content-Length", String(processed.data.count)),
         ]
         if configuration.sendsSourceTags { fields += [("Surrogate-Key", tag), ("Cache-Tag", tag)] }
         fields += common.map { ($0.name, $0.value) }
@@ -348,7 +348,7 @@ public final class ImageService: Sendable {
     private func authorize(_ request: ImageRequest) throws(ImageServiceError) {
         guard let signature = request.signature else {
             guard configuration.allowsUnsafe else {
-                throw ImageServiceError(403, code: "unsignedURL", "unsigned URLs are not allowed")
+                throw ImageServiceError(.unsignedURL, "unsigned URLs are not allowed")
             }
             return
         }
@@ -383,7 +383,7 @@ public final class ImageService: Sendable {
                         return .failure(error)
                     }
                 }
-                return outcome ?? .failure(ImageServiceError(503, code: "busy", "the service is busy; try again"))
+                return outcome ?? .failure(ImageServiceError(.busy, "the service is busy; try again"))
             }
             tasks[key] = task
             return task
@@ -404,16 +404,8 @@ public final class ImageService: Sendable {
         let outcome = await pool.run { () -> Result<Output, ImageServiceError> in
             do throws(ImageServiceError) { return .success(try body()) } catch { return .failure(error) }
         }
-        guard let outcome else { throw ImageServiceError(503, code: "busy", "the service is busy; try again") }
+        guard let outcome else { throw ImageServiceError(.busy, "the service is busy; try again") }
         return try outcome.get()
-    }
-
-    static func mimeType(_ format: ImageOperations.Format) -> String {
-        switch format {
-        case .jpeg: return "image/jpeg"
-        case .jxl: return "image/jxl"
-        default: return "image/" + format.rawValue
-        }
     }
 }
 

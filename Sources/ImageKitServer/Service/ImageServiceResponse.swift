@@ -27,7 +27,7 @@ public struct ImageServiceResponse: Sendable {
 
     /// `{"error": code, "message": …}` with `Cache-Control: no-cache` (a 404: a short max-age).
     static func error(_ error: ImageServiceError) -> ImageServiceResponse {
-        let object = ["error": error.code, "message": error.message]
+        let object = ["error": error.code.rawValue, "message": error.message]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         var headers: [(String, String)] = [
             ("Content-Type", "application/json"), ("Content-Length", String(body.count)),

@@ -143,6 +143,6 @@ final class ResultCache: Sendable {
     }
 
     static func format(of data: Data) -> ImageOperations.Format? {
-        ImageProcessor.format(of: ImageSignature(data).format)
+        ImageOperations.Format(ImageSignature(data).format)
     }
 }

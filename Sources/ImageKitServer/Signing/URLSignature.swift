@@ -62,7 +62,7 @@ public struct ImgproxySigner: Sendable {
         var decoded: [(Data, Data)] = []
         for pair in pairs {
             guard let key = Hex.decode(pair.key), let salt = Hex.decode(pair.salt), !key.isEmpty else {
-                throw ImageServiceError(500, code: "invalidKey", "the imgproxy key and salt must be hex")
+                throw ImageServiceError(.invalidKey, "the imgproxy key and salt must be hex")
             }
             decoded.append((key, salt))
         }

@@ -1,0 +1,63 @@
+import ImageKit
+
+extension ImageOperations {
+    /// The format of the answer when no `Accept` negotiation applies: the one asked for (an
+    /// animation asked as JPEG is its first frame; GIF, WebP, AVIF and PNG keep every frame),
+    /// else the source's when the service writes it, else JPEG (PNG for a source with alpha).
+    ///
+    /// - Parameters:
+    ///   - sourceFormat: the source's format, when the service writes it.
+    ///   - keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of its filters
+    ///     on a GIF, `format()` included).
+    ///   - hasAlpha: whether the image has transparent pixels (PNG then, rather than JPEG).
+    public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool) -> Format {
+        if keepsGIF && sourceFormat == .gif { return .gif }
+        if let format { return format }
+        switch sourceFormat {
+        case .jpeg?, .png?, .webp?, .gif?, .avif?: return sourceFormat!
+        default: return hasAlpha ? .png : .jpeg
+        }
+    }
+}
+
+extension ImageOperations.Format {
+    /// The format of a source ImageKit read, nil for one the grammars cannot name (SVG, PDF …).
+    public init?(_ format: ImageFormat) {
+        switch format {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        case .webp: self = .webp
+        case .gif: self = .gif
+        case .avif: self = .avif
+        case .heic, .heif: self = .heic
+        case .jpegXL: self = .jxl
+        case .tiff: self = .tiff
+        case .bmp: self = .bmp
+        default: return nil
+        }
+    }
+
+    /// The output format as ImageKit's, nil when this build cannot write it (415): HEIC, AVIF
+    /// and JPEG XL need their package traits; TIFF and BMP are read, never written.
+    public var encodableFormat: ImageFormat? {
+        switch self {
+        case .jpeg: return .jpeg
+        case .png: return .png
+        case .webp: return .webp
+        case .gif: return .gif
+        case .avif: return ImageFormat.avif.isCodecSupported ? .avif : nil
+        case .heic: return ImageFormat.heic.isCodecSupported ? .heic : nil
+        case .jxl: return ImageFormat.jpegXL.isCodecSupported ? .jpegXL : nil
+        case .tiff, .bmp: return nil
+        }
+    }
+
+    /// The media type of an answer in this format.
+    public var mimeType: String {
+        switch self {
+        case .jpeg: return "image/jpeg"
+        case .jxl: return "image/jxl"
+        default: return "image/" + rawValue
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import ImageKit
+
+extension ImageProcessor {
+    /// The facts `/meta/` (thumbor) and `/info/` (imgproxy) answer: the source's format, size,
+    /// orientation and frames, and the size the operations would give, read from the header
+    /// where it can be (nothing is decoded then) — as JSON.
+    public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
+        let signature = ImageSignature(data)
+        guard signature.format != .unknown else {
+            throw ImageServiceError(.notAnImage, "the source is not an image")
+        }
+        var width: Int, height: Int, orientation = 1, frames = 1
+        if let probe = ImageProbe(data), request.operations.trim == nil {
+            guard probe.width * probe.height <= maxPixels else {
+                throw ImageServiceError(
+                    .tooManyPixels, "the source has \(probe.width)x\(probe.height) pixels, over \(maxPixels)")
+            }
+            let swaps = request.operations.autoRotate && probe.orientation.swapsDimensions
+            (width, height) = swaps ? (probe.height, probe.width) : (probe.width, probe.height)
+            orientation = probe.orientation.rawValue
+            if signature.format == .gif || signature.isAnimated {
+                frames =
+                    (try? coders.decode(data, options: ImageDecodingOptions(decodesFramesLazily: true)).frameCount) ?? 1
+            }
+        } else {
+            var options = ImageDecodingOptions.default
+            options.limits.maxPixelsPerFrame = maxPixels
+            options.decodesFramesLazily = true
+            let decoded: DecodedImage
+            do { decoded = try coders.decode(data, options: options) } catch { throw ImageServiceError(error) }
+            (width, height, frames) = (decoded.width, decoded.height, decoded.frameCount)
+            orientation = decoded.orientation.rawValue
+        }
+        let plan = GeometryPlan(
+            sourceWidth: width, sourceHeight: height,
+            sourceIsGIF: signature.format == .gif,
+            request: request)
+        let object: [String: Any] = [
+            "source": [
+                "url": request.source.absoluteString,
+                "format": ImageOperations.Format(signature.format)?.rawValue ?? "\(signature.format)",
+                "width": width, "height": height, "orientation": orientation, "frameCount": frames,
+            ],
+            "target": ["width": plan.outputWidth, "height": plan.outputHeight],
+            "operations": request.operations.canonicalKey,
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    }
+}

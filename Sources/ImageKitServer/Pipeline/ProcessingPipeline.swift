@@ -1,0 +1,31 @@
+import Foundation
+import ImageKit
+
+/// One step of the pipeline: reads what the steps before it left in the context and adds its
+/// part. A step is a type in a file of its own under `Pipeline/Steps`.
+protocol ProcessingStep: SendableMetatype {
+    static func run(_ context: inout ProcessingContext) throws(ImageServiceError)
+}
+
+/// The order a source goes through to become the answer, top to bottom. Adding a step is a
+/// file in `Steps/` and a line here; the steps applied to every frame (crop, scale, canvas,
+/// turns, filters) are ``FrameStep``s, listed in ``TransformFrames``.
+enum ProcessingPipeline {
+    static let steps: [any ProcessingStep.Type] = [
+        ReadSignature.self,  // what the bytes are; 415 when no image; still output or not
+        Trim.self,  // thumbor's trim: decodes, and the trimmed image stands in for the source
+        MeasureSource.self,  // the displayed size from the header (422 over the pixel limit)
+        PlanGeometry.self,  // crops, scaled size, canvas, turns: GeometryPlan
+        PlaceCrop.self,  // the region of the source in the picture (gravity) and its target size
+        ScaleOnLoad.self,  // decode at the smallest size that still serves the plan
+        PlaceSmartCrop.self,  // the region in decoded pixels; a smart gravity scores them
+        DecodeOverlays.self,  // watermark and frame images, once for every frame
+        TransformFrames.self,  // every frame: crop, scale, canvas, padding, turns, filters
+        ChooseFormat.self,  // the asked format, else the source's (thumbor: a GIF stays a GIF)
+        Encode.self,  // the bytes of the answer
+    ]
+
+    static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
+        for step in steps { try step.run(&context) }
+    }
+}

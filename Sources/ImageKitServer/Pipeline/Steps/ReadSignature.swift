@@ -1,0 +1,26 @@
+import ImageKit
+
+/// What the source is (read once, from its first bytes), how it will be decoded, and whether
+/// the answer is a still: an animation asked as a still format (JPEG, HEIC, JPEG XL) answers
+/// its first frame, and only that frame is decoded. A GIF under rules that skip its filters
+/// stays a GIF whatever is asked.
+enum ReadSignature: ProcessingStep {
+    static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
+        let signature = ImageSignature(context.data)
+        guard signature.format != .unknown else {
+            throw ImageServiceError(.notAnImage, "the source is not an image")
+        }
+        context.signature = signature
+        let operations = context.operations
+        var decoding = ImageDecodingOptions.default
+        decoding.appliesOrientation = operations.autoRotate
+        decoding.limits.maxPixelsPerFrame = context.processor.maxPixels
+        decoding.decodesFramesLazily = false
+        context.keepsGIF = operations.rules.skipsFiltersOnGIF && signature.format == .gif
+        context.stillOutput =
+            !context.keepsGIF && operations.format.map { ![.gif, .webp, .avif, .png].contains($0) } == true
+        if context.stillOutput { decoding.firstFrameOnly = true }
+        context.decoding = decoding
+        context.isVector = signature.format == .svg || signature.format == .pdf
+    }
+}
