@@ -105,7 +105,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
-                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Serve"])),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(
@@ -167,7 +167,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
-                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Serve"])),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
     ],

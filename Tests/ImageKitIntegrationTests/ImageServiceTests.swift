@@ -354,7 +354,7 @@ final class ImageServiceTests: XCTestCase {
         ]
         for (path, status, code) in cases {
             let response = await service.handle(method: "GET", path: path, headers: [:])
-            XCTAssertEqual(response.status, status, path)
+            XCTAssertEqual(response.status.code, status, path)
             XCTAssertEqual(json(response)["error"], code, path)
             XCTAssertFalse(
                 String(decoding: response.body, as: UTF8.self).contains(directory.path), "no local path leaks")
@@ -416,7 +416,9 @@ final class ImageServiceTests: XCTestCase {
         }
         let path = "/unsafe/fit-in/128x128/\(host)/slow.jpg"
         let statuses = await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 { group.addTask { await service.handle(method: "GET", path: path, headers: [:]).status } }
+            for _ in 0..<8 {
+                group.addTask { await service.handle(method: "GET", path: path, headers: [:]).status.code }
+            }
             return await group.reduce(into: []) { $0.append($1) }
         }
         XCTAssertEqual(statuses, Array(repeating: 200, count: 8), "identical requests share one job, not eight workers")

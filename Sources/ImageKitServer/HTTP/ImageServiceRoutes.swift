@@ -80,73 +80,40 @@ public struct ImageServiceRoutes: Sendable {
             let body = (try? await request.collectBody(upTo: 64 << 10)).map { Data(buffer: $0) } ?? Data()
             let answer = await service.purge(
                 body: body, query: request.uri.query, authorization: request.headers[.authorization])
-            return Self.response(answer, isHead: false)
+            return Self.response(answer)
         }
+        // Image paths: the access log outermost (a drained answer is logged too), then draining.
+        let images = router.group()
+        if let accessLog { images.add(middleware: AccessLogMiddleware(logger: accessLog)) }
+        images.add(middleware: DrainMiddleware(health: health))
         let handler: @Sendable (Request, Context) async throws -> Response = { request, _ in
-            await answer(request)
+            let answer = await service.handle(request.head)
+            AccessFacts.record(answer)
+            return Self.response(answer)
         }
-        router.get("**", use: handler)
-        router.head("**", use: handler)
+        images.get("**", use: handler)
+        images.head("**", use: handler)
         // Other methods on image paths: 405 with the JSON body, not the router's bare 404.
         for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
-            router.on("**", method: method, use: handler)
+            images.on("**", method: method, use: handler)
         }
     }
 
-    private func answer(_ request: Request) async -> Response {
-        let started = ContinuousClock.now
-        let method = request.method.rawValue
-        let path = request.head.path ?? "/"
-        let answer: ImageServiceResponse
-        if health.isDraining {
-            answer = .error(ImageServiceError(.draining, "the service is shutting down; try another node"))
-        } else {
-            var headers: [String: String] = [:]
-            for field in request.headers {
-                let name = field.name.canonicalName
-                headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
-            }
-            answer = await service.handle(method: method, path: path, headers: headers)
-        }
-        if let accessLog {
-            let elapsed = ContinuousClock.now - started
-            accessLog.info(
-                "request",
-                metadata: [
-                    "method": .string(method),
-                    "path": .string(ImageService.loggablePath(path)),
-                    "status": .stringConvertible(answer.status),
-                    "bytes": .stringConvertible(answer.body.count),
-                    "duration_ms": .string(String(format: "%.2f", Double(elapsed.nanoseconds) / 1e6)),
-                    "cache": .string(answer.cacheTier?.rawValue ?? "-"),
-                    "grammar": .string(answer.grammar?.rawValue ?? "-"),
-                ])
-        }
-        return Self.response(answer, isHead: method == "HEAD")
-    }
-
-    static func response(_ answer: ImageServiceResponse, isHead: Bool) -> Response {
-        var fields = HTTPFields()
-        for header in answer.headers {
-            guard let name = HTTPField.Name(header.name) else { continue }
-            fields.append(HTTPField(name: name, value: header.value))
-        }
-        let status = HTTPResponse.Status(code: answer.status)
-        // HEAD keeps the Content-Length a GET would have sent (the service leaves it in the headers).
-        let body =
-            isHead || answer.body.isEmpty ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
-        return Response(status: status, headers: fields, body: body)
+    /// The service's answer as Hummingbird's response; HEAD keeps the `Content-Length` a GET
+    /// would have sent (the service leaves it in the fields, with no body).
+    static func response(_ answer: ImageServiceResponse) -> Response {
+        let body = answer.body.isEmpty ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+        return Response(status: answer.status, headers: answer.headerFields, body: body)
     }
 
     static func healthResponse(_ health: ServiceHealth, isHead: Bool) -> Response {
         let draining = health.isDraining
-        var answer = ImageServiceResponse(
-            status: draining ? 503 : 200,
-            headers: [(name: "Content-Type", value: "application/json"), (name: "Cache-Control", value: "no-cache")],
-            body: Data((draining ? #"{"status":"draining"}"# : #"{"status":"serving"}"#).utf8))
-        answer.headers.append((name: "Content-Length", value: String(answer.body.count)))
-        if draining { answer.headers.append((name: "Retry-After", value: "1")) }
-        return response(answer, isHead: isHead)
+        var answer = ImageServiceResponse.json(
+            draining ? .serviceUnavailable : .ok,
+            Data((draining ? #"{"status":"draining"}"# : #"{"status":"serving"}"#).utf8), cacheControl: "no-cache")
+        if draining { answer.headerFields[.retryAfter] = "1" }
+        if isHead { answer.body = Data() }
+        return response(answer)
     }
 }
 #endif

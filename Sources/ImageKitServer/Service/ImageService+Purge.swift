@@ -67,12 +67,7 @@ extension ImageService {
         }
         let json = await task.value
         if started { purgesInFlight.withLock { _ = $0.removeValue(forKey: source.absoluteString) } }
-        return ImageServiceResponse(
-            status: 200,
-            headers: [
-                ("Content-Type", "application/json"), ("Content-Length", String(json.count)),
-                ("Cache-Control", "no-store"),
-            ], body: json)
+        return .json(.ok, json, cacheControl: "no-store")
     }
 
     /// Drops `source` from every tier this node has, then from the front caches; the answer's JSON.

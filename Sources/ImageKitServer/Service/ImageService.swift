@@ -1,9 +1,11 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import ImageKit
 
-/// The image service without its HTTP framework: a request's method, path and headers in, an
-/// ``ImageServiceResponse`` out. The Hummingbird layer (and tests) call ``handle(method:path:headers:)``.
+/// The image service without its HTTP framework: a swift-http-types `HTTPRequest` in, an
+/// ``ImageServiceResponse`` out. The Hummingbird layer (`ImageServiceRoutes`) and tests call
+/// ``handle(_:)``.
 ///
 /// One request: parse (either grammar, memoised per path) → signature (constant time) → expiry,
 /// allowed source → the result cache, keyed by the canonical operations, the source URL and the
@@ -19,7 +21,8 @@ import ImageKit
 /// var configuration = ImageServiceConfiguration()
 /// configuration.allowsUnsafe = true
 /// let service = try ImageService(configuration: configuration)
-/// let response = await service.handle(method: "GET", path: "/unsafe/fit-in/256x256/example.com/a.jpg", headers: [:])
+/// let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/unsafe/fit-in/256x256/example.com/a.jpg")
+/// let response = await service.handle(request)
 /// ```
 public final class ImageService: Sendable {
     /// The settings the service was made with.
@@ -95,31 +98,41 @@ public final class ImageService: Sendable {
         }
     }
 
-    /// Answers one request. Never throws: every failure is a status and a JSON body.
-    public func handle(method: String, path: String, headers: [String: String]) async -> ImageServiceResponse {
+    /// Answers one request (GET or HEAD; another method is 405). Never throws: every failure
+    /// is a status and a JSON body (``ImageServiceError``).
+    ///
+    /// ```swift
+    /// let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/unsafe/300x200/example.com/a.jpg")
+    /// let response = await service.handle(request)
+    /// response.status   // .ok
+    /// ```
+    public func handle(_ request: HTTPRequest) async -> ImageServiceResponse {
         let started = ContinuousClock.now
         metrics.requestStarted()
-        let isHead = method.uppercased() == "HEAD"
+        let path = request.path ?? "/"
         let trace = RequestTrace()
         var response: ImageServiceResponse
         do throws(ImageServiceError) {
-            guard ["GET", "HEAD"].contains(method.uppercased()) else {
+            guard request.method == .get || request.method == .head else {
                 throw ImageServiceError(.methodNotAllowed, "only GET and HEAD are served")
             }
-            response = try await answer(path: path, headers: Self.lowercased(headers), trace: trace)
+            response = try await answer(path: path, headers: request.headerFields, trace: trace)
         } catch {
             response = .error(error)
         }
-        if isHead { response.body = Data() }
+        // HEAD keeps the headers a GET would have sent, Content-Length included.
+        if request.method == .head { response.body = Data() }
         response.grammar = trace.grammar
         response.cacheTier = trace.tier
-        if let frontCaches, response.status == 200, let source = trace.source {
-            frontCaches.record(source: source, path: path, accept: headers["Accept"] ?? headers["accept"])
+        if let frontCaches, response.status == .ok, let source = trace.source {
+            frontCaches.record(source: source, path: path, accept: request.headerFields[.accept])
         }
-        if let tier = trace.tier, response.status == 200 || response.status == 304 { metrics.served(from: tier) }
+        if let tier = trace.tier, response.status == .ok || response.status == .notModified {
+            metrics.served(from: tier)
+        }
         metrics.queueLength(pool.waitingCount)
         metrics.requestFinished(
-            grammar: trace.grammar?.rawValue ?? "none", status: response.status,
+            grammar: trace.grammar?.rawValue ?? "none", status: response.status.code,
             duration: ContinuousClock.now - started)
         return response
     }
@@ -137,10 +150,6 @@ public final class ImageService: Sendable {
         sourceDisk?.waitForBackgroundWork()
     }
 
-    static func lowercased(_ headers: [String: String]) -> [String: String] {
-        Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-    }
-
     /// `path` as the access log shows it: a signature in the first segment is replaced by `-`
     /// (`unsafe`, `insecure` and `_` are kept), and the query is dropped.
     public static func loggablePath(_ path: String) -> String {
@@ -152,94 +161,123 @@ public final class ImageService: Sendable {
         return segments.joined(separator: "/")
     }
 
-    private func answer(path: String, headers: [String: String], trace: RequestTrace) async throws(ImageServiceError)
+    /// Parse and admit (signature, expiry, allowed source), then a result from the result
+    /// cache, or the source's bytes and a result made from them.
+    private func answer(path: String, headers: HTTPFields, trace: RequestTrace) async throws(ImageServiceError)
         -> ImageServiceResponse
     {
-        let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        let parsedPath = try parsed(rawPath)
-        let (request, operationsKey, sourceTag) = (parsedPath.request, parsedPath.key, parsedPath.tag)
-        trace.grammar = request.grammar
-        trace.source = parsedPath.source
-        try authorize(request)
-        let operations = request.operations
+        let parsedPath = try admit(path, trace: trace)
+        let request = parsedPath.request
         let now = Int(Date().timeIntervalSince1970)
-        if let expires = operations.expires, expires <= now {
-            throw ImageServiceError(.expired, "the URL has expired")
-        }
-        guard parsedPath.isAllowed else {
-            throw ImageServiceError(.sourceNotAllowed, "this source host is not allowed")
-        }
-
-        if operations.metadataOnly {
-            let source = try await loadSource(request.source, trace: trace)
-            let processor = self.processor
-            let body = try await runOnPool { () throws(ImageServiceError) -> Data in
-                try processor.metadata(source.data, request: request)
-            }
-            return ImageServiceResponse(
-                status: 200,
-                headers: [
-                    (name: "Content-Type", value: "application/json"),
-                    (name: "Content-Length", value: String(body.count)),
-                    (name: "Cache-Control", value: cacheControl(operations, now: now)),
-                ], body: body)
-        }
-        // The format asked, or the class of client (what its Accept allows): results are kept per
-        // class, so a result hit needs neither the source nor a decode.
-        let accept = headers["accept"]?.lowercased() ?? ""
-        let negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
-        var offered: ImageOperations.Format?
-        if negotiable {
-            // A build without AVIF (the trait off) offers WebP instead of answering 415.
-            if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.contains("image/avif") {
-                offered = .avif
-            } else if configuration.autoWebP, accept.contains("image/webp") {
-                offered = .webp
-            }
-        }
-        let formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
-        let resultKey = operationsKey + "|" + formatClass
+        if request.operations.metadataOnly { return try await metadata(request, trace: trace, now: now) }
+        let negotiation = Negotiation(request.operations, accept: headers[.accept], configuration: configuration)
+        let resultKey = parsedPath.key + "|" + negotiation.formatClass
+        let answering = Answering(
+            request: request, tag: parsedPath.tag, negotiable: negotiation.negotiable,
+            ifNoneMatch: headers[.ifNoneMatch], now: now)
 
         let stale: CachedResult?
         switch results.get(resultKey, source: parsedPath.source) {
         case .fresh(let hit, let tier):
             trace.tier = tier
-            return respond(
-                with: hit, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
+            return respond(with: hit, answering)
         case .stale(let entry): stale = entry
         case .miss: stale = nil
         }
 
         let source = try await loadSource(request.source, trace: trace)
         let signature = ImageSignature(source.data)
-        var effective = request
-        if let offered, Self.negotiates(request, signature) { effective.operations.format = offered }
-        let sourceIdentity = source.identity
-        let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + sourceIdentity).utf8)).prefix(16).hexString + "\""
+        let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + source.identity).utf8)).prefix(16).hexString + "\""
         let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
         if let stale, stale.etag == etag {
             // The source has not changed since the result was made: it stands for another period.
             let renewed = CachedResult(
                 image: stale.image, etag: etag, lastModified: source.lastModified, expires: expiry)
             results.set(resultKey, renewed)
-            return respond(
-                with: renewed, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
+            return respond(with: renewed, answering)
         }
-        if Self.matches(headers["if-none-match"], etag) {
-            let varies = negotiable && Self.negotiates(request, signature)
+        if Self.matches(answering.ifNoneMatch, etag) {
+            let varies = negotiation.negotiable && Self.negotiates(request, signature)
             return ImageServiceResponse(
-                status: 304,
-                headers: validators(
-                    etag: etag, lastModified: source.lastModified, varies: varies,
-                    operations: operations, now: now))
+                status: .notModified,
+                headerFields: validators(
+                    etag: etag, lastModified: source.lastModified, varies: varies, answering.request.operations,
+                    now: now))
         }
-        let watermarks = try await loadWatermarks(operations, trace: trace)
+        var effective = request
+        if let offered = negotiation.offered, Self.negotiates(request, signature) {
+            effective.operations.format = offered
+        }
+        let watermarks = try await loadWatermarks(request.operations, trace: trace)
         let processed = try await process(
-            source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + sourceIdentity)
+            source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + source.identity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
-        return respond(
-            with: result, request: request, tag: sourceTag, negotiable: negotiable, headers: headers, now: now)
+        return respond(with: result, answering)
+    }
+
+    /// The path read and let in: a valid signature (or unsigned URLs allowed), not expired, a
+    /// source the configuration serves.
+    private func admit(_ path: String, trace: RequestTrace) throws(ImageServiceError) -> ParsedPath {
+        let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        let parsedPath = try parsed(rawPath)
+        trace.grammar = parsedPath.request.grammar
+        trace.source = parsedPath.source
+        try authorize(parsedPath.request)
+        if let expires = parsedPath.request.operations.expires, expires <= Int(Date().timeIntervalSince1970) {
+            throw ImageServiceError(.expired, "the URL has expired")
+        }
+        guard parsedPath.isAllowed else {
+            throw ImageServiceError(.sourceNotAllowed, "this source host is not allowed")
+        }
+        return parsedPath
+    }
+
+    /// `/meta/` and `/info/`: the source's facts and the planned size as JSON.
+    private func metadata(_ request: ImageRequest, trace: RequestTrace, now: Int) async throws(ImageServiceError)
+        -> ImageServiceResponse
+    {
+        let source = try await loadSource(request.source, trace: trace)
+        let processor = self.processor
+        let body = try await runOnPool { () throws(ImageServiceError) -> Data in
+            try processor.metadata(source.data, request: request)
+        }
+        return .json(.ok, body, cacheControl: cacheControl(request.operations, now: now))
+    }
+
+    /// The format a request's answer is negotiated to and the class of client it is kept for.
+    struct Negotiation {
+        /// Whether `Accept` may choose the format (none asked, and automatic formats are on).
+        var negotiable: Bool
+        /// The format `Accept` allows, best first (AVIF, then WebP); nil: the default rule.
+        var offered: ImageOperations.Format?
+        /// The asked format, or the class of client: results are kept per class, so a result
+        /// hit needs neither the source nor a decode.
+        var formatClass: String
+
+        init(_ operations: ImageOperations, accept: String?, configuration: ImageServiceConfiguration) {
+            let accept = accept?.lowercased() ?? ""
+            negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
+            if negotiable {
+                // A build without AVIF (the trait off) offers WebP instead of answering 415.
+                if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.contains("image/avif") {
+                    offered = .avif
+                } else if configuration.autoWebP, accept.contains("image/webp") {
+                    offered = .webp
+                }
+            }
+            formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
+        }
+    }
+
+    /// What the answer to one request needs besides its result.
+    struct Answering {
+        var request: ImageRequest
+        /// The source's `Surrogate-Key`.
+        var tag: String
+        var negotiable: Bool
+        var ifNoneMatch: String?
+        var now: Int
     }
 
     /// A path read, with what every request for it needs and its configuration decides once.
@@ -300,49 +338,45 @@ public final class ImageService: Sendable {
 
     /// The headers a 200 and a 304 of one result share.
     private func validators(
-        etag: String, lastModified: String?, varies: Bool, operations: ImageOperations,
-        now: Int
-    ) -> [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [
-            ("ETag", etag), ("Cache-Control", cacheControl(operations, now: now)),
-        ]
-        if let lastModified { fields.append(("Last-Modified", lastModified)) }
-        if varies { fields.append(("Vary", "Accept")) }
+        etag: String, lastModified: String?, varies: Bool, _ operations: ImageOperations, now: Int
+    ) -> HTTPFields {
+        var fields: HTTPFields = [.eTag: etag, .cacheControl: cacheControl(operations, now: now)]
+        if let lastModified { fields[.lastModified] = lastModified }
+        if varies { fields[.vary] = "Accept" }
         return fields
     }
 
     /// A result's response: 304 when the client holds it already.
-    private func respond(
-        with result: CachedResult, request: ImageRequest, tag: String, negotiable: Bool, headers: [String: String],
-        now: Int
-    ) -> ImageServiceResponse {
-        let operations = request.operations
+    private func respond(with result: CachedResult, _ answering: Answering) -> ImageServiceResponse {
+        let operations = answering.request.operations
         // A thumbor GIF stays a GIF whatever Accept says: no Vary for it.
-        let varies = negotiable && (operations.rules.negotiatesAnimations || result.image.format != .gif)
+        let varies = answering.negotiable && (operations.rules.negotiatesAnimations || result.image.format != .gif)
         let common = validators(
-            etag: result.etag, lastModified: result.lastModified, varies: varies, operations: operations, now: now)
-        if Self.matches(headers["if-none-match"], result.etag) {
-            return ImageServiceResponse(status: 304, headers: common)
+            etag: result.etag, lastModified: result.lastModified, varies: varies, operations, now: answering.now)
+        if Self.matches(answering.ifNoneMatch, result.etag) {
+            return ImageServiceResponse(status: .notModified, headerFields: common)
         }
         let processed = result.image
-        var fields: [(String, String)] = [
-            ("Content-Type", processed.format.mimeType), ("Content-Length", String(processed.data.count)),
+        var fields: HTTPFields = [
+            .contentType: processed.format.mimeType, .contentLength: String(processed.data.count),
         ]
-        if configuration.sendsSourceTags { fields += [("Surrogate-Key", tag), ("Cache-Tag", tag)] }
-        fields += common.map { ($0.name, $0.value) }
+        if configuration.sendsSourceTags {
+            fields[Self.surrogateKeyField] = answering.tag
+            fields[Self.cacheTagField] = answering.tag
+        }
+        fields.append(contentsOf: common)
         if operations.filename != nil || operations.returnAttachment {
             let name =
                 (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
             let safe = String(name.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 })
-            fields.append(
-                (
-                    "Content-Disposition",
-                    (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""
-                ))
+            fields[.contentDisposition] =
+                (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""
         }
-        return ImageServiceResponse(
-            status: 200, headers: fields.map { (name: $0.0, value: $0.1) }, body: processed.data)
+        return ImageServiceResponse(status: .ok, headerFields: fields, body: processed.data)
     }
+
+    static let surrogateKeyField = HTTPField.Name("Surrogate-Key")!
+    static let cacheTagField = HTTPField.Name("Cache-Tag")!
 
     /// A signed URL must carry a valid signature for its grammar; an unsigned one needs `allowsUnsafe`.
     private func authorize(_ request: ImageRequest) throws(ImageServiceError) {

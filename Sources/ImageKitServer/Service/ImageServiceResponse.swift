@@ -1,11 +1,12 @@
 import Foundation
+import HTTPTypes
 
-/// An HTTP answer of the service, framework-free: the HTTP layer writes it as it is.
+/// An HTTP answer of the service in swift-http-types' values: the HTTP layer writes it as it is.
 public struct ImageServiceResponse: Sendable {
     /// The HTTP status.
-    public var status: Int
-    /// Header fields in order (names as sent).
-    public var headers: [(name: String, value: String)]
+    public var status: HTTPResponse.Status
+    /// The header fields, in order.
+    public var headerFields: HTTPFields
     /// The body (empty for HEAD and 304).
     public var body: Data
     /// The grammar the path was read in (nil when it was not read).
@@ -14,27 +15,39 @@ public struct ImageServiceResponse: Sendable {
     public var cacheTier: ImageServiceCacheTier?
 
     /// A response from its parts.
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: Data = Data()) {
         self.status = status
-        self.headers = headers
+        self.headerFields = headerFields
         self.body = body
     }
 
-    /// The first value of a header, compared case-insensitively.
+    /// The head of the response.
+    public var head: HTTPResponse { HTTPResponse(status: status, headerFields: headerFields) }
+
+    /// A header's value (several fields of one name joined by commas); nil when absent or when
+    /// `name` is not a valid field name.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        HTTPField.Name(name).flatMap { headerFields[$0] }
     }
 
-    /// `{"error": code, "message": …}` with `Cache-Control: no-cache` (a 404: a short max-age).
+    /// A JSON body with its `Content-Type` and `Content-Length`, and `Cache-Control`.
+    static func json(_ status: HTTPResponse.Status, _ body: Data, cacheControl: String) -> ImageServiceResponse {
+        ImageServiceResponse(
+            status: status,
+            headerFields: [
+                .contentType: "application/json", .contentLength: String(body.count), .cacheControl: cacheControl,
+            ], body: body)
+    }
+
+    /// `{"error": code, "message": …}` with `Cache-Control: no-cache` (a 404: a short max-age;
+    /// a 503: `Retry-After: 1`).
     static func error(_ error: ImageServiceError) -> ImageServiceResponse {
         let object = ["error": error.code.rawValue, "message": error.message]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        var headers: [(String, String)] = [
-            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
-        ]
-        headers.append(("Cache-Control", error.status == 404 ? "public, max-age=60" : "no-cache"))
-        if error.status == 503 { headers.append(("Retry-After", "1")) }
-        return ImageServiceResponse(
-            status: error.status, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+        var response = json(
+            HTTPResponse.Status(code: error.status), body,
+            cacheControl: error.status == 404 ? "public, max-age=60" : "no-cache")
+        if error.status == 503 { response.headerFields[.retryAfter] = "1" }
+        return response
     }
 }
