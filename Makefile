@@ -264,8 +264,9 @@ check-resolved:
 		echo "check-resolved: Package.resolved is out of date: commit what 'swift package resolve' wrote" >&2; exit 1; }
 
 # Style and structure, in seconds: `swift format lint` with the repository's .swift-format (line
-# length 120; `make format` rewrites the files to it) and the layer rule (Tests/check-layers.py:
-# each folder of Sources/ImageKit names only the types of the layers below it).
+# length 120; `make format` rewrites the files to it) and the layer rules (Tests/check-layers.py:
+# each folder of Sources/ImageKit and of Sources/ImageKitServer names only the types of its own
+# layer and the layers below it).
 FORMAT_PATHS := Sources Tests Benchmarks/bench Benchmarks/NetBench Fuzz/Sources
 lint:
 	$(SWIFTPM) format lint --strict --recursive $(FORMAT_PATHS)

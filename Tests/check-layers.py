@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ImageKit's layer rule, checked: a file may name only types of its own layer and of the layers
+"""ImageKit's and ImageKitServer's layer rules, checked: a file may name only types of its own layer and of the layers
 below it.
 
     Core ← Pixels ← Color ← Coding+Animation ← Transforming ← (Caching, Loading) ← Manager
@@ -11,18 +11,24 @@ typealias); a reference is the type's name as a whole word outside comments and 
 Extensions that add members across layers are not seen (a grep cannot tell whose member is
 called); keep them in the layer of the type they extend or above it.
 
-    python3 Tests/check-layers.py [Sources/ImageKit]     # exit 1 and a list when an arrow points up
+    python3 Tests/check-layers.py [Sources/MODULE …]     # exit 1 and a list when an arrow points up
+
+ImageKitServer has its own rule (MODULES below); both are checked when no folder is given.
 """
 import os
 import re
 import sys
 
 # Levels from the bottom; in a level, units (folders in one unit share a layer) that are peers.
-LAYERS = [[["Core"]], [["Pixels"]], [["Color"]], [["Coding", "Animation"]], [["Transforming"]], [["Caching"], ["Loading"]],
-          [["Manager"]]]
-RANK = {folder: rank for rank, level in enumerate(LAYERS) for unit in level for folder in unit}
-UNIT = {folder: "+".join(unit) for level in LAYERS for unit in level for folder in unit}
-PICTURE = " ← ".join("(" + ", ".join("+".join(u) for u in level) + ")" if len(level) > 1 else "+".join(level[0]) for level in LAYERS)
+MODULES = {
+    "ImageKit": [[["Core"]], [["Pixels"]], [["Color"]], [["Coding", "Animation"]], [["Transforming"]],
+                 [["Caching"], ["Loading"]], [["Manager"]]],
+    # The service: the operations (and its one error type) at the bottom, the signatures, the URL
+    # grammars, then the pipeline and the source fetcher (peers: processing never fetches,
+    # fetching never decodes), the service that ties them, HTTP on top.
+    "ImageKitServer": [[["Operations"]], [["Signing"]], [["Grammars"]], [["Pipeline"], ["Fetching"]], [["Service"]],
+                       [["HTTP"]]],
+}
 DECLARATION = re.compile(r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private|final|"
                          r"indirect|nonisolated)\s+)*(?:struct|class|enum|protocol|actor|typealias)\s+(\w+)", re.M)
 
@@ -35,15 +41,29 @@ def code_only(text):
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
 
 
+def picture(layers):
+    return " ← ".join("(" + ", ".join("+".join(u) for u in level) + ")" if len(level) > 1 else "+".join(level[0])
+                      for level in layers)
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "ImageKit")
+    sources = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources")
+    roots = sys.argv[1:] or [os.path.join(sources, module) for module in MODULES]
+    return max(check(root) for root in roots)
+
+
+def check(root):
+    layers = MODULES[os.path.basename(os.path.normpath(root))]
+    RANK = {folder: rank for rank, level in enumerate(layers) for unit in level for folder in unit}
+    UNIT = {folder: "+".join(unit) for level in layers for unit in level for folder in unit}
+    PICTURE = picture(layers)
     files = {}
     for folder in os.listdir(root):
         path = os.path.join(root, folder)
         if not os.path.isdir(path) or folder.endswith(".docc"):  # the DocC catalog holds no code
             continue
         if folder not in RANK:
-            print(f"check-layers: {folder}/ is in no layer; add it to LAYERS")
+            print(f"check-layers: {folder}/ is in no layer; add it to MODULES")
             return 1
         for directory, _, names in os.walk(path):
             for name in names:

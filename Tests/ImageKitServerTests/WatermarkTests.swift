@@ -67,4 +67,26 @@ final class WatermarkTests: XCTestCase {
             }
         }
     }
+
+    func testPositionsAreReadOnceAndWrittenBackInThumborsSpelling() throws {
+        let cases: [(String, ImageOperations.WatermarkPosition, String)] = [
+            ("10", .pixels(10), "10"), ("-10", .pixels(-10), "-10"), ("20p", .percent(20), "20p"),
+            ("-20p", .percent(-20), "-20p"), ("center", .center, "center"), ("repeat", .repeated, "repeat"),
+            ("-0", .pixels(0), "0"),
+        ]
+        for (text, position, spelling) in cases {
+            XCTAssertEqual(try ImageOperations.WatermarkPosition(text), position, text)
+            XCTAssertEqual(position.description, spelling, text)
+        }
+        for text in ["", "-", "p", "10.5", "--5p", "left", "20%", "99999999"] {
+            XCTAssertThrowsError(try ImageOperations.WatermarkPosition(text), text)
+        }
+        // Along a 250-px side, thumbor rounds a percentage's half up, and a negative one counts from the end.
+        XCTAssertEqual(Watermark.position(.percent(1), length: 250), .pixels(3))
+        XCTAssertEqual(Watermark.position(.percent(-1), length: 250), .pixels(-3))
+        // The URL renders back to the same filter, so the key is the same however it was spelled.
+        let request = try ImageRequest.parse(
+            path: "/unsafe/filters:watermark(wm.example/m.png,-20p,center,30)/a.example/a.png")
+        XCTAssertTrue(request.operations.canonicalKey.contains("watermark(wm.example/m.png,-20p,center,30"))
+    }
 }

@@ -89,7 +89,7 @@ extension ThumborURL {
                     "round_corner(\(a == b ? "\(a)" : "\(a)|\(b)"),\(color.red),\(color.green),\(color.blue),\(transparent))"
                 )
             case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
-                var arguments = [url, x, y, String(alpha)]
+                var arguments = [url, x.description, y.description, String(alpha)]
                 if widthRatio != nil || heightRatio != nil {
                     arguments += [widthRatio.map(number) ?? "none", heightRatio.map(number) ?? "none"]
                 }

@@ -480,13 +480,8 @@ public enum ThumborURL {
         case "watermark":
             try expect(arguments, name, 4...6)
             // The position is read here, so that a bad one is a 400 before anything is fetched.
-            for position in arguments[1...2] {
-                do {
-                    _ = try Watermark.position(position, length: 1)
-                } catch {
-                    throw ImageServiceError(.invalidFilterArgument, error.message)
-                }
-            }
+            let x = try ImageOperations.WatermarkPosition(arguments[1])
+            let y = try ImageOperations.WatermarkPosition(arguments[2])
             let alpha = try int(arguments[3], name, in: 0...100)
             let widthRatio =
                 arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
@@ -494,7 +489,7 @@ public enum ThumborURL {
                 arguments.count > 5 && arguments[5] != "none" ? try double(arguments[5], name, in: 0...100) : nil
             operations.filters.append(
                 .watermark(
-                    url: arguments[0], x: arguments[1], y: arguments[2], alpha: alpha, widthRatio: widthRatio,
+                    url: arguments[0], x: x, y: y, alpha: alpha, widthRatio: widthRatio,
                     heightRatio: heightRatio))
         default:
             throw ImageServiceError(.unknownFilter, "unknown filter '\(name)'")

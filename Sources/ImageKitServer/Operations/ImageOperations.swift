@@ -136,7 +136,9 @@ public struct ImageOperations: Sendable, Hashable {
         /// Sets the result inside the nine-patch picture at `url` (thumbor `frame`).
         case frame(url: String)
         /// Draws the image at `url` over the result at `x`, `y` with `alpha` percent transparency (thumbor `watermark`).
-        case watermark(url: String, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?)
+        case watermark(
+            url: String, x: WatermarkPosition, y: WatermarkPosition, alpha: Int, widthRatio: Double?,
+            heightRatio: Double?)
     }
 
     /// The rules a URL dialect brings with it (see ``ImageOperations/rules``).

@@ -13,7 +13,7 @@ protocol ProcessingStep: SendableMetatype {
 enum ProcessingPipeline {
     static let steps: [any ProcessingStep.Type] = [
         ReadSignature.self,  // what the bytes are; 415 when no image; still output or not
-        Trim.self,  // thumbor's trim: decodes, and the trimmed image stands in for the source
+        TrimBorders.self,  // thumbor's trim: decodes, and the trimmed image stands in for the source
         MeasureSource.self,  // the displayed size from the header (422 over the pixel limit)
         PlanGeometry.self,  // crops, scaled size, canvas, turns: GeometryPlan
         PlaceCrop.self,  // the region of the source in the picture (gravity) and its target size

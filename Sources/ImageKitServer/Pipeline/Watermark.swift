@@ -14,24 +14,16 @@ enum Watermark {
         case repeated
     }
 
-    /// `text` as a position along an image side of `length` pixels.
-    static func position(_ text: String, length: Int) throws(ImageError) -> Position {
-        switch text {
-        case "center": return .center
-        case "repeat": return .repeated
-        default: break
+    /// `position` along an image side of `length` pixels (a percentage rounds halves up, as thumbor).
+    static func position(_ position: ImageOperations.WatermarkPosition, length: Int) -> Position {
+        switch position {
+        case .center: return .center
+        case .repeated: return .repeated
+        case .pixels(let pixels): return .pixels(pixels)
+        case .percent(let percent):
+            let pixels = Int((Double(length) * Double(abs(percent)) / 100 + 1e-5).rounded(.toNearestOrAwayFromZero))
+            return .pixels(percent < 0 ? -pixels : pixels)
         }
-        let negative = text.hasPrefix("-")
-        let digits = negative ? text.dropFirst() : Substring(text)
-        if digits.hasSuffix("p"), let percent = Int(digits.dropLast()), percent <= 10_000 {
-            // thumbor rounds halves up.
-            let pixels = Int((Double(length) * Double(percent) / 100 + 1e-5).rounded(.toNearestOrAwayFromZero))
-            return .pixels(negative ? -pixels : pixels)
-        }
-        guard let pixels = Int(digits), pixels <= 1 << 20 else {
-            throw ImageError(.invalidArgument, "watermark position '\(text)' is not a number, Np, center or repeat")
-        }
-        return .pixels(negative ? -pixels : pixels)
     }
 
     /// The watermark's size when fitted into `widthRatio`/`heightRatio` percent of the image.
@@ -76,9 +68,10 @@ enum Watermark {
 
     /// `bitmap` with the watermark (`mark`, decoded once for every frame) laid over it.
     static func apply(
-        _ bitmap: Bitmap, mark: Bitmap, x: String, y: String, alpha: Int, widthRatio: Double?, heightRatio: Double?
+        _ bitmap: Bitmap, mark: Bitmap, x: ImageOperations.WatermarkPosition, y: ImageOperations.WatermarkPosition,
+        alpha: Int, widthRatio: Double?, heightRatio: Double?
     ) throws(ImageError) -> Bitmap {
-        let xPosition = try position(x, length: bitmap.width), yPosition = try position(y, length: bitmap.height)
+        let xPosition = position(x, length: bitmap.width), yPosition = position(y, length: bitmap.height)
         var mark = mark
         if widthRatio != nil || heightRatio != nil {
             let size = fittedSize(

@@ -3,7 +3,7 @@ import ImageKit
 /// thumbor's `trim`: the whole image is decoded, the border of the reference corner's colour
 /// cut off, and the trimmed image stands in for the source from here on (a manual crop moves
 /// with it, as thumbor moves it).
-enum Trim: ProcessingStep {
+enum TrimBorders: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         guard let trim = context.operations.trim else { return }
         var decoded = try context.decode(context.decoding)
