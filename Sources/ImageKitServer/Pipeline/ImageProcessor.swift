@@ -17,7 +17,7 @@ public struct ProcessedImage: Sendable {
     public var timings = ProcessingTimings()
 }
 
-/// The CPU stages of one ``ImageProcessor/process(_:request:watermarks:)``, for the service's stage metrics.
+/// The CPU stages of one ``ImageProcessor/process(_:request:watermarks:signature:)``, for the service's stage metrics.
 public struct ProcessingTimings: Sendable {
     /// Decoding, including decode-time scaling.
     public var decode: Duration = .zero
@@ -71,13 +71,15 @@ public struct ImageProcessor: Sendable {
     ///   - request: the request, its format already negotiated with `Accept` where that applies.
     ///   - watermarks: the bytes of each `watermark()` and `frame()` filter's image, by the URL
     ///     the filter names (the service fetches them through the same rules as the source).
+    ///   - signature: the source's signature when the caller sniffed it already; nil: read here.
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
     ///   source over ``maxPixels``, 400 for a bad argument, 500 otherwise.
     public func process(
-        _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:]
+        _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:], signature: ImageSignature? = nil
     ) throws(ImageServiceError) -> ProcessedImage {
         let start = ContinuousClock.now
         var context = ProcessingContext(data: data, request: request, overlayBytes: watermarks, processor: self)
+        context.signature = signature ?? ImageSignature(data)
         try ProcessingPipeline.run(&context)
         guard var result = context.result else {
             throw ImageServiceError(.processingFailed, "the pipeline ended without an answer")

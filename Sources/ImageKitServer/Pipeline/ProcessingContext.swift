@@ -25,8 +25,8 @@ struct ProcessingContext {
 
     // MARK: Learnt on the way
 
-    /// The source's signature, read once.
-    var signature = ImageSignature(Data())
+    /// The source's signature, read once (by the fetcher, or by the processor when it is called alone).
+    var signature = ImageSignature(format: .unknown)
     /// How every decode of the source is made (orientation, limits, first frame only).
     var decoding = ImageDecodingOptions.default
     /// A GIF under rules that skip its filters: it stays a GIF, untouched by filters.

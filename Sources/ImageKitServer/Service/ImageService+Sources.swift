@@ -24,10 +24,12 @@ extension ImageService {
         }
     }
 
-    /// A source's bytes, the origin's `Last-Modified`, and what identifies this version of it:
-    /// the origin's strong `ETag` with the length, else a digest of the bytes.
+    /// A source's bytes, what they are (sniffed once, here), the origin's `Last-Modified`, and
+    /// what identifies this version of it: the origin's strong `ETag` with the length, else a
+    /// digest of the bytes.
     struct Source {
         var data: Data
+        var signature: ImageSignature
         var lastModified: String?
         var identity: String
     }
@@ -48,7 +50,8 @@ extension ImageService {
             let identity =
                 headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
                 ?? SHA256.hash(data: data).prefix(12).hexString
-            return Source(data: data, lastModified: headers?.lastModified, identity: identity)
+            return Source(
+                data: data, signature: ImageSignature(data), lastModified: headers?.lastModified, identity: identity)
         } catch let error as ImageServiceError {
             throw error
         } catch let error as ImageError {

@@ -35,7 +35,7 @@ public final class ImageService: Sendable {
     let results: ResultCache
     private let sourceDisk: DiskCache?
     let metrics: ServiceMetrics
-    private let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
+    let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
     private let parsedPaths = Locked<[String: ParsedPath]>([:])
     /// The admin key's MAC under a secret of this process: a presented key is checked by
     /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
@@ -186,7 +186,7 @@ public final class ImageService: Sendable {
         }
 
         let source = try await loadSource(request.source, trace: trace)
-        let signature = ImageSignature(source.data)
+        let signature = source.signature
         let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + source.identity).utf8)).prefix(16).hexString + "\""
         let expiry = Date().addingTimeInterval(configuration.resultTimeToLive)
         if let stale, stale.etag == etag {
@@ -210,7 +210,8 @@ public final class ImageService: Sendable {
         }
         let watermarks = try await loadWatermarks(request.operations, trace: trace)
         let processed = try await process(
-            source.data, request: effective, watermarks: watermarks, key: resultKey + "|" + source.identity)
+            source.data, signature: signature, request: effective, watermarks: watermarks,
+            key: resultKey + "|" + source.identity)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, answering)
@@ -321,63 +322,6 @@ public final class ImageService: Sendable {
         return keyed.canonicalKey
     }
 
-    /// Whether `Accept` may choose the format of this source's answer (when no format is
-    /// asked). imgproxy's rule: for every source, animations too (an animated GIF becomes an
-    /// animated WebP or AVIF). thumbor's: not for a GIF or an animation, which keep their format.
-    static func negotiates(_ request: ImageRequest, _ signature: ImageSignature) -> Bool {
-        request.operations.rules.negotiatesAnimations || (!signature.isAnimated && signature.format != .gif)
-    }
-
-    static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
-        guard let ifNoneMatch else { return false }
-        return ifNoneMatch.split(separator: ",").contains {
-            let tag = $0.trimmingCharacters(in: .whitespaces)
-            return tag == etag || tag == "W/" + etag || tag == "*"
-        }
-    }
-
-    /// The headers a 200 and a 304 of one result share.
-    private func validators(
-        etag: String, lastModified: String?, varies: Bool, _ operations: ImageOperations, now: Int
-    ) -> HTTPFields {
-        var fields: HTTPFields = [.eTag: etag, .cacheControl: cacheControl(operations, now: now)]
-        if let lastModified { fields[.lastModified] = lastModified }
-        if varies { fields[.vary] = "Accept" }
-        return fields
-    }
-
-    /// A result's response: 304 when the client holds it already.
-    private func respond(with result: CachedResult, _ answering: Answering) -> ImageServiceResponse {
-        let operations = answering.request.operations
-        // A thumbor GIF stays a GIF whatever Accept says: no Vary for it.
-        let varies = answering.negotiable && (operations.rules.negotiatesAnimations || result.image.format != .gif)
-        let common = validators(
-            etag: result.etag, lastModified: result.lastModified, varies: varies, operations, now: answering.now)
-        if Self.matches(answering.ifNoneMatch, result.etag) {
-            return ImageServiceResponse(status: .notModified, headerFields: common)
-        }
-        let processed = result.image
-        var fields: HTTPFields = [
-            .contentType: processed.format.mimeType, .contentLength: String(processed.data.count),
-        ]
-        if configuration.sendsSourceTags {
-            fields[Self.surrogateKeyField] = answering.tag
-            fields[Self.cacheTagField] = answering.tag
-        }
-        fields.append(contentsOf: common)
-        if operations.filename != nil || operations.returnAttachment {
-            let name =
-                (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
-            let safe = String(name.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 })
-            fields[.contentDisposition] =
-                (operations.returnAttachment ? "attachment" : "inline") + "; filename=\"\(safe)\""
-        }
-        return ImageServiceResponse(status: .ok, headerFields: fields, body: processed.data)
-    }
-
-    static let surrogateKeyField = HTTPField.Name("Surrogate-Key")!
-    static let cacheTagField = HTTPField.Name("Cache-Tag")!
-
     /// A signed URL must carry a valid signature for its grammar; an unsigned one needs `allowsUnsafe`.
     private func authorize(_ request: ImageRequest) throws(ImageServiceError) {
         guard let signature = request.signature else {
@@ -394,53 +338,6 @@ public final class ImageService: Sendable {
         guard valid else { throw ImageServiceError.badSignature("the URL's signature does not match") }
     }
 
-    private func cacheControl(_ operations: ImageOperations, now: Int) -> String {
-        var maxAge = operations.maxAge ?? configuration.maxAge
-        if let expires = operations.expires { maxAge = min(maxAge, max(0, expires - now)) }
-        return "public, max-age=\(maxAge)"
-    }
-
-    /// The processing of one result: joined with identical requests in flight, run on the pool.
-    private func process(
-        _ source: Data, request: ImageRequest, watermarks: [String: Data] = [:],
-        key: String
-    ) async throws(ImageServiceError) -> ProcessedImage {
-        let processor = self.processor
-        let pool = self.pool
-        let task = inFlight.withLock { tasks -> Task<Result<ProcessedImage, ImageServiceError>, Never> in
-            if let running = tasks[key] { return running }
-            let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
-                let outcome = await pool.run { () -> Result<ProcessedImage, ImageServiceError> in
-                    do throws(ImageServiceError) {
-                        return .success(try processor.process(source, request: request, watermarks: watermarks))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                return outcome ?? .failure(ImageServiceError(.busy, "the service is busy; try again"))
-            }
-            tasks[key] = task
-            return task
-        }
-        let outcome = await task.value
-        inFlight.withLock { tasks in
-            if tasks[key] == task { tasks[key] = nil }
-        }
-        let processed = try outcome.get()
-        metrics.processed(processed.timings)
-        return processed
-    }
-
-    /// Runs `body` on the worker pool (503 when it is full).
-    private func runOnPool<Output: Sendable>(_ body: @escaping @Sendable () throws(ImageServiceError) -> Output)
-        async throws(ImageServiceError) -> Output
-    {
-        let outcome = await pool.run { () -> Result<Output, ImageServiceError> in
-            do throws(ImageServiceError) { return .success(try body()) } catch { return .failure(error) }
-        }
-        guard let outcome else { throw ImageServiceError(.busy, "the service is busy; try again") }
-        return try outcome.get()
-    }
 }
 
 /// One request's facts for the metrics and the access log, filled in as it is answered.

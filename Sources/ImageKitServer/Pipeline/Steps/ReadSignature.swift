@@ -1,16 +1,15 @@
 import ImageKit
 
-/// What the source is (read once, from its first bytes), how it will be decoded, and whether
+/// Whether the source is an image at all (its signature, read once), how it will be decoded, and whether
 /// the answer is a still: an animation asked as a still format (JPEG, HEIC, JPEG XL) answers
 /// its first frame, and only that frame is decoded. A GIF under rules that skip its filters
 /// stays a GIF whatever is asked.
 enum ReadSignature: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
-        let signature = ImageSignature(context.data)
+        let signature = context.signature
         guard signature.format != .unknown else {
             throw ImageServiceError(.notAnImage, "the source is not an image")
         }
-        context.signature = signature
         let operations = context.operations
         var decoding = ImageDecodingOptions.default
         decoding.appliesOrientation = operations.autoRotate

@@ -1,0 +1,74 @@
+import Foundation
+
+extension ImgproxyURL {
+    /// The path (after the signature) of `operations` and `source` in this grammar, with a
+    /// plain percent-encoded source: parsing it gives the same operations back.
+    public static func path(for operations: ImageOperations, source: URL) -> String {
+        var options: [String] = []
+        let number = ImageOperations.number
+        if operations.resizeMode == .cover {
+            options.append("rt:fill")
+        } else if operations.resizeMode != .fit {
+            options.append("rt:\(operations.resizeMode.rawValue)")
+        }
+        if operations.width != 0 { options.append("w:\(operations.width)") }
+        if operations.height != 0 { options.append("h:\(operations.height)") }
+        if operations.enlarge { options.append("el:1") }
+        if operations.extend { options.append("ex:1") }
+        if operations.minWidth != 0 { options.append("mw:\(operations.minWidth)") }
+        if operations.minHeight != 0 { options.append("mh:\(operations.minHeight)") }
+        if operations.zoomX != 1 || operations.zoomY != 1 {
+            options.append("z:\(number(operations.zoomX)):\(number(operations.zoomY))")
+        }
+        if operations.dpr != 1 { options.append("dpr:\(number(operations.dpr))") }
+        if operations.gravity != .center {
+            options.append("g:" + ImageOperations.describe(operations.gravity).replacingOccurrences(of: ",", with: ":"))
+        }
+        if case .size(let width, let height, let gravity)? = operations.crop {
+            options.append(
+                "c:\(number(width)):\(number(height))"
+                    + (gravity.map { ":" + ImageOperations.describe($0).replacingOccurrences(of: ",", with: ":") } ?? "")
+            )
+        }
+        if let trim = operations.trim { options.append("t:\(number(trim.tolerance))") }
+        if let padding = operations.padding { options.append("pd:" + padding.map(String.init).joined(separator: ":")) }
+        if !operations.autoRotate { options.append("ar:0") }
+        if operations.rotate != 0 { options.append("rot:\(operations.rotate)") }
+        if operations.flipHorizontal || operations.flipVertical {
+            options.append("fl:\(operations.flipHorizontal ? 1 : 0):\(operations.flipVertical ? 1 : 0)")
+        }
+        if let background = operations.background { options.append("bg:\(background.urlHex)") }
+        for filter in operations.filters {
+            switch filter {
+            case .blur(_, let sigma?): options.append("bl:\(number(sigma))")
+            case .sharpen(let amount, _, _): options.append("sh:\(number(amount))")
+            case .pixelate(let size): options.append("pix:\(size)")
+            default: break  // not in this grammar
+            }
+        }
+        if let quality = operations.quality { options.append("q:\(quality)") }
+        if !operations.formatQuality.isEmpty {
+            options.append(
+                "fq:"
+                    + operations.formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                        "\($0.key.rawValue):\($0.value)"
+                    }.joined(separator: ":"))
+        }
+        if let maxBytes = operations.maxBytes { options.append("mb:\(maxBytes)") }
+        if !operations.stripMetadata { options.append("sm:0") }
+        if operations.stripColorProfile { options.append("scp:1") }
+        if operations.keepCopyright { options.append("kcr:1") }
+        if let cacheBuster = operations.cacheBuster { options.append("cb:\(cacheBuster)") }
+        if let expires = operations.expires { options.append("exp:\(expires)") }
+        if let filename = operations.filename {
+            options.append("fn:" + Base64URL.encode(Data(filename.utf8), padded: false) + ":1")
+        }
+        if operations.returnAttachment { options.append("att:1") }
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "@?#%")
+        let encodedSource =
+            source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
+        let extensionPart = operations.format.map { "@" + $0.rawValue } ?? ""
+        return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
+    }
+}
