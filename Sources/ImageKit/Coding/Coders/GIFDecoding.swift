@@ -98,7 +98,7 @@ struct GIFDecoding {
         }
         if let early { return try early(frames, target) }
         guard let last = state.position.pending else { throw ImageError(.zeroPixels, "the GIF has no image") }
-        var lastFrame = state.canvas.finish(isOpaque: false)
+        var lastFrame = state.canvas.finish(isOpaque: state.position.pendingIsOpaque)
         if target != screen { lastFrame = try lastFrame.resized(to: target) }
         frames.append(ImageFrame(bitmap: lastFrame, duration: last.duration))
         if frames.count == 1 {
@@ -214,6 +214,10 @@ struct GIFDecoding {
                         state.position.control.DisposalMode, rect, saved
                     )
                     state.position.pendingEmitted = false
+                    state.position.pendingIsOpaque =
+                        transparent < 0
+                        && rect
+                            == AnimationCanvas.Rect(x: 0, y: 0, width: state.canvas.width, height: state.canvas.height)
                     state.position.control = GIFRunState.noControl
                     if options.firstFrameOnly { done = true }
 
@@ -384,6 +388,9 @@ struct GIFRunState: AnimationRunState, ~Copyable {
         var pending: (duration: Double, disposal: Int32, rect: AnimationCanvas.Rect, saved: Bitmap?)?
         /// Whether `pending` was handed over already (its disposal is still to come).
         var pendingEmitted = false
+        /// `pending` covered the whole canvas with no transparent index: the canvas is opaque
+        /// until its disposal (a still from a GIF then skips the resampler's alpha work).
+        var pendingIsOpaque = false
         var emittedCount = 0
         /// The graphic control extension read for the next frame.
         var control = GIFRunState.noControl
