@@ -7,8 +7,8 @@ SWIFT ?= swift
 # MAKEFLAGS/MAKELEVEL, which differ between `make test` and a sub-make or `make -s`: every swift
 # command runs without them, so a second build with the same flags is a no-op.
 SWIFTPM = env -u _ -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u MAKE_TERMOUT -u MAKE_TERMERR $(SWIFT)
-DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev libpoppler-glib-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin
-PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0 poppler-glib
+DEB_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev libpoppler-glib-dev libavcodec-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin
+PKG_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0 poppler-glib libavcodec
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
@@ -39,9 +39,10 @@ release: deps
 
 # Tests run optimised (-c release, with @testable imports enabled): the codec and resampler
 # loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
-# Every trait on, PDF too (off by default: poppler is GPL), so that every coder's tests run;
-# `test-no-traits` checks the build and the tests with none.
-TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits HEIF,AVIF,JXL,SVG,PDF,Serve
+# Every trait on, PDF and HEVCAVCodec too (off by default: poppler is GPL, libavcodec brings many
+# libraries), so that every coder's tests run; `test-no-traits` checks the build and the tests with none.
+TEST_TRAITS := HEIF,AVIF,JXL,SVG,PDF,HEVCAVCodec
+TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits $(TEST_TRAITS),Serve
 
 # The image service's output sizes are compared with a real thumbor 7.8 asked for the same URLs
 # in the same run (Tests/thumbor/sizes.py, loopback only). thumbor lives in a venv outside the
@@ -86,7 +87,7 @@ test: deps thumbor-sizes
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits HEIF,AVIF,JXL,SVG,PDF
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS)
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
 # library, the tool and every test build, and the tests pass with those formats answering
@@ -146,7 +147,8 @@ bench-net: deps
 # FORMATS=1: instead, every source format (JPEG, PNG, WebP, GIF, AVIF, HEIC with and without a
 # thumbnail item, JPEG XL, TIFF) through `imagekit serve` beside libvips (Debian's 8.14 and
 # pyvips-binary's 8.18) and Pillow in process on the same files (Benchmarks/serve/bench_formats.py;
-# FORMAT_COUNT sources a format, ROUNDS rounds).
+# FORMAT_COUNT sources a format, ROUNDS rounds). Its imagekit is built with the HEVCAVCodec trait
+# (HEVC through libavcodec), in .build-formats.
 SOAK ?= 0
 SOURCES ?= photos
 COUNT ?= 1000
@@ -162,8 +164,8 @@ bench-serve: deps peers-venv
 			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; fi
 	@$(VIPS_VENV)/bin/python -c "import pyvips" 2>/dev/null || { rm -rf $(VIPS_VENV) && python3 -m venv $(VIPS_VENV) && \
 		$(VIPS_VENV)/bin/pip install -q --disable-pip-version-check pyvips==3.2.0; }
-	$(SWIFTPM) build -c release --product imagekit
-	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
+	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits HEIF,AVIF,JXL,SVG,Serve,HEVCAVCodec
+	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build-formats/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
 		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
 else
 bench-serve: deps thumbor-venv
@@ -283,4 +285,4 @@ docs: deps
 	python3 Tests/check-docs.py .build-docs ImageKit ImageKitServer
 
 clean:
-	rm -rf .build-docs .build .build-test .build-asan .build-tsan .build-no-traits .build-dist dist Fuzz/.build-fuzz
+	rm -rf .build-docs .build .build-test .build-asan .build-tsan .build-no-traits .build-dist .build-formats dist Fuzz/.build-fuzz

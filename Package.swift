@@ -39,6 +39,10 @@ let package = Package(
         // and `imagekit serve`. Without it ImageKitServer keeps its framework-free core
         // (`ImageService.handle`), which is how the sanitizer builds skip compiling Hummingbird twice.
         .trait(name: "Serve", description: "The HTTP layer of ImageKitServer and the `imagekit serve` command"),
+        // Off by default: HEVC (HEIC) decoding through FFmpeg's libavcodec instead of libde265, a
+        // libheif decoder plugin. Faster (see Benchmarks/README), but Debian's libavcodec59 brings
+        // some thirty codec libraries into a binary's dependencies (the .deb's among them).
+        .trait(name: "HEVCAVCodec", description: "HEIC's HEVC decoded by libavcodec (FFmpeg) instead of libde265"),
         .default(enabledTraits: ["HEIF", "AVIF", "JXL", "SVG", "Serve"]),
     ],
     dependencies: [
@@ -70,14 +74,24 @@ let package = Package(
         systemLibrary("CJXL", pkgConfig: "libjxl", apt: "libjxl-dev"),
         systemLibrary("CRSVG", pkgConfig: "librsvg-2.0", apt: "librsvg2-dev"),
         systemLibrary("CPoppler", pkgConfig: "poppler-glib", apt: "libpoppler-glib-dev"),
+        systemLibrary("CAVCodec", pkgConfig: "libavcodec", apt: "libavcodec-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
         // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
         // symbol is prefixed `ik_`.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CCurl", "CPNG", "CDeflate"],
-            path: "Sources/CImageCodecs/Shims"
+            dependencies: [
+                "CCurl", "CPNG", "CDeflate",
+                .target(name: "CHeif", condition: .when(traits: ["HEVCAVCodec"])),
+                .target(name: "CAVCodec", condition: .when(traits: ["HEVCAVCodec"])),
+            ],
+            path: "Sources/CImageCodecs/Shims",
+            cSettings: [.define("IK_HEVC_AVCODEC", .when(traits: ["HEVCAVCodec"]))],
+            linkerSettings: [
+                .linkedLibrary("avcodec", .when(traits: ["HEVCAVCodec"])),
+                .linkedLibrary("avutil", .when(traits: ["HEVCAVCodec"])),
+            ]
         ),
         .target(
             name: "ImageKit",

@@ -16,7 +16,7 @@ let package = Package(
         // checkout's directory is called.
         // Without the Serve trait: the fuzzers reach the request layer, not the HTTP server, and
         // Hummingbird need not be built with the fuzzer's instrumentation.
-        .package(path: ".deps/ImageKit", traits: ["HEIF", "AVIF", "JXL", "SVG", "PDF"]),
+        .package(path: ".deps/ImageKit", traits: ["HEIF", "AVIF", "JXL", "SVG", "PDF", "HEVCAVCodec"]),
     ],
     targets: [
         .target(name: "CFuzzDriver"),

@@ -9,6 +9,7 @@
 #include "ik_status.h"
 #include "ik_build.h"
 #include "ik_gif.h"
+#include "ik_heif_avcodec.h"
 #include "ik_png.h"
 #include "ik_curl.h"
 #include "ik_files.h"

@@ -1,5 +1,6 @@
 #if HEIF
 internal import CHeif
+internal import CImageCodecs
 import Foundation
 
 /// HEIC/HEIF decoding with libheif (libde265 for HEVC): the primary image, grids (how iPhones
@@ -18,10 +19,15 @@ import Foundation
 ///
 /// A thumbnail request is served from the file's embedded thumbnail item when that is at least
 /// the requested size (as libvips does), which skips decoding the full image. Each decode uses
-/// one thread: a server decodes many images at once. Built with the `HEIF` package trait.
+/// one thread: a server decodes many images at once. Built with the `HEIF` package trait; with
+/// the `HEVCAVCodec` trait too, HEVC is decoded by FFmpeg's libavcodec (a libheif decoder
+/// plugin, the same pixels, faster) instead of libde265.
 public struct HEIFCoder: ImageCoding {
     /// The HEIF/HEIC decoder (libheif).
     public init() {}
+
+    /// Whether HEVC goes through libavcodec (the `HEVCAVCodec` trait) rather than libde265.
+    public static let decodesHEVCWithLibavcodec = ik_heif_avcodec_register() != 0
 
     /// True for HEIC and HEIF.
     public func canDecode(_ signature: ImageSignature) -> Bool {
@@ -118,6 +124,7 @@ public struct HEIFCoder: ImageCoding {
     static func decode(_ bytes: UnsafeRawBufferPointer, format: ImageFormat, options: ImageDecodingOptions)
         throws(ImageError) -> DecodedImage
     {
+        _ = decodesHEVCWithLibavcodec  // registers the plugin once, before the first decode
         guard let context = heif_context_alloc() else { throw ImageError(.internalError, "libheif: out of memory") }
         defer { heif_context_free(context) }
         heif_context_set_max_decoding_threads(context, 0)
