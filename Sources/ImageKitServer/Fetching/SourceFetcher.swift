@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ImageKit
 
@@ -18,6 +19,16 @@ final class SourceFetcher: Sendable {
         var http: HTTPCacheHeaders?
         /// False when the bytes came from the disk cache.
         var fromOrigin: Bool
+
+        /// What identifies this version of the source: the origin's strong `ETag` with the
+        /// length (it names the bytes exactly: no need to hash them), else a digest of the bytes.
+        var identity: String {
+            http?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
+                ?? SHA256.hash(data: data).prefix(12).hexString
+        }
+
+        /// What the bytes are, sniffed from their first bytes.
+        var signature: ImageSignature { ImageSignature(data) }
     }
 
     let downloader: ImageDownloader

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import ImageKit
 
@@ -45,13 +44,9 @@ extension ImageService {
             }
             trace.tier = fetched.fromOrigin ? .origin : .sourceDisk
             metrics.fetched(bytes: data.count, duration: ContinuousClock.now - started, fromOrigin: fetched.fromOrigin)
-            let headers = fetched.http
-            // A strong ETag names the bytes exactly: no need to hash them (a weak one does not).
-            let identity =
-                headers?.etag.flatMap { $0.hasPrefix("\"") ? "etag:" + $0 + ":" + String(data.count) : nil }
-                ?? SHA256.hash(data: data).prefix(12).hexString
             return Source(
-                data: data, signature: ImageSignature(data), lastModified: headers?.lastModified, identity: identity)
+                data: data, signature: fetched.signature, lastModified: fetched.http?.lastModified,
+                identity: fetched.identity)
         } catch let error as ImageServiceError {
             throw error
         } catch let error as ImageError {
