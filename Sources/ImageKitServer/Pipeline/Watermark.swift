@@ -8,18 +8,13 @@ import ImageKit
 /// is the watermark's transparency (0 opaque … 100 invisible); `w_ratio`/`h_ratio` fit the
 /// watermark into that percentage of the image's width/height (`none` for either).
 enum Watermark {
-    enum Position: Equatable {
-        case pixels(Int)
-        case center
-        case repeated
-    }
+    typealias Position = ImageOperations.WatermarkPosition
 
-    /// `position` along an image side of `length` pixels (a percentage rounds halves up, as thumbor).
-    static func position(_ position: ImageOperations.WatermarkPosition, length: Int) -> Position {
+    /// `position` along an image side of `length` pixels: a percentage becomes pixels (halves
+    /// round up, as thumbor); the others are as they are.
+    static func position(_ position: Position, length: Int) -> Position {
         switch position {
-        case .center: return .center
-        case .repeated: return .repeated
-        case .pixels(let pixels): return .pixels(pixels)
+        case .center, .repeated, .pixels: return position
         case .percent(let percent):
             let pixels = Int((Double(length) * Double(abs(percent)) / 100 + 1e-5).rounded(.toNearestOrAwayFromZero))
             return .pixels(percent < 0 ? -pixels : pixels)
@@ -47,6 +42,8 @@ enum Watermark {
     /// Where copies of a `mark`-long watermark start along a side of `length` pixels.
     static func offsets(_ position: Position, length: Int, mark: Int, limitTiles: Bool) -> [Int] {
         switch position {
+        case .percent:
+            return offsets(self.position(position, length: length), length: length, mark: mark, limitTiles: limitTiles)
         case .center: return [(length - mark) / 2]
         case .pixels(let value): return [value < 0 ? length - mark + value : value]
         case .repeated:
@@ -68,8 +65,7 @@ enum Watermark {
 
     /// `bitmap` with the watermark (`mark`, decoded once for every frame) laid over it.
     static func apply(
-        _ bitmap: Bitmap, mark: Bitmap, x: ImageOperations.WatermarkPosition, y: ImageOperations.WatermarkPosition,
-        alpha: Int, widthRatio: Double?, heightRatio: Double?
+        _ bitmap: Bitmap, mark: Bitmap, x: Position, y: Position, alpha: Int, widthRatio: Double?, heightRatio: Double?
     ) throws(ImageError) -> Bitmap {
         let xPosition = position(x, length: bitmap.width), yPosition = position(y, length: bitmap.height)
         var mark = mark
