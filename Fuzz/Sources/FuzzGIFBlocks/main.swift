@@ -17,7 +17,7 @@ exit(
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         let descriptor =
             bytes.firstIndex(of: 0x2C).map { GIFStructure.imageDataOffset(bytes, descriptorAt: $0 + 1) } ?? 0
-        var indices = [UInt8](repeating: 0, count: width * height + 8)
+        var indices = [UInt8](repeating: 0, count: width * height + Int(IK_GIF_LZW_SLACK))
         var decoded = 0, end = 0
         _ = ik_gif_lzw_decode(base, bytes.count, descriptor, Int32(flags & 1), &indices, width * height, &decoded, &end)
         precondition(decoded <= width * height && end <= bytes.count)

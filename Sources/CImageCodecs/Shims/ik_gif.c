@@ -5,7 +5,10 @@
 // and popping it in reverse. Here every table entry instead remembers where its string was last
 // written in the frame's output (GIF's LZW is LZ77 in disguise: the string of a new code is the
 // previous code's string plus the next byte, and both were just written side by side), so a code
-// becomes one forward copy of earlier output, 8 bytes at a time. The semantics are giflib's
+// becomes one forward copy of earlier output, 8 bytes at a time. Literals copy from a table of
+// the byte values past the frame, so the loop does not branch on the kind of code (a branch the
+// CPU could not predict on photographic GIFs), and the sub-blocks are joined first, so a code is
+// read with one load and no block boundary to test. The semantics are giflib's
 // (`strict` 0): a non-literal code right after a clear, an end code or a block terminator before
 // the frame is full are defects; a code past the next free one is giflib's tolerated defect (the
 // previous string and the byte 2, giflib's NO_SUCH_CODE cut to a byte); a full table keeps being
@@ -14,14 +17,16 @@
 // palette index over 255 are defects.
 #include "ik_gif.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { LZW_MAX_CODES = 4096 };
 
 /// Copies `count` bytes from `source` to `target`, which starts at least `count` bytes later in
-/// the same buffer, 8 at a time: up to 7 bytes past `target + count` are overwritten (the
-/// caller's buffer has that slack; later strings overwrite them). Each word is loaded before it
-/// is stored, so a source word that reaches into the target only carries bytes past the copy.
+/// the same buffer (or in the literal table past the frame), 8 at a time: up to 7 bytes past
+/// `target + count` are overwritten (the caller's buffer has that slack; later strings overwrite
+/// them). Each word is loaded before it is stored, so a source word that reaches into the target
+/// only carries bytes past the copy.
 static inline void copy_forward(uint8_t *target, const uint8_t *source, size_t count) {
     for (size_t i = 0; i < count; i += 8) {
         uint64_t word;
@@ -30,92 +35,123 @@ static inline void copy_forward(uint8_t *target, const uint8_t *source, size_t c
     }
 }
 
+static inline uint64_t load_le64(const uint8_t *p) {
+    uint64_t word;
+    memcpy(&word, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    return word;
+}
+
 ik_gif_lzw_status ik_gif_lzw_decode(const uint8_t *data, size_t size, size_t offset, int strict, uint8_t *output,
                                      size_t pixel_count, size_t *decoded, size_t *end) {
     *decoded = 0;
     *end = offset < size ? offset : size;
     if (offset >= size) return IK_GIF_LZW_TRUNCATED;
     // Positions are 32-bit: a GIF frame has at most 65535 x 65535 pixels, which fits.
-    if (pixel_count > UINT32_MAX) return IK_GIF_LZW_BAD_CODE;
+    if (pixel_count > UINT32_MAX - IK_GIF_LZW_SLACK) return IK_GIF_LZW_BAD_CODE;
     const int code_size = data[offset];
     if (code_size < 1 || code_size > 11) return IK_GIF_LZW_BAD_CODE_SIZE;
-    size_t p = offset + 1;
 
-    uint32_t position[LZW_MAX_CODES];
-    uint16_t length[LZW_MAX_CODES];
+    // The sub-blocks are joined into one run first, so that reading a code is one unaligned load
+    // with no block boundary to test: `terminated` says whether a block terminator ended them
+    // (else the data ends inside them), `after` where the next record starts.
+    size_t joined_size = 0, p = offset + 1, after;
+    int terminated = 0;
+    for (;;) {
+        if (p >= size) { after = size; break; }
+        const size_t block = data[p++];
+        if (block == 0) { terminated = 1; after = p; break; }
+        const size_t available = block < size - p ? block : size - p;
+        joined_size += available;
+        p += available;
+    }
+    uint8_t *joined = malloc(joined_size + 16);
+    if (!joined) return IK_GIF_LZW_BAD_CODE;
+    for (size_t at = 0, q = offset + 1; at < joined_size;) {
+        const size_t block = data[q++];
+        const size_t available = block < size - q ? block : size - q;
+        memcpy(joined + at, data + q, available);
+        at += available;
+        q += available;
+    }
+    memset(joined + joined_size, 0, 16);
+
+    // Every table entry is a run of the buffer: a string written earlier in the frame, or for a
+    // literal its byte in a table of the 256 byte values past the frame's slack. So every
+    // ordinary code is the same forward copy, with no branch on whether it is a literal. A length
+    // of 0 marks the codes that are not ordinary (clear, end, and literals past 255 when the code
+    // size is over 8).
+    uint8_t *const literals = output + pixel_count + LZW_MAX_CODES + 16;
+    uint32_t position[LZW_MAX_CODES + 1];
+    uint16_t length[LZW_MAX_CODES + 1];
     const int clear = 1 << code_size, end_code = clear + 1;
-    int width = code_size + 1, next = clear + 2, previous = -1;
+    for (int value = 0; value < 256; value++) literals[value] = (uint8_t)value;
+    for (int code = 0; code < clear; code++) {
+        position[code] = (uint32_t)(pixel_count + LZW_MAX_CODES + 16) + (uint32_t)(code & 255);
+        length[code] = code < 256 ? 1 : 0;
+    }
+    length[clear] = 0;
+    length[end_code] = 0;
+    int width = code_size + 1, next = clear + 2, has_previous = 0;
     uint32_t mask = (1u << width) - 1;
     size_t previous_at = 0, previous_length = 0;
 
-    uint64_t bits = 0;
+    const uint64_t total_bits = (uint64_t)joined_size * 8;
+    const uint8_t *in = joined;
+    uint64_t bits = 0, consumed = 0;
     int bit_count = 0;
-    size_t block_left = 0;
     size_t o = 0;
     ik_gif_lzw_status status = IK_GIF_LZW_OK;
 
     while (o < pixel_count) {
-        while (bit_count < width) {
-            if (block_left == 0) {
-                if (p >= size) { status = IK_GIF_LZW_TRUNCATED; goto done; }
-                block_left = data[p++];
-                if (block_left == 0) { status = IK_GIF_LZW_SHORT_DATA; *end = p; goto done; }
+        // Refill to 56-63 bits; past the data the run's zero padding reads as zeros, and
+        // `consumed` tells a real code from one read past the end.
+        if (bit_count < width) {
+            if ((size_t)(in - joined) <= joined_size) {
+                bits |= load_le64(in) << bit_count;
+                in += (63 - bit_count) >> 3;
+                bit_count |= 56;
+            } else {
+                bit_count = 64;
             }
-            if (p >= size) { status = IK_GIF_LZW_TRUNCATED; goto done; }
-            // Whole bytes while both the block and the buffer have room.
-            size_t take = block_left < (size_t)((64 - bit_count) >> 3) ? block_left : (size_t)((64 - bit_count) >> 3);
-            if (take > size - p) take = size - p;
-            for (size_t i = 0; i < take; i++) {
-                bits |= (uint64_t)data[p++] << bit_count;
-                bit_count += 8;
-            }
-            block_left -= take;
         }
         const int code = (int)(bits & mask);
         bits >>= width;
         bit_count -= width;
+        consumed += (uint64_t)width;
+        if (consumed > total_bits) { status = terminated ? IK_GIF_LZW_SHORT_DATA : IK_GIF_LZW_TRUNCATED; break; }
 
-        if (code == clear) {
-            width = code_size + 1;
-            mask = (1u << width) - 1;
-            next = clear + 2;
-            previous = -1;
-            continue;
-        }
-        if (code == end_code) { status = IK_GIF_LZW_EARLY_END; goto skip; }
-        if ((previous < 0 && code >= clear) || (strict && code > next)) { status = IK_GIF_LZW_BAD_CODE; goto done; }
-
+        size_t count, defined_at = previous_at;
         const size_t at = o;
-        size_t count;
-        // Where the string of the code defined now lies: the previous string and the first byte
-        // written now; for giflib's tolerated defect, the string written now.
-        size_t defined_at = previous_at;
-        if (code < clear) {
-            if (code > 255) { status = IK_GIF_LZW_BAD_CODE; goto done; }
-            output[o] = (uint8_t)code;
-            count = 1;
-        } else if (code > next) {
-            count = previous_length + 1 < pixel_count - o ? previous_length + 1 : pixel_count - o;
-            copy_forward(output + o, output + previous_at, count < previous_length ? count : previous_length);
-            if (count > previous_length) output[o + previous_length] = 2;
-            defined_at = o;
+        if (__builtin_expect(code < next && length[code] != 0, 1)) {
+            count = length[code];
+            copy_forward(output + o, output + position[code], count);
         } else {
-            // `next` itself (KwKwK): the previous string and its own first byte.
-            const size_t from = code == next ? previous_at : position[code];
-            const size_t string_length = code == next ? previous_length + 1 : length[code];
-            count = string_length < pixel_count - o ? string_length : pixel_count - o;
-            const uint8_t *source = output + from;
-            uint8_t *target = output + o;
+            if (code == clear) {
+                width = code_size + 1;
+                mask = (1u << width) - 1;
+                next = clear + 2;
+                has_previous = 0;
+                continue;
+            }
+            if (code == end_code) { status = IK_GIF_LZW_EARLY_END; break; }
+            if (code < clear || !has_previous || (strict && code > next)) { status = IK_GIF_LZW_BAD_CODE; goto done; }
+            count = previous_length + 1;
+            copy_forward(output + o, output + previous_at, previous_length);
             if (code == next) {
-                // The string ends with its own first byte: the previous string, then that byte.
-                copy_forward(target, source, count < previous_length ? count : previous_length);
-                if (count > previous_length) target[previous_length] = source[0];
+                // KwKwK: the previous string and its own first byte.
+                output[o + previous_length] = output[previous_at];
             } else {
-                copy_forward(target, source, count);
+                // A code past the next free one: giflib's tolerated defect (the previous string
+                // and the byte 2, its NO_SUCH_CODE cut to a byte); the new entry is that string.
+                output[o + previous_length] = 2;
+                defined_at = o;
             }
         }
         o += count;
-        if (previous >= 0 && next < LZW_MAX_CODES) {
+        if (has_previous && next < LZW_MAX_CODES) {
             position[next] = (uint32_t)defined_at;
             length[next] = (uint16_t)(previous_length + 1);
             next++;
@@ -124,30 +160,18 @@ ik_gif_lzw_status ik_gif_lzw_decode(const uint8_t *data, size_t size, size_t off
                 mask = (1u << width) - 1;
             }
         }
-        previous = code;
+        has_previous = 1;
         previous_at = at;
         previous_length = count;
     }
-skip:
-    // The frame is full (or ended): the rest of its sub-blocks are skipped.
-    if (block_left > size - p) { p = size; status = status == IK_GIF_LZW_OK ? IK_GIF_LZW_TRAILING_TRUNCATED : status; }
-    else p += block_left;
-    for (;;) {
-        if (p >= size) {
-            if (status == IK_GIF_LZW_OK) status = IK_GIF_LZW_TRAILING_TRUNCATED;
-            break;
-        }
-        const size_t block = data[p++];
-        if (block == 0) break;
-        if (block > size - p) {
-            p = size;
-            if (status == IK_GIF_LZW_OK) status = IK_GIF_LZW_TRAILING_TRUNCATED;
-            break;
-        }
-        p += block;
+    if (o > pixel_count) o = pixel_count;
+    if (status == IK_GIF_LZW_OK || status == IK_GIF_LZW_EARLY_END || status == IK_GIF_LZW_SHORT_DATA) {
+        // The frame is full (or ended): the rest of its sub-blocks are skipped.
+        if (status == IK_GIF_LZW_OK && !terminated) status = IK_GIF_LZW_TRAILING_TRUNCATED;
+        *end = after;
     }
-    *end = p;
 done:
+    free(joined);
     *decoded = o;
     return status;
 }

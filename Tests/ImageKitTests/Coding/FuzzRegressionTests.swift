@@ -42,7 +42,7 @@ final class FuzzRegressionTests: XCTestCase {
                     bytes.firstIndex(of: 0x2C).map { start in
                         bytes.withUnsafeBytes { GIFStructure.imageDataOffset($0, descriptorAt: start + 1) }
                     } ?? 0
-                var indices = [UInt8](repeating: 0, count: width * height + 8)
+                var indices = [UInt8](repeating: 0, count: width * height + Int(IK_GIF_LZW_SLACK))
                 var decoded = 0, end = 0
                 for strict: Int32 in [0, 1] {
                     _ = ik_gif_lzw_decode(

@@ -119,7 +119,7 @@ final class GIFLeniencyTests: XCTestCase {
                             while lines < height, DGifGetLine(gif, &giflib[lines * width], Int32(width)) == GIF_OK {
                                 lines += 1
                             }
-                            var ours = [UInt8](repeating: 0, count: width * height + 8)
+                            var ours = [UInt8](repeating: 0, count: width * height + Int(IK_GIF_LZW_SLACK))
                             var decoded = 0, end = 0
                             let status = ik_gif_lzw_decode(
                                 bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,

@@ -24,9 +24,13 @@ typedef enum {
     IK_GIF_LZW_BAD_CODE_SIZE = 6,
 } ik_gif_lzw_status;
 
+/// Bytes `ik_gif_lzw_decode` needs past a frame's last index: the longest string plus a word of
+/// overrun, and a table of the 256 byte values that literal codes copy from.
+#define IK_GIF_LZW_SLACK 4384
+
 /// Decodes one frame's LZW image data into palette indices. `offset` is the frame's minimum code
-/// size byte (the sub-blocks follow it); `output` holds `pixel_count` indices plus 8 bytes of
-/// slack. `decoded` is how many indices were written (all of them unless the data is cut or
+/// size byte (the sub-blocks follow it); `output` holds `pixel_count` indices plus
+/// `IK_GIF_LZW_SLACK` bytes, whose contents afterwards are undefined. `decoded` is how many indices were written (all of them unless the data is cut or
 /// defective); `end` where the next record starts (after the block terminator), when the status
 /// is OK, TRAILING_TRUNCATED, EARLY_END or SHORT_DATA, and never past `size`. `strict` 0 decodes as giflib does, 1 as
 /// browsers do (ik_gif.c says how they differ).

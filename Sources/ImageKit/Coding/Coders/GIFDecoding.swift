@@ -331,8 +331,12 @@ struct GIFDecoding {
             }
         }
         let pixelCount = width * height
-        // The decoder writes up to 8 bytes past the last index.
-        if indices.count < pixelCount + 8 { indices = [UInt8](repeating: 0, count: pixelCount + 8) }
+        // The decoder uses IK_GIF_LZW_SLACK bytes past the last index; it writes every index it
+        // reports, so the buffer needs no zeroing.
+        let needed = pixelCount + Int(IK_GIF_LZW_SLACK)
+        if indices.count < needed {
+            indices = [UInt8](unsafeUninitializedCapacity: needed) { _, count in count = needed }
+        }
         var decoded = 0, end = 0
         let status = indices.withUnsafeMutableBufferPointer { output in
             ik_gif_lzw_decode(
