@@ -8,7 +8,8 @@
 # cache directory, and a client on core 1 asks `fit-in/WxW` of every photo at falling sizes, so
 # every request is cold (its result was never made; its source is fetched again). Prints the
 # server's CPU per request (user + system, from /proc) and its context switches per request
-# (all threads), after 100 warm-up requests. Compare with the in-process row of the same photos:
+# (all threads), after 100 warm-up requests. PERF=FILE records the measured requests with
+# `perf record -g` into FILE. Compare with the in-process row of the same photos:
 #     .build/release/bench --corpus ~/.cache/imagekit/bench-serve-photos --filter serve/corpus
 set -euo pipefail
 binary=${1:-.build/release/imagekit}
@@ -34,6 +35,7 @@ cleanup() {
 trap cleanup EXIT
 taskset -c 1 nginx -c "$work/nginx.conf" -p "$work"
 taskset -c 0 "$binary" serve --port "$serve_port" --allow-unsafe --allow-address 127.0.0.0/8 --workers 1 \
+    --memory-limit 64 --log-level warning ${SERVE_ARGS:-} \
     > "$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.1; done
@@ -52,12 +54,27 @@ for i in range(first, first + count):
         sys.exit(f"status {response.status}")
 PY
 }
+threads() { # CPU ticks per thread name (dispatch names a worker after the queue it serves)
+    for task in /proc/$server/task/*; do
+        echo "$(cut -d')' -f2- "$task/stat" | awk '{print $12 + $13}') $(cat "$task/comm")"
+    done | awk '{ticks[$2] += $1} END {for (name in ticks) print name, ticks[name]}' | sort
+}
 counters() { # CPU ticks and context switches of the server, all threads
     echo "$(awk '{print $14 + $15}' "/proc/$server/stat") $(cat /proc/$server/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}')"
 }
 load 0 100
 read -r ticks0 switches0 < <(counters)
+threads > "$work/threads0"
+if [ -n "${PERF:-}" ]; then
+    perf record -q -F 2000 -g -o "$PERF" -p "$server" 2>/dev/null &
+    recorder=$!
+    sleep 0.5
+fi
 load 100 "$requests"
 read -r ticks1 switches1 < <(counters)
+if [ -n "${PERF:-}" ]; then kill -INT "$recorder"; wait "$recorder" || true; fi
 hz=$(getconf CLK_TCK)
+threads > "$work/threads1"
+join -a 2 -e 0 -o 0,1.2,2.2 "$work/threads0" "$work/threads1" | awk -v hz="$hz" -v n="$requests" \
+    '{printf "  %-20s %.3f ms per request\n", $1, ($3 - $2) * 1000 / hz / n}'
 python3 -c "print(f'cold requests: $requests; CPU per request {($ticks1 - $ticks0) * 1000 / $hz / $requests:.3f} ms; context switches per request {($switches1 - $switches0) / $requests:.1f}')"
