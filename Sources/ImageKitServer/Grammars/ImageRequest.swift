@@ -41,7 +41,7 @@ public struct ImageRequest: Sendable, Hashable {
         let body = path.dropFirst()
         guard let slash = body.firstIndex(of: "/") else { throw .malformed("the path has no image") }
         let first = String(body[..<slash])
-        let decoded = first.removingPercentEncoding ?? first
+        let decoded = first.percentDecoded ?? first
         if first == "info" {
             var request = try ImgproxyURL.parse(
                 String(body[body.index(after: slash)...]).withLeadingSlash, presets: presets)
@@ -60,7 +60,7 @@ public struct ImageRequest: Sendable, Hashable {
     /// are (whether they are served is the service's configuration); any other scheme refused.
     static func sourceURL(_ text: String, addsScheme: Bool) throws(ImageServiceError) -> URL {
         var text = text
-        if !text.contains("://"), text.contains("%"), let decoded = text.removingPercentEncoding { text = decoded }
+        if !text.contains("://"), let decoded = text.percentDecoded { text = decoded }
         if let store = try storeURL(text) { return store }
         let lower = text.lowercased()
         if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {
@@ -108,4 +108,8 @@ extension ImageRequest {
 
 extension String {
     var withLeadingSlash: String { hasPrefix("/") ? self : "/" + self }
+
+    /// `removingPercentEncoding` without Foundation's round trip through an NSString for the
+    /// usual text with no `%` in it (a few microseconds a request): nil when an escape is broken.
+    var percentDecoded: String? { utf8.contains(UInt8(ascii: "%")) ? removingPercentEncoding : self }
 }

@@ -47,7 +47,7 @@ public enum ImgproxyURL {
                 text = String(text[..<at])
             }
             guard !text.isEmpty else { throw .malformed("the path has no source URL") }
-            guard let decoded = text.removingPercentEncoding else {
+            guard let decoded = text.percentDecoded else {
                 throw .malformed("the source URL's percent-encoding is broken")
             }
             source = try ImageRequest.sourceURL(decoded, addsScheme: false)

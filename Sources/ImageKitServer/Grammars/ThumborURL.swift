@@ -19,7 +19,7 @@ public enum ThumborURL {
         var rest = Substring(path.dropFirst())
         guard let slash = rest.firstIndex(of: "/") else { throw .malformed("the path has no image") }
         let first = String(rest[..<slash])
-        let decodedFirst = first.removingPercentEncoding ?? first
+        let decodedFirst = first.percentDecoded ?? first
         let signature: String? = decodedFirst == "unsafe" ? nil : decodedFirst
         rest = rest[rest.index(after: slash)...]
         let signedPath = String(rest)
