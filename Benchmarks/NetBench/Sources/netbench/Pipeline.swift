@@ -19,7 +19,30 @@ struct Pipeline {
         var imagesPerSecond: Double
         var downloadOnly: Double
         var decodeOnly: Double
+        /// The process's CPU (user + system, every thread) per image in each case, in ms: what the
+        /// pipeline costs beyond its two parts, apart from idle cores.
+        var cpuPerImage: (pipeline: Double, download: Double, decode: Double)
+        /// The same pipeline storing nothing on disk (the thumbnails in memory only): what the
+        /// disk write of each original costs the pipeline.
+        var memoryOnly: Double
+        var memoryOnlyCPUPerImage: Double
         var ratio: Double { imagesPerSecond / min(downloadOnly, decodeOnly) }
+        var memoryOnlyRatio: Double { memoryOnly / min(downloadOnly, decodeOnly) }
+    }
+
+    /// The process's CPU time so far, in seconds (every thread).
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// Runs `round` and answers its rate with the CPU per image it took, in ms.
+    private func measured(_ round: () async throws -> Double) async rethrows -> (rate: Double, cpu: Double) {
+        let before = Self.processCPU()
+        let rate = try await round()
+        return (rate, (Self.processCPU() - before) * 1000 / Double(count))
     }
 
     /// Writes `p0.jpg` … into the served directory: 50 distinct photo-like JPEGs (textured
@@ -64,14 +87,19 @@ struct Pipeline {
 
     func run() async throws -> Result {
         let files = try writePhotos()
-        var pipeline: [Double] = [], download: [Double] = [], decode: [Double] = []
+        var pipeline: [(rate: Double, cpu: Double)] = [], memoryOnly = pipeline, download = pipeline, decode = pipeline
         _ = try await managerRound()  // warm-up: page cache, nginx, lazy libraries
         for _ in 0..<runs {
-            pipeline.append(try await managerRound())
-            download.append(await downloadRound())
-            decode.append(decodeRound(files))
+            pipeline.append(try await measured { try await managerRound() })
+            memoryOnly.append(try await measured { try await managerRound(storesOnDisk: false) })
+            download.append(await measured { await downloadRound() })
+            decode.append(await measured { decodeRound(files) })
         }
-        return Result(imagesPerSecond: median(pipeline), downloadOnly: median(download), decodeOnly: median(decode))
+        return Result(
+            imagesPerSecond: median(pipeline.map(\.rate)), downloadOnly: median(download.map(\.rate)),
+            decodeOnly: median(decode.map(\.rate)),
+            cpuPerImage: (median(pipeline.map(\.cpu)), median(download.map(\.cpu)), median(decode.map(\.cpu))),
+            memoryOnly: median(memoryOnly.map(\.rate)), memoryOnlyCPUPerImage: median(memoryOnly.map(\.cpu)))
     }
 
     private var downloaderConfiguration: ImageDownloaderConfiguration {
@@ -80,13 +108,16 @@ struct Pipeline {
             maxConnectionsPerHost: Self.concurrency)
     }
 
-    /// Images per second through a fresh manager with an empty cache directory.
-    private func managerRound() async throws -> Double {
+    /// Images per second through a fresh manager with an empty cache directory (with
+    /// `storesOnDisk` false, nothing is written there: thumbnails go to memory only).
+    private func managerRound(storesOnDisk: Bool = true) async throws -> Double {
         let directory = URL(fileURLWithPath: cacheRoot).appendingPathComponent("netbench-pipeline-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = try ImageCache(directory: directory, configuration: .init(disk: .init(sweepsAtOpen: false)))
         let manager = ImageManager(cache: cache, loader: ImageDownloader(configuration: downloaderConfiguration))
-        let context = ImageLoadContext(thumbnailPixelSize: Self.thumbnail)
+        let context = ImageLoadContext(
+            storeCacheType: storesOnDisk ? .all : .memory, originalStoreCacheType: storesOnDisk ? .disk : .none,
+            thumbnailPixelSize: Self.thumbnail)
         let start = now()
         let failures = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<count {

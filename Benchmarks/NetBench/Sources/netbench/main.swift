@@ -281,7 +281,11 @@ if let pipeline = pipelineResult {
         let object: [String: Any] = [
             "case": "pipeline", "images_per_s": pipeline.imagesPerSecond,
             "download_only_per_s": pipeline.downloadOnly, "decode_only_per_s": pipeline.decodeOnly,
-            "ratio": pipeline.ratio,
+            "ratio": pipeline.ratio, "cpu_ms_per_image": pipeline.cpuPerImage.pipeline,
+            "download_only_cpu_ms_per_image": pipeline.cpuPerImage.download,
+            "decode_only_cpu_ms_per_image": pipeline.cpuPerImage.decode,
+            "memory_only_per_s": pipeline.memoryOnly, "memory_only_ratio": pipeline.memoryOnlyRatio,
+            "memory_only_cpu_ms_per_image": pipeline.memoryOnlyCPUPerImage,
         ]
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
@@ -297,5 +301,13 @@ if let pipeline = pipelineResult {
                 format: "pipeline %.0f images/s   download-only %.0f/s   decode-only %.0f/s (%d cores)   ratio %.2f",
                 pipeline.imagesPerSecond, pipeline.downloadOnly, pipeline.decodeOnly,
                 ProcessInfo.processInfo.activeProcessorCount, pipeline.ratio))
+        print(
+            String(
+                format: "CPU per image: pipeline %.2f ms   download-only %.2f ms   decode-only %.2f ms",
+                pipeline.cpuPerImage.pipeline, pipeline.cpuPerImage.download, pipeline.cpuPerImage.decode))
+        print(
+            String(
+                format: "storing nothing on disk: %.0f images/s (ratio %.2f), CPU per image %.2f ms",
+                pipeline.memoryOnly, pipeline.memoryOnlyRatio, pipeline.memoryOnlyCPUPerImage))
     }
 }
