@@ -171,7 +171,9 @@ public struct AVIFCoder: ImageCoding {
             // libavif writes the samples at the image's depth (at least 10 bits), which the mapper's
             // tables are indexed by.
             let channels = hasAlpha ? 4 : 3
-            var samples = [UInt16](repeating: 0, count: stored.pixelCount * channels)
+            // libavif writes every sample: no zero fill first (72 MB for a 12 MP frame).
+            let count = stored.pixelCount * channels
+            var samples = [UInt16](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
             return try samples.withUnsafeMutableBufferPointer { samples throws(ImageError) in
                 var rgb = avifRGBImage()
                 avifRGBImageSetDefaults(&rgb, image)
