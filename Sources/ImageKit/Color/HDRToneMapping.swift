@@ -235,10 +235,45 @@ final class HDRToneMapper: Sendable {
         _ samples: UnsafePointer<UInt16>, stride: Int, channels: Int, width: Int, height: Int, isOpaque: Bool,
         reducingBy factor: Int = 1
     ) throws(ImageError) -> Bitmap {
+        try map(
+            width: width, height: height, channels: channels, isOpaque: isOpaque, reducingBy: factor,
+            bandRows: height
+        ) { y, _ throws(ImageError) in (samples + y * stride, stride) }
+    }
+
+    /// Tone-maps an image whose 16-bit samples arrive a band of rows at a time, so that a
+    /// decoder converting to them (libavif) never holds the whole frame at 16 bits: a 12 MP
+    /// frame's 72 MB of samples, and their page faults, become one band's.
+    ///
+    /// `band(y, rows)` returns rows `y ..< y + rows` (`rows` ≤ `bandRows`) and their stride in
+    /// samples, valid until the next call; `y` is a multiple of `bandRows`. `bandRows` is rounded
+    /// up to a multiple of `factor`, so that every factor × factor block lies in one band and the
+    /// result is the same as mapping the whole frame at once.
+    func map(
+        width: Int, height: Int, channels: Int, isOpaque: Bool, reducingBy factor: Int = 1, bandRows: Int,
+        band: (_ y: Int, _ rows: Int) throws(ImageError) -> (samples: UnsafePointer<UInt16>, stride: Int)
+    ) throws(ImageError) -> Bitmap {
         precondition(channels == 3 || channels == 4)
         let factor = max(1, factor)
+        let bandRows = max(1, (max(1, bandRows) + factor - 1) / factor) * factor
         let buffer = try PixelBuffer(width: (width + factor - 1) / factor, height: (height + factor - 1) / factor)
-        linear.withUnsafeBufferPointer { linear in
+        try withTables { map throws(ImageError) in
+            var y = 0
+            while y < height {
+                let rows = min(bandRows, height - y)
+                let (samples, stride) = try band(y, rows)
+                ik_tonemap_rows_reduced(
+                    map, samples, stride, Int32(channels), Int32(width), Int32(rows), Int32(factor),
+                    buffer.row(y / factor), buffer.bytesPerRow)
+                y += rows
+            }
+        }
+        return buffer.freeze(isOpaque: isOpaque || channels == 3)
+    }
+
+    /// Runs `body` with the C mapper's view of this mapper's tables.
+    private func withTables(_ body: (UnsafePointer<ik_tonemap>) throws(ImageError) -> Void) throws(ImageError) {
+        let result: Result<Void, ImageError> = linear.withUnsafeBufferPointer { linear in
             hlgGain.withUnsafeBufferPointer { hlgGain in
                 toneGain.withUnsafeBufferPointer { toneGain in
                     srgb.withUnsafeBufferPointer { srgb in
@@ -257,15 +292,13 @@ final class HDRToneMapper: Sendable {
                             )
                             map.srgb = srgb.baseAddress
                             map.code_gain = codeGain.isEmpty ? nil : codeGain.baseAddress
-                            ik_tonemap_rows_reduced(
-                                &map, samples, stride, Int32(channels), Int32(width), Int32(height), Int32(factor),
-                                buffer.row(0), buffer.bytesPerRow)
+                            return Result { () throws(ImageError) in try body(&map) }
                         }
                     }
                 }
             }
         }
-        return buffer.freeze(isOpaque: isOpaque || channels == 3)
+        try result.get()
     }
 
     /// The largest whole factor that shrinks `size` without going below `target` in either

@@ -357,6 +357,45 @@ extension HDRTests {
         }
     }
 
+    func testHDRAVIFsConvertedInBandsMatchTheWholeFrame() throws {
+        // libavif upsamples 4:2:0 chroma from the neighbouring chroma rows: each band's view
+        // carries the rows that upsampling reads, so the narrowest bands (two rows) give the
+        // same bytes as one band for the whole frame, at every size and reduction.
+        var thumbnail = ImageDecodingOptions.default
+        thumbnail.thumbnailPixelSize = PixelSize(12)
+        for format in [AVIF_PIXEL_FORMAT_YUV420, AVIF_PIXEL_FORMAT_YUV422, AVIF_PIXEL_FORMAT_YUV444] {
+            for (width, height, alpha) in [(37, 29, false), (40, 31, true), (9, 2, false)] {
+                let data = try Self.pqAVIF(width: width, height: height, format: format, alpha: alpha)
+                for options in [ImageDecodingOptions.default, thumbnail] {
+                    let whole = try decodedInBands(of: Int.max / 2, data, options)
+                    let narrow = try decodedInBands(of: 1, data, options)
+                    let label =
+                        "\(format) \(width)x\(height) alpha \(alpha) \(options.thumbnailPixelSize.map { "\($0)" } ?? "full")"
+                    XCTAssertEqual(whole.hdrTransfer, .pq, label)
+                    XCTAssertEqual(narrow.bitmap.size, whole.bitmap.size, label)
+                    XCTAssertEqual(differingBytes(narrow, whole), 0, label)
+                }
+            }
+        }
+        let seine = try fixture("seine_hdr_rec2020.avif")
+        XCTAssertEqual(
+            differingBytes(
+                try decodedInBands(of: 64 << 10, seine, .default), try decodedInBands(of: Int.max / 2, seine, .default)),
+            0)
+    }
+
+    private func differingBytes(_ a: DecodedImage, _ b: DecodedImage) -> Int {
+        guard a.bitmap.size == b.bitmap.size else { return -1 }
+        return zip(a.bitmap.packedRGBA(), b.bitmap.packedRGBA()).reduce(0) { $0 + ($1.0 == $1.1 ? 0 : 1) }
+    }
+
+    private func decodedInBands(of bytes: Int, _ data: Data, _ options: ImageDecodingOptions) throws -> DecodedImage {
+        let saved = AVIFCoder.toneMappingBandBytes.load(ordering: .relaxed)
+        AVIFCoder.toneMappingBandBytes.store(bytes, ordering: .relaxed)
+        defer { AVIFCoder.toneMappingBandBytes.store(saved, ordering: .relaxed) }
+        return try ImageCodersManager.shared.decode(data, options: options)
+    }
+
     func testSDRAVIFIsNotToneMapped() throws {
         let samples: [UInt16] = [0, 512, 1023]
         let data = try Self.losslessAVIF(samples, width: 1, height: 1, transfer: 13, primaries: 1)
@@ -428,6 +467,46 @@ extension HDRTests {
         defer { avifEncoderDestroy(encoder) }
         encoder.pointee.minQuantizer = 0
         encoder.pointee.maxQuantizer = 0
+        encoder.pointee.speed = 9
+        var output = avifRWData()
+        defer { avifRWDataFree(&output) }
+        XCTAssertEqual(avifEncoderWrite(encoder, image, &output), AVIF_RESULT_OK)
+        return Data(bytes: output.data, count: output.size)
+    }
+
+    /// A lossy 10-bit PQ / BT.2020 AVIF of a colour gradient with sharp steps (so that chroma
+    /// upsampling has something to blend), in `format`, with a gradient alpha when asked.
+    static func pqAVIF(width: Int, height: Int, format: avifPixelFormat, alpha: Bool) throws -> Data {
+        let image = try XCTUnwrap(avifImageCreate(UInt32(width), UInt32(height), 10, format))
+        defer { avifImageDestroy(image) }
+        image.pointee.transferCharacteristics = 16
+        image.pointee.colorPrimaries = 9
+        image.pointee.matrixCoefficients = 9
+        var rgbImage = avifRGBImage()
+        avifRGBImageSetDefaults(&rgbImage, image)
+        rgbImage.format = alpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB
+        rgbImage.depth = 10
+        let channels = alpha ? 4 : 3
+        var pixels = [UInt16](repeating: 0, count: width * height * channels)
+        for y in 0..<height {
+            for x in 0..<width {
+                let index = (y * width + x) * channels
+                pixels[index] = UInt16((x * 1023 / max(1, width - 1) + (y % 3) * 200) % 1024)
+                pixels[index + 1] = UInt16(((x / 3 + y) % 2) * 700 + 100)
+                pixels[index + 2] = UInt16(y * 1023 / max(1, height - 1))
+                if alpha { pixels[index + 3] = UInt16((x + y) * 1023 / max(1, width + height - 2)) }
+            }
+        }
+        let converted = pixels.withUnsafeMutableBytes { bytes -> avifResult in
+            rgbImage.pixels = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            rgbImage.rowBytes = UInt32(width * 2 * channels)
+            return avifImageRGBToYUV(image, &rgbImage)
+        }
+        XCTAssertEqual(converted, AVIF_RESULT_OK)
+        let encoder = try XCTUnwrap(avifEncoderCreate())
+        defer { avifEncoderDestroy(encoder) }
+        encoder.pointee.minQuantizer = 10
+        encoder.pointee.maxQuantizer = 10
         encoder.pointee.speed = 9
         var output = avifRWData()
         defer { avifRWDataFree(&output) }

@@ -1,6 +1,7 @@
 #if AVIF
 internal import CAVIF
 import Foundation
+import Synchronization
 
 /// AVIF decoding and encoding with libavif (dav1d decodes, libaom encodes).
 ///
@@ -68,7 +69,7 @@ public struct AVIFCoder: ImageCoding {
         let toneMapper = Self.toneMapper(first.pointee)
         if toneMapper != nil {
             // libavif's planes as subsampled (4:2:0 holds half a chroma sample a pixel), and the
-            // 16-bit RGB(A) samples the tone mapper reads.
+            // band of 16-bit RGB(A) samples the tone mapper reads.
             let chromaSamples: Int
             switch first.pointee.yuvFormat {
             case AVIF_PIXEL_FORMAT_YUV420: chromaSamples = stored.pixelCount / 2
@@ -77,8 +78,9 @@ public struct AVIFCoder: ImageCoding {
             default: chromaSamples = stored.pixelCount * 2
             }
             let planes = (stored.pixelCount * (hasAlpha ? 2 : 1) + chromaSamples) * depthBytes
+            let band = Self.toneMappingBand(stored: stored, channels: hasAlpha ? 4 : 3, factor: 1)
             try options.limits.checkWorking(
-                planes + stored.pixelCount * 2 * (hasAlpha ? 4 : 3),
+                planes + band.samples * 2,
                 outputBytes: target.pixelCount * 4 * frameCount, "the \(stored) HDR AVIF planes and samples")
         }
 
@@ -168,25 +170,10 @@ public struct AVIFCoder: ImageCoding {
             throw ImageError(.badImageData, "AVIF: frame \(index) changes size")
         }
         if let toneMapper {
-            // libavif writes the samples at the image's depth (at least 10 bits), which the mapper's
-            // tables are indexed by.
-            let channels = hasAlpha ? 4 : 3
-            // libavif writes every sample: no zero fill first (72 MB for a 12 MP frame).
-            let count = stored.pixelCount * channels
-            var samples = [UInt16](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
-            return try samples.withUnsafeMutableBufferPointer { samples throws(ImageError) in
-                var rgb = avifRGBImage()
-                avifRGBImageSetDefaults(&rgb, image)
-                rgb.format = hasAlpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB
-                rgb.depth = UInt32(max(10, image.pointee.depth))
-                rgb.pixels = UnsafeMutableRawPointer(samples.baseAddress!).assumingMemoryBound(to: UInt8.self)
-                rgb.rowBytes = UInt32(stored.width * 2 * channels)
-                try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
-                let bitmap = try toneMapper.map(
-                    samples.baseAddress!, stride: stored.width * channels, channels: channels, width: stored.width,
-                    height: stored.height, isOpaque: !hasAlpha, reducingBy: factor)
-                return try geometry.apply(to: bitmap)
-            }
+            return try geometry.apply(
+                to: toneMapped(
+                    image, stored: stored, hasAlpha: hasAlpha, toneMapper: toneMapper, factor: factor,
+                    decoder: decoder, index: index))
         }
         let buffer = try PixelBuffer(width: stored.width, height: stored.height)
         var rgb = avifRGBImage()
@@ -197,6 +184,64 @@ public struct AVIFCoder: ImageCoding {
         rgb.rowBytes = UInt32(buffer.bytesPerRow)
         try check(avifImageYUVToRGB(image, &rgb), decoder, "converting frame \(index) to RGB")
         return try geometry.apply(to: buffer.freeze(isOpaque: !hasAlpha))
+    }
+
+    /// The bytes of 16-bit samples converted at a time for the tone mapper: 4 MB rather than a
+    /// 12 MP frame's 72 MB (and their page faults); narrower bands cost more in libavif's
+    /// per-call setup and the rows converted twice than they save (`bench --filter hdr`).
+    /// Tests narrow it to compare bands with the whole frame.
+    static let toneMappingBandBytes = Atomic<Int>(4 << 20)
+
+    /// The rows of one tone-mapping band (`step`: even, so that every view starts on a chroma
+    /// row, and a multiple of the reduction factor) and the samples its buffer holds, with the
+    /// two rows above and the one below converted with it: a kept row's chroma comes from its
+    /// chroma row and the next one up or down.
+    static func toneMappingBand(stored: PixelSize, channels: Int, factor: Int) -> (step: Int, samples: Int) {
+        let stride = stored.width * channels
+        let rows = max(2, toneMappingBandBytes.load(ordering: .relaxed) / max(1, stride * 2)) & ~1
+        let factor = max(1, factor)
+        let rounded = (rows + factor - 1) / factor * factor
+        let step = rounded % 2 == 0 ? rounded : rounded * 2
+        return (step, (min(step, stored.height) + 3) * stride)
+    }
+
+    /// An HDR frame converted to 16-bit RGB(A) a band of rows at a time and tone-mapped band by
+    /// band, never whole: each band is a view of libavif's planes (`avifImageSetViewRect`)
+    /// with two rows more above and one below, because 4:2:0 chroma is upsampled from the
+    /// neighbouring chroma rows and a view's edge rows are upsampled as an image's edges are.
+    /// The rows kept are converted exactly as in the whole frame.
+    private static func toneMapped(
+        _ image: UnsafeMutablePointer<avifImage>, stored: PixelSize, hasAlpha: Bool, toneMapper: HDRToneMapper,
+        factor: Int, decoder: UnsafeMutablePointer<avifDecoder>, index: Int
+    ) throws(ImageError) -> Bitmap {
+        // libavif writes the samples at the image's depth (at least 10 bits), which the mapper's
+        // tables are indexed by.
+        let channels = hasAlpha ? 4 : 3
+        let stride = stored.width * channels
+        let above = 2, below = 1
+        let (step, capacity) = toneMappingBand(stored: stored, channels: channels, factor: factor)
+        // libavif writes every sample it is given: no zero fill first.
+        var samples = [UInt16](unsafeUninitializedCapacity: capacity) { _, initialized in initialized = capacity }
+        return try samples.withUnsafeMutableBufferPointer { samples throws(ImageError) in
+            try toneMapper.map(
+                width: stored.width, height: stored.height, channels: channels, isOpaque: !hasAlpha,
+                reducingBy: factor, bandRows: step
+            ) { y, rows throws(ImageError) in
+                let top = max(0, y - above)
+                let bottom = min(stored.height, y + rows + below)
+                var rect = avifCropRect(x: 0, y: UInt32(top), width: UInt32(stored.width), height: UInt32(bottom - top))
+                var view = avifImage()
+                try check(avifImageSetViewRect(&view, image, &rect), decoder, "viewing rows of frame \(index)")
+                var rgb = avifRGBImage()
+                avifRGBImageSetDefaults(&rgb, &view)
+                rgb.format = hasAlpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB
+                rgb.depth = UInt32(max(10, image.pointee.depth))
+                rgb.pixels = UnsafeMutableRawPointer(samples.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                rgb.rowBytes = UInt32(stride * 2)
+                try check(avifImageYUVToRGB(&view, &rgb), decoder, "converting frame \(index) to RGB")
+                return (UnsafePointer(samples.baseAddress! + (y - top) * stride), stride)
+            }
+        }
     }
 
     /// `clap`, `irot` and `imir` of an image.
