@@ -15,17 +15,23 @@ public final class Bitmap: @unchecked Sendable {
     /// True when every pixel's alpha is 255 (known from the format, or checked).
     public let isOpaque: Bool
     let baseAddress: UnsafeMutableRawPointer
+    /// Bytes from the start of the allocation to `baseAddress` (``PixelBuffer/Placement``).
+    private let allocationOffset: Int
 
-    init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool) {
+    init(
+        adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, isOpaque: Bool,
+        allocationOffset: Int = 0
+    ) {
         self.baseAddress = baseAddress
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
         self.isOpaque = isOpaque
+        self.allocationOffset = allocationOffset
     }
 
     deinit {
-        PixelMemory.deallocate(baseAddress, byteCount: bytesPerRow * height)
+        PixelMemory.deallocate(baseAddress - allocationOffset, byteCount: bytesPerRow * height + allocationOffset)
     }
 
     /// Width and height.

@@ -73,6 +73,30 @@ final class PixelMemoryTests: XCTestCase {
         PixelMemory.deallocate(again, byteCount: 20 << 20)
     }
 
+    func testBuffersPlacedPastACacheLineFreeWhatTheyAllocated() throws {
+        // libjpeg-turbo's decodes go 16 bytes past a line (its non-temporal stores need 32-byte
+        // alignment); the bitmap frees the allocation it came from, small (malloc) or mapped.
+        PixelMemory.releaseSpares()
+        let before = PixelMemory.currentBytes
+        for (width, height) in [(64, 64), (1000, 700)] {
+            let buffer = try PixelBuffer(width: width, height: height, placement: .pastCacheLine)
+            XCTAssertEqual(Int(bitPattern: buffer.baseAddress) % 64, 16)
+            buffer.row(height - 1)[width * 4 - 1] = 7
+            let bitmap = buffer.freeze(isOpaque: false)
+            XCTAssertEqual(PixelMemory.currentBytes, before + bitmap.byteCount + 16)
+        }
+        XCTAssertEqual(PixelMemory.currentBytes, before)
+        let unfrozen = try PixelBuffer(width: 300, height: 300, placement: .pastCacheLine)
+        XCTAssertEqual(PixelMemory.currentBytes, before + unfrozen.byteCount + 16)
+        _ = consume unfrozen
+        XCTAssertEqual(PixelMemory.currentBytes, before)
+        let jpeg = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [ImageFrame(bitmap: TestImages.gradient(width: 64, height: 48))], format: .jpeg),
+            as: .jpeg, options: .init())
+        let decoded = try ImageCodersManager.shared.decode(jpeg)
+        XCTAssertEqual(Int(bitPattern: decoded.bitmap.baseAddress) % 32, 16)
+    }
+
     func testPlayedFramesAreMappedAndDecodeAsBefore() throws {
         // 600×500 RGBA frames (1.2 MB) go through mapped memory; the pixels are the eager decode's.
         let frames = (0..<6).map {

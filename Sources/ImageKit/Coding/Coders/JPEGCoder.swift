@@ -75,7 +75,9 @@ public struct JPEGCoder: ImageCoding {
         }
 
         let isCMYK = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
-        var buffer = try PixelBuffer(width: decoded.width, height: decoded.height)
+        // Off the cache line: libjpeg-turbo then writes the pixels through the cache
+        // (`PixelBuffer.Placement`), where whatever runs next (a resample, the caller) finds them.
+        var buffer = try PixelBuffer(width: decoded.width, height: decoded.height, placement: .pastCacheLine)
         let format = isCMYK ? TJPF_CMYK : TJPF_RGBA
         let flags = TJFLAG_LIMITSCANS
         let status: Int32
@@ -215,7 +217,8 @@ public struct JPEGCoder: ImageCoding {
             guard
                 tjDecompressHeader3(handle.raw, base, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
                     == 0,
-                let buffer = try? PixelBuffer(width: (Int(width) + 7) / 8, height: (Int(height) + 7) / 8)
+                let buffer = try? PixelBuffer(
+                    width: (Int(width) + 7) / 8, height: (Int(height) + 7) / 8, placement: .pastCacheLine)
             else { return nil }
             let status =
                 dcOnly
