@@ -228,8 +228,10 @@ public final class ImageManager: Sendable {
         _ url: URL?, options: ImageLoadOptions = [],
         context: ImageLoadContext = .init()
     ) async throws(ImageError) -> ImageLoadResult {
+        var memoryMissed = false
+        if let url, let hit = memoryHit(url, options: options, context: context, missed: &memoryMissed) { return hit }
         let plan: ImageLoadPlan
-        switch admit(url, options: options, context: context) {
+        switch admit(url, options: options, context: context, memoryMissed: memoryMissed) {
         case .failure(let error): throw error
         case .success(.answered(let answer)): return answer
         case .success(.load(let resolved)): plan = resolved
