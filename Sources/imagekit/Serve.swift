@@ -213,7 +213,7 @@ struct Serve: ParsableCommand {
         let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : StreamLogHandler.standardOutput(label: label)
+                json ? JSONLogHandler(label: label) : TextLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
@@ -323,6 +323,55 @@ struct Serve: ParsableCommand {
             }
         }
         return result
+    }
+}
+
+/// swift-log's `StreamLogHandler` lines on standard output (`time level label: key=value …
+/// [source] message`), built only when a line is written. `StreamLogHandler` renders its
+/// metadata again each time a key is set (Hummingbird sets one on every request, logged or not)
+/// and asks for the time zone on each line; this one renders the metadata with the line and
+/// formats the time once a second.
+struct TextLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    private static let output = Locked(())
+    private static let clock = Locked<(second: Int, text: String)>((-1, ""))
+
+    init(label: String) { self.label = label }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
+        function: String, line: UInt
+    ) {
+        var merged = metadata
+        if let explicit { merged.merge(explicit, uniquingKeysWith: { $1 }) }
+        var text = Self.timestamp() + " \(level) \(label):"
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) { text += " \(key)=\(value)" }
+        text += " [\(source)] \(message)\n"
+        let bytes = Data(text.utf8)
+        Self.output.withLock { _ in FileHandle.standardOutput.write(bytes) }
+    }
+
+    /// The local time as `StreamLogHandler` writes it (`%Y-%m-%dT%H:%M:%S%z`), made once a second.
+    static func timestamp() -> String {
+        let now = time(nil)
+        return clock.withLock { clock in
+            if clock.second == now { return clock.text }
+            var seconds = now
+            var parts = tm()
+            localtime_r(&seconds, &parts)
+            var buffer = [CChar](repeating: 0, count: 64)
+            let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+            let text = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            clock = (now, text)
+            return text
+        }
     }
 }
 

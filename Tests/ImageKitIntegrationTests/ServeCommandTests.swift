@@ -71,6 +71,20 @@ final class ServeCommandTests: XCTestCase {
             try server.request("/" + ThumborSigner(keys: ["other"]).sign(path) + "/" + path).json["error"],
             "invalidSignature")
         XCTAssertFalse(server.output.contains("old-key"), "the access log never shows keys")
+        // The text log keeps swift-log's StreamLogHandler layout: time, level, label, the
+        // metadata sorted by key, the source, the message.
+        let pattern = try Regex(
+            #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} info imagekit\.access: bytes=\d+ cache=\S+ "#
+                + #"duration_ms=\d+\.\d\d grammar=thumbor method=GET path=/-/fit-in/64x64/\S+ status=200 "#
+                + #"\[ImageKitServer\] request$"#)
+        let deadline = Date().addingTimeInterval(5)
+        func accessLines() -> [Substring] {
+            server.output.split(separator: "\n").filter { $0.contains("imagekit.access") }
+        }
+        while accessLines().count < 2, Date() < deadline { usleep(10_000) }
+        let lines = accessLines()
+        XCTAssertGreaterThanOrEqual(lines.count, 2, server.output)
+        for line in lines.prefix(2) { XCTAssertNotNil(line.wholeMatch(of: pattern), String(line)) }
     }
 
     func testImagesHeadersCachingMetricsAndTheAccessLog() throws {
