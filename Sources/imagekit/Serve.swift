@@ -326,6 +326,21 @@ struct Serve: ParsableCommand {
     }
 }
 
+/// Writes a log line to standard output whole, as `fputs` would: a closed or full output
+/// (the log collector gone) loses the line rather than stopping the service, which
+/// `FileHandle.write(_:)` would do (it traps on a write error).
+private func writeStandardOutput(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
+}
+
 /// swift-log's `StreamLogHandler` lines on standard output (`time level label: key=value …
 /// [source] message`), built only when a line is written. `StreamLogHandler` renders its
 /// metadata again each time a key is set (Hummingbird sets one on every request, logged or not)
@@ -354,8 +369,7 @@ struct TextLogHandler: LogHandler {
         var text = Self.timestamp() + " \(level) \(label):"
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) { text += " \(key)=\(value)" }
         text += " [\(source)] \(message)\n"
-        let bytes = Data(text.utf8)
-        Self.output.withLock { _ in FileHandle.standardOutput.write(bytes) }
+        Self.output.withLock { _ in writeStandardOutput(Array(text.utf8)) }
     }
 
     /// The local time as `StreamLogHandler` writes it (`%Y-%m-%dT%H:%M:%S%z`), made once a second.
@@ -406,7 +420,7 @@ struct JSONLogHandler: LogHandler {
                 withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         line.append(UInt8(ascii: "\n"))
-        Self.output.withLock { _ in FileHandle.standardOutput.write(line) }
+        Self.output.withLock { _ in writeStandardOutput(Array(line)) }
     }
 
     private static func json(_ value: Logger.Metadata.Value) -> Any {

@@ -69,6 +69,7 @@ public struct PixelBuffer: ~Copyable {
         self.allocationOffset = offset
     }
 
+    /// Takes ownership of memory allocated with ``allocate(width:height:)``.
     init(adopting baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int) {
         self.baseAddress = baseAddress
         self.width = width
