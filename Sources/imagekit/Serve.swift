@@ -2,6 +2,9 @@
 import ArgumentParser
 import CoreMetrics
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ImageKit
 import ImageKitServer
 import Logging
@@ -212,8 +215,7 @@ struct Serve: ParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : TextLogHandler(label: label)
+            var handler = StandardOutputLogHandler(label: label, format: json ? .json : .text)
             handler.logLevel = level
             return handler
         }
@@ -326,34 +328,33 @@ struct Serve: ParsableCommand {
     }
 }
 
-/// Writes a log line to standard output whole, as `fputs` would: a closed or full output
-/// (the log collector gone) loses the line rather than stopping the service, which
-/// `FileHandle.write(_:)` would do (it traps on a write error).
-private func writeStandardOutput(_ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
-            offset += written
-        }
+/// Log lines on standard output, rendered when a line is written.
+///
+/// - `text`: swift-log's `StreamLogHandler` layout (`time level label: key=value … [source]
+///   message`). `StreamLogHandler` renders its metadata again each time a key is set
+///   (Hummingbird sets one on every request, logged or not) and asks for the time zone on each
+///   line; this one renders the metadata with the line and formats the time once a second.
+/// - `json`: one object per line: `time`, `level`, `label`, `message` and the metadata's keys.
+///
+/// A line is written whole with `write(2)`, as `fputs` would: a failed write (a full or
+/// non-blocking output) loses the line, where `FileHandle.write(_:)` would trap.
+struct StandardOutputLogHandler: LogHandler {
+    enum Format {
+        case text
+        case json
     }
-}
 
-/// swift-log's `StreamLogHandler` lines on standard output (`time level label: key=value …
-/// [source] message`), built only when a line is written. `StreamLogHandler` renders its
-/// metadata again each time a key is set (Hummingbird sets one on every request, logged or not)
-/// and asks for the time zone on each line; this one renders the metadata with the line and
-/// formats the time once a second.
-struct TextLogHandler: LogHandler {
     let label: String
+    let format: Format
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
     private static let output = Locked(())
     private static let clock = Locked<(second: Int, text: String)>((-1, ""))
 
-    init(label: String) { self.label = label }
+    init(label: String, format: Format) {
+        self.label = label
+        self.format = format
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -366,10 +367,26 @@ struct TextLogHandler: LogHandler {
     ) {
         var merged = metadata
         if let explicit { merged.merge(explicit, uniquingKeysWith: { $1 }) }
-        var text = Self.timestamp() + " \(level) \(label):"
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) { text += " \(key)=\(value)" }
-        text += " [\(source)] \(message)\n"
-        Self.output.withLock { _ in writeStandardOutput(Array(text.utf8)) }
+        let bytes: [UInt8]
+        switch format {
+        case .text:
+            var text = Self.timestamp() + " \(level) \(label):"
+            for (key, value) in merged.sorted(by: { $0.key < $1.key }) { text += " \(key)=\(value)" }
+            text += " [\(source)] \(message)\n"
+            bytes = Array(text.utf8)
+        case .json:
+            var object: [String: Any] = [
+                "time": Date().formatted(.iso8601), "level": level.rawValue, "label": label,
+                "message": message.description,
+            ]
+            for (key, value) in merged { object[key] = Self.json(value) }
+            guard
+                let line = try? JSONSerialization.data(
+                    withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            else { return }
+            bytes = Array(line) + [UInt8(ascii: "\n")]
+        }
+        Self.output.withLock { _ in Self.write(bytes) }
     }
 
     /// The local time as `StreamLogHandler` writes it (`%Y-%m-%dT%H:%M:%S%z`), made once a second.
@@ -387,41 +404,6 @@ struct TextLogHandler: LogHandler {
             return text
         }
     }
-}
-
-/// One JSON object per log line on standard output: `time`, `level`, `label`, `message` and the
-/// metadata's keys.
-struct JSONLogHandler: LogHandler {
-    let label: String
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
-    private static let output = Locked(())
-
-    init(label: String) { self.label = label }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        var object: [String: Any] = [
-            "time": Date().formatted(.iso8601), "level": level.rawValue, "label": label,
-            "message": message.description,
-        ]
-        for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) {
-            object[key] = Self.json(value)
-        }
-        guard
-            var line = try? JSONSerialization.data(
-                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return }
-        line.append(UInt8(ascii: "\n"))
-        Self.output.withLock { _ in writeStandardOutput(Array(line)) }
-    }
 
     private static func json(_ value: Logger.Metadata.Value) -> Any {
         switch value {
@@ -429,6 +411,18 @@ struct JSONLogHandler: LogHandler {
         case .stringConvertible(let convertible): return Int(convertible.description) ?? convertible.description
         case .array(let array): return array.map(json)
         case .dictionary(let dictionary): return dictionary.mapValues(json)
+        }
+    }
+
+    private static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
         }
     }
 }

@@ -463,15 +463,7 @@ extension HDRTests {
             return avifImageRGBToYUV(image, &rgbImage)
         }
         XCTAssertEqual(converted, AVIF_RESULT_OK)
-        let encoder = try XCTUnwrap(avifEncoderCreate())
-        defer { avifEncoderDestroy(encoder) }
-        encoder.pointee.minQuantizer = 0
-        encoder.pointee.maxQuantizer = 0
-        encoder.pointee.speed = 9
-        var output = avifRWData()
-        defer { avifRWDataFree(&output) }
-        XCTAssertEqual(avifEncoderWrite(encoder, image, &output), AVIF_RESULT_OK)
-        return Data(bytes: output.data, count: output.size)
+        return try encoded(image, quantizer: 0)
     }
 
     /// A lossy 10-bit PQ / BT.2020 AVIF of a colour gradient with sharp steps (so that chroma
@@ -503,10 +495,15 @@ extension HDRTests {
             return avifImageRGBToYUV(image, &rgbImage)
         }
         XCTAssertEqual(converted, AVIF_RESULT_OK)
+        return try encoded(image, quantizer: 10)
+    }
+
+    /// `image` written by libaom at one quantizer (0: lossless), speed 9.
+    static func encoded(_ image: UnsafeMutablePointer<avifImage>, quantizer: Int32) throws -> Data {
         let encoder = try XCTUnwrap(avifEncoderCreate())
         defer { avifEncoderDestroy(encoder) }
-        encoder.pointee.minQuantizer = 10
-        encoder.pointee.maxQuantizer = 10
+        encoder.pointee.minQuantizer = quantizer
+        encoder.pointee.maxQuantizer = quantizer
         encoder.pointee.speed = 9
         var output = avifRWData()
         defer { avifRWDataFree(&output) }
