@@ -44,6 +44,27 @@ final class EncoderRoundTripTests: XCTestCase {
         XCTAssertLessThan(small.count, large.count)
     }
 
+    /// JPEG encodes write into a pooled buffer of TurboJPEG's worst case for the largest image so
+    /// far (up to ``TurboJPEGCompressor/bufferLimit``; beyond it, into libjpeg's own): small, larger
+    /// (the buffer grows), small again (a buffer bigger than the JPEG) and beyond the limit, in
+    /// turn on one thread so they share a compressor, all round-trip, and the same image gives the
+    /// same bytes before and after the buffer grew.
+    func testJPEGEncodesThroughThePooledBufferAtEverySize() throws {
+        let small = TestImages.still(TestImages.gradient(width: 33, height: 17))
+        let before = try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9))
+        for (width, height) in [(16, 16), (640, 480), (33, 17), (1800, 1600)] {
+            let bitmap = TestImages.gradient(width: width, height: height)
+            let decoded = try roundTrip(
+                TestImages.still(bitmap), as: .jpeg, options: ImageEncodingOptions(quality: 0.9))
+            XCTAssertEqual([decoded.width, decoded.height], [width, height])
+            XCTAssertGreaterThan(psnr(decoded.bitmap, bitmap), 30, "\(width)x\(height)")
+        }
+        XCTAssertGreaterThan(
+            TurboJPEGCompressor.worstCaseSize(width: 1800, height: 1600), TurboJPEGCompressor.bufferLimit,
+            "the last size takes the path past the pooled buffer")
+        XCTAssertEqual(try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9)), before)
+    }
+
     func testGIFIsExactForFewColoursAndKeepsTransparency() throws {
         let bitmap = TestImages.blocks(width: 40, height: 24, transparentCorner: true)
         let decoded = try roundTrip(TestImages.still(bitmap), as: .gif)
