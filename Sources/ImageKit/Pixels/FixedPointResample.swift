@@ -20,14 +20,10 @@ enum FixedPointResample {
         guard boxY <= 257 else { return nil }
         let reducedWidth = (source.width + boxX - 1) / boxX, reducedHeight = (source.height + boxY - 1) / boxY
         let extentWidth = extent?.width ?? Double(source.width), extentHeight = extent?.height ?? Double(source.height)
-        let horizontal = Weights(
-            Resampler.Coefficients(
-                inSize: extentWidth / Double(boxX), outSize: size.width,
-                available: reducedWidth))
-        let vertical = Weights(
-            Resampler.Coefficients(
-                inSize: extentHeight / Double(boxY), outSize: size.height,
-                available: reducedHeight))
+        let horizontal = Weights.cached(
+            inSize: extentWidth / Double(boxX), outSize: size.width, available: reducedWidth)
+        let vertical = Weights.cached(
+            inSize: extentHeight / Double(boxY), outSize: size.height, available: reducedHeight)
         let output = try PixelBuffer(width: size.width, height: size.height)
         let origin = bitmap.baseAddress + region.y * bitmap.bytesPerRow + region.x * 4
         let status = horizontal.withPointers { hStarts, hCounts, hWeights in
@@ -46,7 +42,7 @@ enum FixedPointResample {
     }
 
     /// A filter's taps with integer weights.
-    struct Weights {
+    struct Weights: Sendable {
         var starts: [Int32]
         var counts: [Int32]
         var weights: [Int16]
@@ -72,6 +68,32 @@ enum FixedPointResample {
                 weights[largest] = Int16(clamping: Int(weights[largest]) + one - total)
             }
         }
+
+        /// The weights for one axis, computed once per (size in, size out): a service resizing
+        /// one camera's photos to a few sizes asks for the same few tables again and again, and
+        /// each costs about 1 % of a 256 px thumbnail (a sine and cosine per pixel, a division
+        /// per tap). The most recently made tables are kept (``cacheLimit``), small ones only.
+        static func cached(inSize: Double, outSize: Int, available: Int) -> Weights {
+            let key = CacheKey(inSize: inSize.bitPattern, outSize: outSize, available: available)
+            if let weights = cache.withLock({ $0.tables[key] }) { return weights }
+            let weights = Weights(Resampler.Coefficients(inSize: inSize, outSize: outSize, available: available))
+            guard outSize <= 4096 else { return weights }
+            cache.withLock { cache in
+                guard cache.tables.updateValue(weights, forKey: key) == nil else { return }
+                cache.order.append(key)
+                if cache.order.count > cacheLimit { cache.tables[cache.order.removeFirst()] = nil }
+            }
+            return weights
+        }
+
+        static let cacheLimit = 64
+        static var cachedCount: Int { cache.withLock { $0.tables.count } }
+        private struct CacheKey: Hashable {
+            var inSize: UInt64
+            var outSize: Int
+            var available: Int
+        }
+        private static let cache = Locked<(tables: [CacheKey: Weights], order: [CacheKey])>(([:], []))
 
         func withPointers<R>(_ body: (UnsafePointer<Int32>, UnsafePointer<Int32>, UnsafePointer<Int16>) -> R) -> R {
             starts.withUnsafeBufferPointer { starts in

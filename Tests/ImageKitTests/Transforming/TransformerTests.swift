@@ -133,6 +133,35 @@ final class TransformerTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(psnr(fill, reference), 35)
     }
 
+    /// The resampler's weight tables come from a small cache: a cached table is the one computed
+    /// afresh (every tap of every pixel), the cache keeps at most its limit, and a resize gives the
+    /// same pixels the first time (table made) and the next (table found). Pairs differ in one
+    /// part of the key only.
+    func testResamplingWeightsFromTheCacheAreTheComputedOnes() throws {
+        for (inSize, outSize, available) in [
+            (400.0, 256, 400), (399.5, 256, 400), (656.25, 171, 657), (656.25, 171, 600), (100.0, 300, 100),
+            (7.5, 3, 8),
+        ] {
+            let computed = FixedPointResample.Weights(
+                Resampler.Coefficients(inSize: inSize, outSize: outSize, available: available))
+            for _ in 0..<2 {
+                let cached = FixedPointResample.Weights.cached(inSize: inSize, outSize: outSize, available: available)
+                XCTAssertTrue(cached.starts == computed.starts, "starts: \(inSize) → \(outSize) from \(available)")
+                XCTAssertTrue(cached.counts == computed.counts, "counts: \(inSize) → \(outSize) from \(available)")
+                XCTAssertTrue(cached.weights == computed.weights, "weights: \(inSize) → \(outSize) from \(available)")
+                XCTAssertEqual(cached.stride, computed.stride)
+            }
+        }
+        for outSize in 1...(FixedPointResample.Weights.cacheLimit * 2) {
+            _ = FixedPointResample.Weights.cached(inSize: 999, outSize: outSize, available: 999)
+        }
+        XCTAssertLessThanOrEqual(FixedPointResample.Weights.cachedCount, FixedPointResample.Weights.cacheLimit)
+        let source = TestImages.gradient(width: 517, height: 389, seed: 5)
+        let first = try source.resized(to: PixelSize(width: 211, height: 97), mode: .exact)
+        let second = try source.resized(to: PixelSize(width: 211, height: 97), mode: .exact)
+        XCTAssertEqual(first.packedRGBA(), second.packedRGBA())
+    }
+
     func testResizeFiltersInPremultipliedAlpha() throws {
         // Transparent pixels are red, opaque ones blue: a straight-alpha filter would bleed red.
         let buffer = try PixelBuffer(width: 64, height: 64)
