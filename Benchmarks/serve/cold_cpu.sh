@@ -59,11 +59,11 @@ threads() { # CPU ticks per thread name (dispatch names a worker after the queue
         echo "$(cut -d')' -f2- "$task/stat" | awk '{print $12 + $13}') $(cat "$task/comm")"
     done | awk '{ticks[$2] += $1} END {for (name in ticks) print name, ticks[name]}' | sort
 }
-counters() { # CPU ticks and context switches of the server, all threads
-    echo "$(awk '{print $14 + $15}' "/proc/$server/stat") $(cat /proc/$server/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}')"
+counters() { # CPU ticks, context switches and minor page faults of the server, all threads
+    echo "$(awk '{print $14 + $15}' "/proc/$server/stat") $(cat /proc/$server/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}') $(awk '{print $10}' "/proc/$server/stat")"
 }
 load 0 100
-read -r ticks0 switches0 < <(counters)
+read -r ticks0 switches0 faults0 < <(counters)
 threads > "$work/threads0"
 if [ -n "${PERF:-}" ]; then
     perf record -q -F 2000 -g -o "$PERF" -p "$server" 2>/dev/null &
@@ -71,10 +71,10 @@ if [ -n "${PERF:-}" ]; then
     sleep 0.5
 fi
 load 100 "$requests"
-read -r ticks1 switches1 < <(counters)
+read -r ticks1 switches1 faults1 < <(counters)
 if [ -n "${PERF:-}" ]; then kill -INT "$recorder"; wait "$recorder" || true; fi
 hz=$(getconf CLK_TCK)
 threads > "$work/threads1"
 join -a 2 -e 0 -o 0,1.2,2.2 "$work/threads0" "$work/threads1" | awk -v hz="$hz" -v n="$requests" \
     '{printf "  %-20s %.3f ms per request\n", $1, ($3 - $2) * 1000 / hz / n}'
-python3 -c "print(f'cold requests: $requests; CPU per request {($ticks1 - $ticks0) * 1000 / $hz / $requests:.3f} ms; context switches per request {($switches1 - $switches0) / $requests:.1f}')"
+python3 -c "print(f'cold requests: $requests; CPU per request {($ticks1 - $ticks0) * 1000 / $hz / $requests:.3f} ms; context switches per request {($switches1 - $switches0) / $requests:.1f}; minor page faults per request {($faults1 - $faults0) / $requests:.1f}')"
