@@ -48,10 +48,16 @@ final class EncoderRoundTripTests: XCTestCase {
     /// far (up to ``TurboJPEGCompressor/bufferLimit``; beyond it, into libjpeg's own): small, larger
     /// (the buffer grows), small again (a buffer bigger than the JPEG) and beyond the limit, in
     /// turn on one thread so they share a compressor, all round-trip, and the same image gives the
-    /// same bytes before and after the buffer grew.
+    /// same bytes before and after the buffer grew. A progressive encode first: its compressor is
+    /// never pooled (a pooled one garbled every later baseline JPEG).
     func testJPEGEncodesThroughThePooledBufferAtEverySize() throws {
         let small = TestImages.still(TestImages.gradient(width: 33, height: 17))
         let before = try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9))
+        // A progressive encode in between must leave no trace in the pooled compressors.
+        let progressive = try roundTrip(
+            TestImages.still(TestImages.gradient(width: 120, height: 90)), as: .jpeg,
+            options: ImageEncodingOptions(quality: 0.9, progressive: true))
+        XCTAssertGreaterThan(psnr(progressive.bitmap, TestImages.gradient(width: 120, height: 90)), 30)
         for (width, height) in [(16, 16), (640, 480), (33, 17), (1800, 1600)] {
             let bitmap = TestImages.gradient(width: width, height: height)
             let decoded = try roundTrip(

@@ -356,7 +356,7 @@ public struct JPEGCoder: ImageCoding {
         guard format == .jpeg else { throw ImageError(.encodingFailed, "JPEGCoder cannot encode \(format)") }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         let bitmap = frame.bitmap
-        let compressor = try TurboJPEGCompressor.checkOut()
+        let compressor = try TurboJPEGCompressor.checkOut(progressive: options.progressive)
         let quality = Int32((min(max(options.quality, 0), 1) * 100).rounded())
         let data = try bitmap.withUnsafeBytes { pixels throws(ImageError) in
             try compressor.compress(
@@ -364,8 +364,9 @@ public struct JPEGCoder: ImageCoding {
                 bytesPerRow: bitmap.bytesPerRow, height: bitmap.height, quality: max(quality, 1),
                 flags: options.progressive ? TJFLAG_PROGRESSIVE : 0)
         }
-        // Only after a clean encode: a failed one leaves the handle's error state behind it.
-        TurboJPEGCompressor.recycle(compressor)
+        // Only after a clean baseline encode: a failed one leaves the handle's error state behind
+        // it, and a progressive one its scan script (the next baseline JPEG came out garbled).
+        if !options.progressive { TurboJPEGCompressor.recycle(compressor) }
         return image.colorProfile.map { ColorProfileEmbedding.jpeg(data, $0) } ?? data
     }
 }
@@ -425,8 +426,11 @@ final class TurboJPEGCompressor: @unchecked Sendable {
         tjDestroy(raw)
     }
 
-    static func checkOut() throws(ImageError) -> TurboJPEGCompressor {
-        if let pooled = pool.withLock({ $0.popLast() }) { return pooled }
+    /// A pooled compressor, or for a progressive encode a fresh one (never pooled: TurboJPEG 2.1
+    /// keeps a progressive scan script in the handle, and a later baseline encode with it wrote
+    /// garbled pictures).
+    static func checkOut(progressive: Bool) throws(ImageError) -> TurboJPEGCompressor {
+        if !progressive, let pooled = pool.withLock({ $0.popLast() }) { return pooled }
         guard let raw = tjInitCompress() else { throw ImageError(.internalError, "tjInitCompress failed") }
         return TurboJPEGCompressor(raw: raw)
     }
