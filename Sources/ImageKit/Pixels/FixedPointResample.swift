@@ -74,7 +74,7 @@ enum FixedPointResample {
         /// each costs about 1 % of a 256 px thumbnail (a sine and cosine per pixel, a division
         /// per tap). The most recently made tables are kept (``cacheLimit``), small ones only.
         static func cached(inSize: Double, outSize: Int, available: Int) -> Weights {
-            let key = CacheKey(inSize: inSize.bitPattern, outSize: outSize, available: available)
+            let key = TableKey(inSize: inSize.bitPattern, outSize: outSize, available: available)
             if let weights = cache.withLock({ $0.tables[key] }) { return weights }
             let weights = Weights(Resampler.Coefficients(inSize: inSize, outSize: outSize, available: available))
             guard outSize <= 4096 else { return weights }
@@ -88,12 +88,12 @@ enum FixedPointResample {
 
         static let cacheLimit = 64
         static var cachedCount: Int { cache.withLock { $0.tables.count } }
-        private struct CacheKey: Hashable {
+        private struct TableKey: Hashable {
             var inSize: UInt64
             var outSize: Int
             var available: Int
         }
-        private static let cache = Locked<(tables: [CacheKey: Weights], order: [CacheKey])>(([:], []))
+        private static let cache = Locked<(tables: [TableKey: Weights], order: [TableKey])>(([:], []))
 
         func withPointers<R>(_ body: (UnsafePointer<Int32>, UnsafePointer<Int32>, UnsafePointer<Int16>) -> R) -> R {
             starts.withUnsafeBufferPointer { starts in
