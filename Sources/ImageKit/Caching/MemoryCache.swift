@@ -130,8 +130,9 @@ public final class MemoryCache: ImageMemoryCaching {
 
     /// Evicts least recently used images until the total cost is at most `cost`; the lazy
     /// animations that stay drop what they can rebuild (``AnimatedImage/trim()``: seek
-    /// checkpoints and their players' kept frames), and the idle pixel memory kept for reuse is
-    /// returned to the system (``PixelMemory/releaseSpares()``).
+    /// checkpoints and their players' kept frames), and the idle memory kept for reuse is returned
+    /// to the system: pixel memory's spares (``PixelMemory/releaseSpares()``) and the JPEG
+    /// encoder's pooled output buffers.
     public func trim(toCost cost: Int) {
         let (animations, evicted, remaining) = state.withLock { state -> ([AnimatedImage], Int, Int) in
             var evicted = 0
@@ -145,6 +146,7 @@ public final class MemoryCache: ImageMemoryCaching {
         report(evicted: evicted, totalCost: remaining)
         for animation in animations { animation.trim() }
         PixelMemory.releaseSpares()
+        TurboJPEGCompressor.releasePooled()
     }
 
     public var totalCost: Int { state.withLock { $0.totalCost } }

@@ -164,7 +164,10 @@ public final class MemoryPressureMonitor: Sendable {
         }
         guard respond else { return level }
         for cache in caches { cache.trim(toCost: level == .critical ? 0 : cache.totalCost / 2) }
-        if caches.isEmpty { PixelMemory.releaseSpares() }
+        if caches.isEmpty {
+            PixelMemory.releaseSpares()
+            TurboJPEGCompressor.releasePooled()
+        }
         for handler in handlers { handler(level) }
         return level
     }

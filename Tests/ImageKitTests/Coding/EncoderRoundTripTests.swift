@@ -69,6 +69,11 @@ final class EncoderRoundTripTests: XCTestCase {
             TurboJPEGCompressor.worstCaseSize(width: 1800, height: 1600), TurboJPEGCompressor.bufferLimit,
             "the last size takes the path past the pooled buffer")
         XCTAssertEqual(try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9)), before)
+        // A cache trim frees the pooled compressors with their buffers, as it unmaps spare pixels.
+        XCTAssertGreaterThan(TurboJPEGCompressor.pooledCount, 0)
+        MemoryCache(configuration: .init(costLimit: 0)).trim(toCost: 0)
+        XCTAssertEqual(TurboJPEGCompressor.pooledCount, 0)
+        XCTAssertEqual(try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9)), before)
     }
 
     func testGIFIsExactForFewColoursAndKeepsTransparency() throws {

@@ -441,6 +441,19 @@ final class TurboJPEGCompressor: @unchecked Sendable {
         }
     }
 
+    /// Frees the pooled compressors and their buffers (``MemoryCache/trim(toCost:)`` and memory
+    /// pressure call this, as they unmap pixel memory's spares).
+    static func releasePooled() {
+        let released = pool.withLock { pool in
+            defer { pool.removeAll() }
+            return pool
+        }
+        _ = released  // freed here, outside the lock
+    }
+
+    /// Compressors waiting in the pool now.
+    static var pooledCount: Int { pool.withLock { $0.count } }
+
     /// TurboJPEG's bound on a 4:2:0 JPEG of this size (`tjBufSize`), in bytes; 0 when too large.
     static func worstCaseSize(width: Int, height: Int) -> Int {
         max(0, Int(truncatingIfNeeded: tjBufSize(Int32(width), Int32(height), Int32(TJSAMP_420.rawValue))))
