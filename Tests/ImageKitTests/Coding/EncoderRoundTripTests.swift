@@ -49,7 +49,7 @@ final class EncoderRoundTripTests: XCTestCase {
     /// (the buffer grows), small again (a buffer bigger than the JPEG) and beyond the limit, in
     /// turn on one thread so they share a compressor, all round-trip, and the same image gives the
     /// same bytes before and after the buffer grew. A progressive encode first: its compressor is
-    /// never pooled (a pooled one garbled every later baseline JPEG).
+    /// never pooled again (a pooled one garbled every later baseline JPEG).
     func testJPEGEncodesThroughThePooledBufferAtEverySize() throws {
         let small = TestImages.still(TestImages.gradient(width: 33, height: 17))
         let before = try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9))

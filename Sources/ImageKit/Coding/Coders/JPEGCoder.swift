@@ -356,7 +356,7 @@ public struct JPEGCoder: ImageCoding {
         guard format == .jpeg else { throw ImageError(.encodingFailed, "JPEGCoder cannot encode \(format)") }
         guard let frame = image.frames.first else { throw ImageError(.zeroPixels, "the image has no frames") }
         let bitmap = frame.bitmap
-        let compressor = try TurboJPEGCompressor.checkOut(progressive: options.progressive)
+        let compressor = try TurboJPEGCompressor.checkOut()
         let quality = Int32((min(max(options.quality, 0), 1) * 100).rounded())
         let data = try bitmap.withUnsafeBytes { pixels throws(ImageError) in
             try compressor.compress(
@@ -364,9 +364,8 @@ public struct JPEGCoder: ImageCoding {
                 bytesPerRow: bitmap.bytesPerRow, height: bitmap.height, quality: max(quality, 1),
                 flags: options.progressive ? TJFLAG_PROGRESSIVE : 0)
         }
-        // Only after a clean baseline encode: a failed one leaves the handle's error state behind
-        // it, and a progressive one its scan script (the next baseline JPEG came out garbled).
-        if !options.progressive { TurboJPEGCompressor.recycle(compressor) }
+        // Only after a clean encode: a failed one leaves the handle's error state behind it.
+        TurboJPEGCompressor.recycle(compressor)
         return image.colorProfile.map { ColorProfileEmbedding.jpeg(data, $0) } ?? data
     }
 }
@@ -413,6 +412,9 @@ final class TurboJPEGCompressor: @unchecked Sendable {
     private let raw: tjhandle
     private var buffer: UnsafeMutablePointer<UInt8>?
     private var capacity = 0
+    /// TurboJPEG 2.1 keeps a progressive encode's scan script in the handle, and a later
+    /// baseline encode with it wrote garbled pictures: such a compressor is never pooled.
+    private var wroteProgressive = false
 
     /// The largest buffer kept (TurboJPEG's worst case for about 2.7 MP at 4:2:0); a larger
     /// image is encoded into memory libjpeg allocates for that encode alone.
@@ -426,16 +428,16 @@ final class TurboJPEGCompressor: @unchecked Sendable {
         tjDestroy(raw)
     }
 
-    /// A pooled compressor, or for a progressive encode a fresh one (never pooled: TurboJPEG 2.1
-    /// keeps a progressive scan script in the handle, and a later baseline encode with it wrote
-    /// garbled pictures).
-    static func checkOut(progressive: Bool) throws(ImageError) -> TurboJPEGCompressor {
-        if !progressive, let pooled = pool.withLock({ $0.popLast() }) { return pooled }
+    /// A pooled compressor, or a new one.
+    static func checkOut() throws(ImageError) -> TurboJPEGCompressor {
+        if let pooled = pool.withLock({ $0.popLast() }) { return pooled }
         guard let raw = tjInitCompress() else { throw ImageError(.internalError, "tjInitCompress failed") }
         return TurboJPEGCompressor(raw: raw)
     }
 
+    /// Back into the pool, unless it wrote a progressive JPEG.
     static func recycle(_ compressor: TurboJPEGCompressor) {
+        guard !compressor.wroteProgressive else { return }
         pool.withLock { pool in
             if pool.count < poolLimit { pool.append(compressor) }
         }
@@ -463,6 +465,7 @@ final class TurboJPEGCompressor: @unchecked Sendable {
     func compress(
         _ pixels: UnsafePointer<UInt8>, width: Int, bytesPerRow: Int, height: Int, quality: Int32, flags: Int32
     ) throws(ImageError) -> Data {
+        if flags & TJFLAG_PROGRESSIVE != 0 { wroteProgressive = true }
         let worstCase = Self.worstCaseSize(width: width, height: height)
         if worstCase > 0, worstCase <= Self.bufferLimit {
             if capacity < worstCase {
