@@ -13,6 +13,8 @@ Phases (one JSON object per line with --json; fields as documented in the README
   cold       every photo once, concurrency 1 and 8 (a fresh process each; no source or result
              storage: thumbor RESULT_STORAGE None, STORAGE no_storage; imagekit without --cache-dir),
              --cold-runs times (3): the row is the run with the median CPU, cpu_ms_runs all runs'.
+             Each of ImageKit's runs follows its own in-process measurement (inprocess_ms_runs);
+             overhead_ratio is the median of the runs' cold ÷ in-process ratios.
   warm       result-cache hits (thumbor: file result storage; imagekit: its result cache), wrk.
   mixed      each photo at 3 sizes + a crop + a WebP, all cold, source cache on for both.
   overload   imagekit only: 400 concurrent cold requests with --workers 2 --queue 16.
@@ -31,7 +33,8 @@ from PIL import Image
 
 PHOTO_VERSION = "v1"
 FIELDS = ["tool", "phase", "concurrency", "thumbnails_per_s", "cpu_ms_per_thumbnail", "p50_ms", "p99_ms", "peak_rss_mb",
-          "median_bytes", "errors", "wrong_size", "rss_mb_at_minute_1", "cpu_ms_runs"]
+          "median_bytes", "errors", "wrong_size", "rss_mb_at_minute_1", "cpu_ms_runs", "inprocess_ms_runs",
+          "overhead_ratio_runs", "overhead_ratio"]
 
 
 def log(*parts):
@@ -324,11 +327,16 @@ def run_wrk(service, paths, concurrency, seconds, work):
             "median_bytes": None, "errors": result["status"] + result["socket"], "wrong_size": 0}
 
 
-def inprocess(args, photos):
-    rows = []
+def imagekit_inprocess(args, photos):
+    """`bench --corpus`'s serve/corpus row on core 0: ImageKit's ms per thumbnail, TurboJPEG's."""
     out = subprocess.run(["taskset", "-c", "0", args.bench, "--corpus", photos, "--filter", "serve/corpus", "--json"],
                          capture_output=True, text=True, check=True).stdout
-    row = next(json.loads(line) for line in out.splitlines() if line.startswith("{") and "corpus" in line)
+    return next(json.loads(line) for line in out.splitlines() if line.startswith("{") and "corpus" in line)
+
+
+def inprocess(args, photos):
+    rows = []
+    row = imagekit_inprocess(args, photos)
     rows.append({"tool": "imagekit", "cpu_ms_per_thumbnail": row["ms_per_image"], "median_bytes": row["output_bytes"]})
     rows.append({"tool": "turbojpeg", "cpu_ms_per_thumbnail": row["turbojpeg_scaled_decode_ms"]})
     # Pillow's best loop: draft (DCT scaling) + thumbnail (resample) + save, one thread.
@@ -396,21 +404,40 @@ def main():
         fit_jobs = [(f"/unsafe/fit-in/256x256/filters:quality(80)/{source}/{name}", fit(*dimensions[name], 256, 256) + ("JPEG",))
                     for name in names]
         if "cold" in phases:
-            for concurrency in (1, 8):
+            # A fresh process per run; the run with the median CPU is the row (one run's figure
+            # moved by more than a tenth from run to run on this project's VMs). ImageKit's runs
+            # each follow an in-process measurement of the same photos, so that its service
+            # overhead is a ratio of two figures taken a minute apart, not many minutes apart
+            # (the VM's speed drifts by more than the 10 % the overhead goal is about).
+            runs = {(tool, concurrency): [] for tool in tools for concurrency in (1, 8)}
+            for run in range(args.cold_runs):
                 for tool in tools:
-                    # A fresh process per run; the run with the median CPU is the row (one run's
-                    # figure moved by more than a tenth from run to run on this project's VMs).
-                    runs = []
-                    for run in range(args.cold_runs):
+                    inprocess_ms = None
+                    if tool == "imagekit":
+                        log(f"cold run {run + 1}/{args.cold_runs}: imagekit in process …")
+                        inprocess_ms = imagekit_inprocess(args, args.photos)["ms_per_image"]
+                    for concurrency in (1, 8):
                         log(f"cold {tool} c={concurrency} run {run + 1}/{args.cold_runs} …")
                         service = Service(tool, work, args.imagekit, origin_port)
                         try:
-                            runs.append(run_load(service, fit_jobs, concurrency))
+                            row = run_load(service, fit_jobs, concurrency)
                         finally:
                             service.stop()
-                    runs.sort(key=lambda row: row["cpu_ms_per_thumbnail"])
-                    emit({"tool": tool, "phase": "cold", "concurrency": concurrency, **runs[len(runs) // 2],
-                          "cpu_ms_runs": [round(row["cpu_ms_per_thumbnail"], 3) for row in runs]})
+                        if inprocess_ms:
+                            row["inprocess_ms"] = inprocess_ms
+                            row["overhead_ratio"] = row["cpu_ms_per_thumbnail"] / inprocess_ms
+                        runs[(tool, concurrency)].append(row)
+            for concurrency in (1, 8):
+                for tool in tools:
+                    measured = sorted(runs[(tool, concurrency)], key=lambda row: row["cpu_ms_per_thumbnail"])
+                    row = {"tool": tool, "phase": "cold", "concurrency": concurrency, **measured[len(measured) // 2],
+                           "cpu_ms_runs": [round(row["cpu_ms_per_thumbnail"], 3) for row in measured]}
+                    if tool == "imagekit":
+                        ratios = [row["overhead_ratio"] for row in measured]
+                        row["inprocess_ms_runs"] = [round(row["inprocess_ms"], 3) for row in measured]
+                        row["overhead_ratio_runs"] = [round(ratio, 3) for ratio in ratios]
+                        row["overhead_ratio"] = statistics.median(ratios)
+                    emit(row)
         if "warm" in phases:
             for tool in tools:
                 service = Service(tool, work, args.imagekit, origin_port, cache=tool == "thumbor", result_cache=True)
@@ -461,21 +488,31 @@ def main():
         print_table(rows)
 
 
+# The overload phase's /healthz poller: a process of its own, so that what it measures is the
+# service's answer, not this script's 400 load threads holding the GIL (as a thread of this
+# process it saw 100-250 ms where a process beside it saw under 40).
+HEALTH_POLLER = """
+import http.client, sys, time
+port = int(sys.argv[1])
+while True:
+    start = time.perf_counter()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        response.read()
+        status = response.status
+        connection.close()
+    except OSError:
+        status = 0
+    print(f"{time.perf_counter() - start:.6f} {status}", flush=True)
+    time.sleep(0.02)
+"""
+
+
 def overload(work, args, origin_port, names, dimensions):
     service = Service("imagekit", work, args.imagekit, origin_port, extra=["--workers", "2", "--queue", "16"])
-    statuses, health, lock = [], [], threading.Lock()
-    stop = threading.Event()
-
-    def poll_health():
-        while not stop.is_set():
-            start = time.perf_counter()
-            try:
-                status = request(service.port, "/healthz")[0]
-            except OSError:
-                status = 0
-            with lock:
-                health.append((time.perf_counter() - start, status))
-            time.sleep(0.02)
+    statuses, lock = [], threading.Lock()
 
     def one(index):
         name = names[index % len(names)]
@@ -487,8 +524,9 @@ def overload(work, args, origin_port, names, dimensions):
         with lock:
             statuses.append((status, retry))
 
-    poller = threading.Thread(target=poll_health)
-    poller.start()
+    poller = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", HEALTH_POLLER, str(service.port)],
+                              stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)  # the poller's interpreter starts before the load does
     cpu_before, start = service.cpu(), time.perf_counter()
     threads = [threading.Thread(target=one, args=(index,)) for index in range(400)]
     for thread in threads:
@@ -496,8 +534,8 @@ def overload(work, args, origin_port, names, dimensions):
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - start
-    stop.set()
-    poller.join()
+    poller.terminate()
+    health = [(float(latency), int(status)) for latency, status in (line.split() for line in poller.communicate()[0].splitlines())]
     alive = service.process.poll() is None
     peak = service.peak_rss_mb()
     cpu = service.cpu() - cpu_before
@@ -505,6 +543,7 @@ def overload(work, args, origin_port, names, dimensions):
     ok = sum(1 for status, _ in statuses if status == 200)
     refused = sum(1 for status, retry in statuses if status == 503 and retry)
     errors = len(statuses) - ok - refused + (0 if alive else 1)
+    log("  /healthz latencies (ms):", [round(latency * 1000, 1) for latency, _ in health])
     slowest = max(latency for latency, _ in health) * 1000
     unhealthy = sum(1 for _, status in health if status != 200)
     log(f"  overload: {ok} × 200, {refused} × 503 with Retry-After, {errors} other; /healthz slowest {slowest:.1f} ms over "
@@ -588,6 +627,12 @@ def print_table(rows):
         if ik and th:
             print(f"warm c={concurrency}: ImageKit {ik['thumbnails_per_s'] / th['thumbnails_per_s']:.1f} × thumbor's rate, "
                   f"{ik['cpu_ms_per_thumbnail']:.3f} ms CPU per hit")
+    for concurrency in (1, 8):
+        ik = by.get(("imagekit", "cold", concurrency))
+        if ik and ik.get("overhead_ratio"):
+            print(f"cold c={concurrency}: ImageKit's CPU per thumbnail = {ik['overhead_ratio']:.2f} × its in-process row "
+                  f"(median of the runs' ratios, each run beside its own in-process measurement: "
+                  f"{', '.join(f'{ratio:.2f}' for ratio in ik['overhead_ratio_runs'])})")
     ik, tj = by.get(("imagekit", "inprocess", 1)), by.get(("turbojpeg", "inprocess", 1))
     if ik and tj:
         print(f"in process: ImageKit = {ik['cpu_ms_per_thumbnail'] / tj['cpu_ms_per_thumbnail']:.2f} × TurboJPEG's scaled decode alone")
