@@ -100,7 +100,10 @@ struct Serve: ParsableCommand {
     ) var timeout: Double = 10
     @Option(help: "Redirects followed at most (each hop passes the address guard).") var maxRedirects = 10
     @Option(help: "Images processed at once (default: the core count).") var workers: Int?
-    @Option(help: "Requests waiting for a worker at most (default: 10 × workers); beyond: 503 with Retry-After.")
+    @Option(
+        help:
+            "Requests waiting for a worker at most (default: 10 × workers), counted from before their source is fetched; beyond: 503 with Retry-After."
+    )
     var queue: Int?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM.") var grace: Double = 10
     @Option(help: "Cache-Control max-age of images, in seconds (thumbor max_age() and imgproxy exp lower it).")

@@ -410,6 +410,35 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(forbidden.connectionCount, 0)
     }
 
+    /// A request takes its place in the worker pool before it fetches its source: when every
+    /// place is taken it is answered 503 without the origin being asked for bytes it would not
+    /// process, while a request for a result already being made joins that work.
+    func testAFullPoolRefusesARequestBeforeItsSourceIsFetched() async throws {
+        origin.route(
+            "/stalled.jpg", .init(body: Self.jpeg, chunkSize: max(1, Self.jpeg.count / 6), delay: .milliseconds(150)))
+        let service = try makeService {
+            $0.workers = 1; $0.queueLimit = 0
+        }
+        let path = "/unsafe/64x64/\(host)/stalled.jpg"
+        let first = Task { await service.handle(method: "GET", path: path, headers: [:]) }
+        while origin.requests(to: "/stalled.jpg") == 0 { try await Task.sleep(for: .milliseconds(2)) }
+
+        let refused = await service.handle(method: "GET", path: "/unsafe/64x64/\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        XCTAssertEqual(json(refused)["error"], "busy")
+        XCTAssertEqual(origin.requests(to: "/a.jpg"), 0, "refused before the origin was asked")
+
+        let joined = await service.handle(method: "GET", path: path, headers: [:])
+        let firstResponse = await first.value
+        XCTAssertEqual(joined.status, 200, "the same result joins the work in flight")
+        XCTAssertEqual(firstResponse.status, 200)
+        XCTAssertEqual(origin.requests(to: "/stalled.jpg"), 1)
+        XCTAssertEqual(service.pool.reservedCount, 0)
+        let later = await service.handle(method: "GET", path: "/unsafe/64x64/\(host)/a.jpg", headers: [:])
+        XCTAssertEqual(later.status, 200, "the place is free again")
+    }
+
     func testIdenticalRequestsAreJoinedAndAFullQueueAnswers503() async throws {
         let service = try makeService {
             $0.workers = 1; $0.queueLimit = 0

@@ -36,6 +36,9 @@ public final class ImageService: Sendable {
     private let sourceDisk: DiskCache?
     let metrics: ServiceMetrics
     let inFlight = Locked<[String: Task<Result<ProcessedImage, ImageServiceError>, Never>]>([:])
+    /// Requests between their result-cache miss and their answer, by result key, with the place
+    /// in the worker pool their work will run in until that work starts (``claimPlace(for:)``).
+    let resultsInFlight = Locked<[String: (requests: Int, place: WorkerPool.Reservation?)]>([:])
     private let parsedPaths = Locked<[String: ParsedPath]>([:])
     /// The admin key's MAC under a secret of this process: a presented key is checked by
     /// ``HMAC/isValidAuthenticationCode`` (constant time, whatever its length).
@@ -185,6 +188,8 @@ public final class ImageService: Sendable {
         case .miss: stale = nil
         }
 
+        try claimPlace(for: resultKey)
+        defer { releasePlace(for: resultKey) }
         let source = try await loadSource(request.source, trace: trace)
         let signature = source.signature
         let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + source.identity).utf8)).prefix(16).hexString + "\""
@@ -211,7 +216,7 @@ public final class ImageService: Sendable {
         let watermarks = try await loadWatermarks(request.operations, trace: trace)
         let processed = try await process(
             source.data, signature: signature, request: effective, watermarks: watermarks,
-            key: resultKey + "|" + source.identity)
+            key: resultKey + "|" + source.identity, placeKey: resultKey)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, answering)
@@ -238,9 +243,10 @@ public final class ImageService: Sendable {
     private func metadata(_ request: ImageRequest, trace: RequestTrace, now: Int) async throws(ImageServiceError)
         -> ImageServiceResponse
     {
+        guard let place = pool.reserve() else { throw ImageServiceError(.busy, "the service is busy; try again") }
         let source = try await loadSource(request.source, trace: trace)
         let processor = self.processor
-        let body = try await runOnPool { () throws(ImageServiceError) -> Data in
+        let body = try await runOnPool(reservation: place) { () throws(ImageServiceError) -> Data in
             try processor.metadata(source.data, request: request)
         }
         return .json(.ok, body, cacheControl: cacheControl(request.operations, now: now))

@@ -31,8 +31,8 @@ public struct ImageServiceConfiguration: Sendable {
     public var maxRedirects = 10
     /// Decodes, transforms and encodes at once (the core count); requests beyond wait.
     public var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    /// Requests that may wait for a worker (10 × workers, imgproxy's default); beyond, 503 with
-    /// `Retry-After`. Behind a fleet's nginx a 503 sends the request to the next node, which
+    /// Requests that may wait for a worker (10 × workers, imgproxy's default), counted from
+    /// before their source is fetched; beyond, 503 with `Retry-After`, the origin not asked. Behind a fleet's nginx a 503 sends the request to the next node, which
     /// fetches the source again: the queue is deep enough that ordinary bursts wait on the node
     /// that holds their source, and short enough that a node under a flood still says so.
     public var queueLimit = 10 * max(1, ProcessInfo.processInfo.activeProcessorCount)

@@ -4,7 +4,36 @@ import ImageKit
 /// Runs CPU-bound work `width` at a time, off the caller's executor (a thread per worker, never
 /// an event loop), with at most `queueLimit` waiting: beyond that a submission is refused at once
 /// (the service answers 503). FIFO.
+///
+/// A place can be taken before the work exists (``reserve()``): the service takes one before it
+/// fetches a source, so that a request the pool could not take is refused before the origin is
+/// asked, not after its bytes arrived. Places are `width + queueLimit`, counting work running,
+/// work waiting and places reserved.
 final class WorkerPool: Sendable {
+    /// A place in the pool held for work that is not ready yet; given back when the work is
+    /// submitted with it, by ``release()``, or when the last reference goes.
+    final class Reservation: Sendable {
+        private let pool: WorkerPool
+        private let held = Locked(true)
+
+        fileprivate init(pool: WorkerPool) { self.pool = pool }
+
+        deinit { release() }
+
+        /// Gives the place back unused (the request ended, or joined work already in flight).
+        func release() {
+            if take() { pool.state.withLock { $0.reserved -= 1 } }
+        }
+
+        /// True the first time: the place is handed over to whoever asks.
+        fileprivate func take() -> Bool {
+            held.withLock { held in
+                defer { held = false }
+                return held
+            }
+        }
+    }
+
     private let width: Int
     private let queueLimit: Int
     private let queue: DispatchQueue
@@ -12,7 +41,7 @@ final class WorkerPool: Sendable {
     /// (to the next waiting job, or freed) before the caller hears the result, so a caller that
     /// submits the moment another's result arrives finds the worker free, not busy.
     private typealias Job = @Sendable () -> @Sendable () -> Void
-    private let state = Locked<(running: Int, waiting: [Job])>((0, []))
+    private let state = Locked<(running: Int, waiting: [Job], reserved: Int)>((0, [], 0))
     private let onWait: @Sendable (Duration) -> Void
 
     /// - Parameter onWait: told how long each job waited for a worker (the queue-wait metric).
@@ -26,9 +55,25 @@ final class WorkerPool: Sendable {
     /// Work waiting for a worker now.
     var waitingCount: Int { state.withLock { $0.waiting.count } }
     var runningCount: Int { state.withLock { $0.running } }
+    /// Places reserved for work not submitted yet.
+    var reservedCount: Int { state.withLock { $0.reserved } }
 
-    /// Runs `body` on a worker; nil when the queue is full.
-    func run<Output: Sendable>(_ body: @escaping @Sendable () -> Output) async -> Output? {
+    /// A place for work to come; nil when every place is taken (running, waiting or reserved).
+    func reserve() -> Reservation? {
+        let places = width + queueLimit
+        let taken = state.withLock { state -> Bool in
+            guard state.running + state.waiting.count + state.reserved < places else { return false }
+            state.reserved += 1
+            return true
+        }
+        return taken ? Reservation(pool: self) : nil
+    }
+
+    /// Runs `body` on a worker, in the place `reservation` holds (never refused then), or in a
+    /// free place; nil when there is none.
+    func run<Output: Sendable>(reservation: Reservation? = nil, _ body: @escaping @Sendable () -> Output) async
+        -> Output?
+    {
         await withCheckedContinuation { (continuation: CheckedContinuation<Output?, Never>) in
             let submitted = ContinuousClock.now
             let job: Job = { [onWait] in
@@ -36,12 +81,18 @@ final class WorkerPool: Sendable {
                 let output = body()
                 return { continuation.resume(returning: output) }
             }
+            let reserved = reservation?.take() ?? false
+            let places = width + queueLimit
             let admitted = state.withLock { state -> Bool? in
+                if reserved {
+                    state.reserved -= 1
+                } else if state.running + state.waiting.count + state.reserved >= places {
+                    return nil
+                }
                 if state.running < width {
                     state.running += 1
                     return true
                 }
-                guard state.waiting.count < queueLimit else { return nil }
                 state.waiting.append(job)
                 return false
             }
