@@ -53,7 +53,8 @@ extension ImageService {
                 }
             }
             let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
-                let outcome = await pool.run(reservation: reservation) { () -> Result<ProcessedImage, ImageServiceError> in
+                let outcome = await pool.run(reservation: reservation) {
+                    () -> Result<ProcessedImage, ImageServiceError> in
                     do throws(ImageServiceError) {
                         return .success(
                             try processor.process(
