@@ -632,7 +632,8 @@ def print_table(rows):
         if ik and ik.get("overhead_ratio"):
             print(f"cold c={concurrency}: ImageKit's CPU per thumbnail = {ik['overhead_ratio']:.2f} × its in-process row "
                   f"(median of the runs' ratios, each run beside its own in-process measurement: "
-                  f"{', '.join(f'{ratio:.2f}' for ratio in ik['overhead_ratio_runs'])})")
+                  f"{', '.join(f'{ratio:.2f}' for ratio in ik['overhead_ratio_runs'])}; in process "
+                  f"{', '.join(f'{ms:.2f}' for ms in ik['inprocess_ms_runs'])} ms)")
     ik, tj = by.get(("imagekit", "inprocess", 1)), by.get(("turbojpeg", "inprocess", 1))
     if ik and tj:
         print(f"in process: ImageKit = {ik['cpu_ms_per_thumbnail'] / tj['cpu_ms_per_thumbnail']:.2f} × TurboJPEG's scaled decode alone")
