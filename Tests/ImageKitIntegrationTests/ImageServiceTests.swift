@@ -439,6 +439,29 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(later.status, 200, "the place is free again")
     }
 
+    /// A revalidation (`If-None-Match`) whose result has expired needs the source but no worker
+    /// when the result has not changed: a full pool does not refuse it.
+    func testARevalidationIsAnsweredWhileThePoolIsFull() async throws {
+        origin.route(
+            "/stalled.jpg", .init(body: Self.jpeg, chunkSize: max(1, Self.jpeg.count / 6), delay: .milliseconds(150)))
+        let service = try makeService {
+            $0.workers = 1; $0.queueLimit = 0; $0.resultTimeToLive = 0
+        }
+        let path = "/unsafe/64x64/\(host)/a.jpg"
+        let made = await service.handle(method: "GET", path: path, headers: [:])
+        let etag = try XCTUnwrap(made.header("ETag"))
+        let stalled = "/unsafe/64x64/\(host)/stalled.jpg"
+        let holder = Task { await service.handle(method: "GET", path: stalled, headers: [:]) }
+        while origin.requests(to: "/stalled.jpg") == 0 { try await Task.sleep(for: .milliseconds(2)) }
+
+        let revalidated = await service.handle(method: "GET", path: path, headers: ["If-None-Match": etag])
+        XCTAssertEqual(revalidated.status, 304, String(decoding: revalidated.body, as: UTF8.self))
+        let refused = await service.handle(method: "GET", path: path, headers: [:])
+        XCTAssertEqual(refused.status, 503, "an unconditional request takes a place before its source")
+        let held = await holder.value
+        XCTAssertEqual(held.status, 200)
+    }
+
     func testIdenticalRequestsAreJoinedAndAFullQueueAnswers503() async throws {
         let service = try makeService {
             $0.workers = 1; $0.queueLimit = 0

@@ -188,8 +188,11 @@ public final class ImageService: Sendable {
         case .miss: stale = nil
         }
 
-        try claimPlace(for: resultKey)
-        defer { releasePlace(for: resultKey) }
+        // A conditional request may end in a 304 that needs the source but no worker (a CDN
+        // revalidating): it takes its place only if it turns out to need processing.
+        let claimsPlace = answering.ifNoneMatch == nil
+        if claimsPlace { try claimPlace(for: resultKey) }
+        defer { if claimsPlace { releasePlace(for: resultKey) } }
         let source = try await loadSource(request.source, trace: trace)
         let signature = source.signature
         let etag = "\"" + SHA256.hash(data: Data((resultKey + "|" + source.identity).utf8)).prefix(16).hexString + "\""
@@ -216,7 +219,7 @@ public final class ImageService: Sendable {
         let watermarks = try await loadWatermarks(request.operations, trace: trace)
         let processed = try await process(
             source.data, signature: signature, request: effective, watermarks: watermarks,
-            key: resultKey + "|" + source.identity, placeKey: resultKey)
+            key: resultKey + "|" + source.identity, placeKey: claimsPlace ? resultKey : nil)
         let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
         results.set(resultKey, result)
         return respond(with: result, answering)
