@@ -54,6 +54,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // Hummingbird's own default traits pull swift-configuration, which the service does not use.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.3.0"),
@@ -116,6 +117,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Serve"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
@@ -180,6 +186,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio", condition: .when(traits: ["Serve"])),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Serve"])),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]

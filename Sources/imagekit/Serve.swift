@@ -14,7 +14,8 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve thumbor and imgproxy image URLs over HTTP (an image service in front of a CDN).",
         discussion: """
-            Endpoints: GET/HEAD /healthz (200 serving, 503 draining), GET /metrics (Prometheus text), and \
+            Endpoints: GET/HEAD /healthz (200 serving, 503 draining; also on --health-port, for probes), \
+            GET /metrics (Prometheus text), and \
             every other path as a thumbor URL (/unsafe/… or /SIGNATURE/…, meta/ for JSON facts) or an imgproxy \
             URL (/insecure/…, /_/… or /SIGNATURE/…, /info/… for JSON facts). Errors are JSON: \
             {"error": code, "message": …}. SIGTERM or SIGINT: /healthz turns 503, the listener closes, requests \
@@ -30,6 +31,12 @@ struct Serve: ParsableCommand {
     @Option(help: "The port to listen on (0: any free port; the startup line tells which).") var port = 8080
     @Option(help: "Connections the kernel holds for the listener before it accepts them (a burst behind a proxy).")
     var backlog = 1024
+    @Option(
+        help: """
+            A second port, on --host, that answers only GET/HEAD /healthz, accepted and answered apart \
+            from image requests (a probe there never waits behind a burst); 0: any free port.
+            """)
+    var healthPort: Int?
     @Option(
         name: .customLong("key"),
         help: "imgproxy signing key (hex); repeatable with --salt, in pairs: the first signs, any verifies.")
@@ -168,6 +175,9 @@ struct Serve: ParsableCommand {
             throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS")
         }
         if backlog < 1 { throw ValidationError("--backlog must be at least 1") }
+        if let healthPort, !(0...65_535).contains(healthPort) || (healthPort == port && port != 0) {
+            throw ValidationError("--health-port must be a port (0-65535) other than --port")
+        }
         if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
         if let queue, queue < 0 { throw ValidationError("--queue must not be negative") }
         guard memoryLimit >= 0, (diskLimit ?? 1) > 0, maxSourceBytes > 0, maxPixels > 0, timeout > 0, maxRedirects >= 0,
@@ -252,15 +262,21 @@ struct Serve: ParsableCommand {
             + "workers: \(configuration.workers), queue: \(configuration.queueLimit)"
         let server = ImageServer(
             service: service, host: host, port: port, backlog: backlog, gracePeriod: .milliseconds(Int64(grace * 1000)),
-            registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"))
+            registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"),
+            healthPort: healthPort)
         let outcome = Locked<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             do {
-                try await server.run { host, port in
-                    print("imagekit serve: listening on http://\(host):\(port); " + banner)
-                    fflush(nil)
-                }
+                let healthListening = Locked<Int?>(nil)
+                try await server.run(
+                    onStarted: { host, port in
+                        let health =
+                            healthListening.withLock { $0 }.map { "; health: http://\(host):\($0)/healthz" } ?? ""
+                        print("imagekit serve: listening on http://\(host):\(port)\(health); " + banner)
+                        fflush(nil)
+                    },
+                    onHealthListening: { port in healthListening.withLock { $0 = port } })
             } catch {
                 outcome.withLock { $0 = error }
             }
@@ -287,7 +303,8 @@ struct Serve: ParsableCommand {
     /// Options `IMAGEKIT_SERVE_<NAME>` fills in: (long name, how it takes a value).
     private enum Kind { case value, list, flag, switchable }
     private static let environmentOptions: [(String, Kind)] = [
-        ("host", .value), ("port", .value), ("backlog", .value), ("key", .list), ("salt", .list),
+        ("host", .value), ("port", .value), ("backlog", .value), ("health-port", .value), ("key", .list),
+        ("salt", .list),
         ("thumbor-key", .list), ("allow-unsafe", .flag),
         ("allow-source", .list), ("allow-address", .list), ("s3-bucket", .list), ("s3-endpoint", .value),
         ("s3-region", .value), ("s3-path-style", .switchable), ("local-root", .value), ("admin-key", .value),

@@ -348,6 +348,45 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertThrowsError(try HTTPAnswer.fetch(port: port, path: "/healthz"), "the listener is closed")
     }
 
+    func testHealthIsAnsweredOnTheConnectionAndPipelinedAnswersKeepTheirOrder() throws {
+        origin.route(
+            "/slow.jpg",
+            .init(
+                body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / 4),
+                delay: .milliseconds(50)))
+        let server = try ServeProcess(allowOrigin + ["--allow-unsafe", "--health-port", "0"])
+        defer { server.stop() }
+        // The health listener the startup line names answers too.
+        let healthPort = try XCTUnwrap(
+            server.output.firstMatch(of: #/; health: http://127\.0\.0\.1:(\d+)/healthz;/#).flatMap { Int($0.1) },
+            server.output)
+        XCTAssertNotEqual(healthPort, server.port)
+        XCTAssertEqual(try HTTPAnswer.fetch(port: healthPort, path: "/healthz").json["status"], "serving")
+        // Two probes on one kept-alive connection, then a slow thumbnail with a probe pipelined
+        // behind it: the probe's answer must come after the image's (HTTP/1.1 answers in order).
+        let probe = "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+        let image = "GET /unsafe/64x0/\(host)/slow.jpg HTTP/1.1\r\nHost: a\r\n\r\n"
+        let last = "HEAD /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        var received = try HTTPAnswer.exchange(port: server.port, Array((probe + probe + image + last).utf8))[...]
+        // Split the stream by each head's Content-Length (the last answer, to a HEAD, has no body).
+        var answers: [(status: String, type: String, body: [UInt8])] = []
+        while let end = received.indices.dropLast(3).first(where: { received[$0...$0 + 3] == [13, 10, 13, 10] }) {
+            let lines = String(decoding: received[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+            func field(_ name: String) -> String {
+                lines.first { $0.lowercased().hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }
+                    ?? ""
+            }
+            let length = answers.count == 3 ? 0 : Int(field("content-length")) ?? 0
+            answers.append((lines[0], field("content-type"), Array(received[(end + 4)..<(end + 4 + length)])))
+            received = received[(end + 4 + length)...]
+        }
+        XCTAssertTrue(received.isEmpty, "nothing after the last answer")
+        XCTAssertEqual(answers.map(\.status), Array(repeating: "HTTP/1.1 200 OK", count: 4))
+        XCTAssertEqual(answers.map(\.type), ["application/json", "application/json", "image/jpeg", "application/json"])
+        XCTAssertEqual(answers.map { String(decoding: $0.body, as: UTF8.self) }[0], #"{"status":"serving"}"#)
+        XCTAssertEqual(try ImageCodersManager.shared.decode(Data(answers[2].body)).width, 64)
+    }
+
     func testHealthAnswers503WhileDraining() {
         let health = ServiceHealth()
         XCTAssertEqual(ImageServiceRoutes.healthResponse(health, isHead: false).status.code, 200)

@@ -90,6 +90,28 @@ struct HTTPAnswer {
     static func fetch(
         port: Int, path: String, method: String = "GET", headers: [String: String] = [:], body: [UInt8] = []
     ) throws -> HTTPAnswer {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
+        let received = try exchange(port: port, Array((head + "\r\n").utf8) + body)
+        guard let end = received.indices.dropLast(3).first(where: { received[$0...$0 + 3] == [13, 10, 13, 10] }) else {
+            throw POSIXError(.EBADMSG)
+        }
+        let lines = String(decoding: received[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            throw POSIXError(.EBADMSG)
+        }
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return HTTPAnswer(status: status, headers: fields, body: Array(received[(end + 4)...]))
+    }
+
+    /// Sends `bytes` on a new loopback connection and reads until the server closes it (bytes
+    /// that hold several requests test pipelining; the last should say `Connection: close`).
+    static func exchange(port: Int, _ bytes: [UInt8]) throws -> [UInt8] {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw POSIXError(.EMFILE) }
         defer { close(socket) }
@@ -105,10 +127,7 @@ struct HTTPAnswer {
             }
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
-        guard RawTCPServer.write(socket, Array((head + "\r\n").utf8) + body) else { throw POSIXError(.EPIPE) }
+        guard RawTCPServer.write(socket, bytes) else { throw POSIXError(.EPIPE) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -116,18 +135,6 @@ struct HTTPAnswer {
             if count <= 0 { break }
             received += buffer[0..<count]
         }
-        guard let end = received.indices.dropLast(3).first(where: { received[$0...$0 + 3] == [13, 10, 13, 10] }) else {
-            throw POSIXError(.EBADMSG)
-        }
-        let lines = String(decoding: received[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
-            throw POSIXError(.EBADMSG)
-        }
-        var fields: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return HTTPAnswer(status: status, headers: fields, body: Array(received[(end + 4)...]))
+        return received
     }
 }

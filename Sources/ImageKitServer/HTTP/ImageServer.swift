@@ -1,8 +1,12 @@
 #if Serve
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import NIOPosix
 import Prometheus
 import ServiceLifecycle
 
@@ -38,15 +42,23 @@ public struct ImageServer: Sendable {
     public var accessLog: Logger?
     /// Shared with the routes: draining once a shutdown signal arrives.
     public let health = ServiceHealth()
+    /// A second port, on ``host``, that answers only `GET/HEAD /healthz` (nil: none; 0: any free
+    /// port, told to `onHealthListening`). The image port answers `/healthz` too, but a probe's
+    /// connection there waits in the same accept queue as the image requests' connections: under
+    /// a burst of hundreds, for as long as the server takes to accept those ahead of it. This
+    /// listener's connections are accepted and answered on the event loops, with no task and no
+    /// queue shared with image work: point liveness and readiness probes at it.
+    public var healthPort: Int?
 
     /// A server for `service`; nothing listens until ``run(onStarted:)``.
     public init(
         service: ImageService, host: String = "127.0.0.1", port: Int = 8080, backlog: Int = 1024,
         gracePeriod: Duration = .seconds(10),
         registry: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "imagekit.serve"),
-        accessLog: Logger? = nil
+        accessLog: Logger? = nil, healthPort: Int? = nil
     ) {
         self.service = service
+        self.healthPort = healthPort
         self.host = host
         self.port = port
         self.backlog = backlog
@@ -57,17 +69,68 @@ public struct ImageServer: Sendable {
     }
 
     /// Listens and serves until SIGTERM or SIGINT (then drains, as the type's summary says).
-    /// `onStarted` is called once with the address bound (the real port when ``port`` is 0).
-    public func run(onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void = { _, _ in }) async throws {
+    /// `onStarted` is called once with the address bound (the real port when ``port`` is 0);
+    /// `onHealthListening` once with the health listener's port, before it, when ``healthPort``
+    /// is set. The health listener answers 503 while the service drains and closes when it stops.
+    public func run(
+        onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void = { _, _ in },
+        onHealthListening: @escaping @Sendable (_ port: Int) -> Void = { _ in }
+    ) async throws {
+        var healthListener: (any Channel)?
+        if let healthPort {
+            let listener = try await Self.bindHealthListener(
+                host: host, port: healthPort, health: health, serverName: Self.serverName)
+            onHealthListening(listener.localAddress?.port ?? healthPort)
+            healthListener = listener
+        }
+        do {
+            try await runImageServer(onStarted: onStarted)
+        } catch {
+            try? await healthListener?.close()
+            throw error
+        }
+        try? await healthListener?.close()
+    }
+
+    static let serverName = "imagekit"
+
+    /// A plain NIO listener (no Swift task per connection, so nothing to wait for in the
+    /// executor's queue): NIO's HTTP/1.1 server pipeline, its protocol-error handler (400 on
+    /// garbage), and ``HealthChannelHandler`` answering every request.
+    static func bindHealthListener(host: String, port: Int, health: ServiceHealth, serverName: String) async throws
+        -> any Channel
+    {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    try channel.pipeline.syncOperations.addHandler(
+                        HealthChannelHandler(health: health, serverName: serverName, answersEveryPath: true))
+                }
+            }
+            .bind(host: host, port: port).get()
+    }
+
+    private func runImageServer(onStarted: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         let router = Router()
         router.add(middleware: ConnectionCloseMiddleware())
         ImageServiceRoutes(service: service, health: health, registry: registry, accessLog: accessLog).register(
             on: router)
-        let host = self.host, port = self.port, backlog = self.backlog
+        let host = self.host, port = self.port, backlog = self.backlog, health = self.health
+        let serverName = Self.serverName
         let app = Application(
             router: router,
+            // Health probes are answered on the event loop, never queued behind image requests'
+            // tasks; the router keeps its `/healthz` for a probe pipelined behind other requests.
+            server: .http1(
+                configuration: .init(additionalChannelHandlers: [
+                    HealthChannelHandler(health: health, serverName: serverName)
+                ])),
             configuration: ApplicationConfiguration(
-                address: .hostname(host, port: port), serverName: "imagekit", backlog: backlog),
+                address: .hostname(host, port: port), serverName: serverName, backlog: backlog),
             onServerRunning: { channel in onStarted(host, channel.localAddress?.port ?? port) },
             logger: logger
         )

@@ -107,13 +107,19 @@ public struct ImageServiceRoutes: Sendable {
     }
 
     static func healthResponse(_ health: ServiceHealth, isHead: Bool) -> Response {
+        response(healthAnswer(health, isHead: isHead))
+    }
+
+    /// `/healthz`'s answer: 200 `{"status":"serving"}`, or 503 `{"status":"draining"}` with
+    /// `Retry-After` once draining; a HEAD keeps the `Content-Length` without the body.
+    static func healthAnswer(_ health: ServiceHealth, isHead: Bool) -> ImageServiceResponse {
         let draining = health.isDraining
         var answer = ImageServiceResponse.json(
             draining ? .serviceUnavailable : .ok,
             Data((draining ? #"{"status":"draining"}"# : #"{"status":"serving"}"#).utf8), cacheControl: "no-cache")
         if draining { answer.headerFields[.retryAfter] = "1" }
         if isHead { answer.body = Data() }
-        return response(answer)
+        return answer
     }
 }
 #endif
