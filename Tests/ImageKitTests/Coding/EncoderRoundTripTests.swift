@@ -48,16 +48,23 @@ final class EncoderRoundTripTests: XCTestCase {
     /// far (up to ``TurboJPEGCompressor/bufferLimit``; beyond it, into libjpeg's own): small, larger
     /// (the buffer grows), small again (a buffer bigger than the JPEG) and beyond the limit, in
     /// turn on one thread so they share a compressor, all round-trip, and the same image gives the
-    /// same bytes before and after the buffer grew. A progressive encode first: its compressor is
-    /// never pooled again (a pooled one garbled every later baseline JPEG).
+    /// same bytes before and after the buffer grew. A progressive encode first: its compressor
+    /// comes back to the pool with a new handle (TurboJPEG keeps the scan script in the old one,
+    /// which garbled every later baseline JPEG), and the next baseline encode, which takes it,
+    /// writes the same bytes as before.
     func testJPEGEncodesThroughThePooledBufferAtEverySize() throws {
         let small = TestImages.still(TestImages.gradient(width: 33, height: 17))
         let before = try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9))
-        // A progressive encode in between must leave no trace in the pooled compressors.
+        TurboJPEGCompressor.releasePooled()
         let progressive = try roundTrip(
             TestImages.still(TestImages.gradient(width: 120, height: 90)), as: .jpeg,
             options: ImageEncodingOptions(quality: 0.9, progressive: true))
         XCTAssertGreaterThan(psnr(progressive.bitmap, TestImages.gradient(width: 120, height: 90)), 30)
+        XCTAssertGreaterThanOrEqual(
+            TurboJPEGCompressor.pooledCount, 1, "the progressive encode's compressor is pooled again")
+        XCTAssertEqual(
+            try coders.encode(small, as: .jpeg, options: ImageEncodingOptions(quality: 0.9)), before,
+            "a baseline encode with the compressor a progressive one used")
         for (width, height) in [(16, 16), (640, 480), (33, 17), (1800, 1600)] {
             let bitmap = TestImages.gradient(width: width, height: height)
             let decoded = try roundTrip(

@@ -409,11 +409,12 @@ final class TurboJPEGHandle: @unchecked Sendable {
 final class TurboJPEGCompressor: @unchecked Sendable {
     // Invariant for @unchecked Sendable: as for TurboJPEGHandle — in the pool (under its lock) or
     // checked out by exactly one encode.
-    private let raw: tjhandle
+    private var raw: tjhandle
     private var buffer: UnsafeMutablePointer<UInt8>?
     private var capacity = 0
     /// TurboJPEG 2.1 keeps a progressive encode's scan script in the handle, and a later
-    /// baseline encode with it wrote garbled pictures: such a compressor is never pooled.
+    /// baseline encode with it wrote garbled pictures: such a compressor goes back to the pool
+    /// with a new handle (its buffer kept).
     private var wroteProgressive = false
 
     /// The largest buffer kept (TurboJPEG's worst case for about 2.7 MP at 4:2:0); a larger
@@ -435,9 +436,15 @@ final class TurboJPEGCompressor: @unchecked Sendable {
         return TurboJPEGCompressor(raw: raw)
     }
 
-    /// Back into the pool, unless it wrote a progressive JPEG.
+    /// Back into the pool; one that wrote a progressive JPEG gets a new handle first (dropped
+    /// if TurboJPEG cannot make one).
     static func recycle(_ compressor: TurboJPEGCompressor) {
-        guard !compressor.wroteProgressive else { return }
+        if compressor.wroteProgressive {
+            guard let fresh = tjInitCompress() else { return }
+            tjDestroy(compressor.raw)
+            compressor.raw = fresh
+            compressor.wroteProgressive = false
+        }
         pool.withLock { pool in
             if pool.count < poolLimit { pool.append(compressor) }
         }
