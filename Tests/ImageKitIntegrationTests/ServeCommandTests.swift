@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import ImageKit
+import NIOCore
 @testable import ImageKitServer
 import XCTest
 #if canImport(Glibc)
@@ -34,6 +35,13 @@ final class ServeCommandTests: XCTestCase {
 
     override func tearDown() {
         origin.stop()
+    }
+
+    /// `/slow.jpg` on the origin: the test JPEG in `chunks` pieces, `delay` before each.
+    private func routeSlowJPEG(chunks: Int, delay: TimeAmount) {
+        origin.route(
+            "/slow.jpg",
+            .init(body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / chunks), delay: delay))
     }
 
     func testRefusesToStartWithoutAKeyOrWithABadOption() throws {
@@ -309,11 +317,7 @@ final class ServeCommandTests: XCTestCase {
 
     func testSIGTERMLetsThirtyTwoRequestsInFlightFinish() throws {
         // A source that takes about 1.5 s to arrive: 32 different thumbnails of it wait for it together.
-        origin.route(
-            "/slow.jpg",
-            .init(
-                body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / 25),
-                delay: .milliseconds(60)))
+        routeSlowJPEG(chunks: 25, delay: .milliseconds(60))
         let server = try ServeProcess(
             allowOrigin + ["--allow-unsafe", "--workers", "2", "--queue", "64", "--grace", "20"])
         let port = server.port, host = self.host
@@ -349,11 +353,7 @@ final class ServeCommandTests: XCTestCase {
     }
 
     func testHealthIsAnsweredOnTheConnectionAndPipelinedAnswersKeepTheirOrder() throws {
-        origin.route(
-            "/slow.jpg",
-            .init(
-                body: ImageServiceTests.jpeg, chunkSize: max(1, ImageServiceTests.jpeg.count / 4),
-                delay: .milliseconds(50)))
+        routeSlowJPEG(chunks: 4, delay: .milliseconds(50))
         let server = try ServeProcess(allowOrigin + ["--allow-unsafe", "--health-port", "0"])
         defer { server.stop() }
         // The health listener the startup line names answers too.

@@ -8,8 +8,10 @@ import NIOHTTPTypes
 ///
 /// A request reaches the router through a Swift task, and under a burst of image requests the
 /// task of a probe waits in the executor's queue behind theirs (each costs a fraction of a
-/// millisecond even when it ends in a 503): on two cores that held `/healthz` for 100–250 ms.
-/// Answered here, a probe costs what parsing it costs, whatever the image work queued.
+/// millisecond even when it ends in a 503). Answered here, a probe costs what parsing it costs
+/// once its connection is read. A new connection still waits for Hummingbird's accept loop, a
+/// task too, which NIO feeds ten connections at a time: the health listener
+/// (``ImageServer/healthPort``) has neither.
 ///
 /// HTTP/1.1 answers in request order, so a probe pipelined behind a request still being answered
 /// on the same connection goes on to the router (which answers `/healthz` the same way).
