@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// `imagekit serve` as a library: the image routes on a Hummingbird HTTP/1.1 server (keep-alive),
 /// run in a swift-service-lifecycle `ServiceGroup` that shuts down gracefully on SIGTERM and
 /// SIGINT: `/healthz` turns 503, the listener closes, requests in flight finish within the
-/// grace period, and the caches' disk work is flushed before ``run(onStarted:)`` returns.
+/// grace period, and the caches' disk work is flushed before ``run(onStarted:onHealthListening:)`` returns.
 ///
 /// ```swift
 /// let registry = PrometheusCollectorRegistry()
@@ -50,7 +50,7 @@ public struct ImageServer: Sendable {
     /// queue shared with image work: point liveness and readiness probes at it.
     public var healthPort: Int?
 
-    /// A server for `service`; nothing listens until ``run(onStarted:)``.
+    /// A server for `service`; nothing listens until ``run(onStarted:onHealthListening:)``.
     public init(
         service: ImageService, host: String = "127.0.0.1", port: Int = 8080, backlog: Int = 1024,
         gracePeriod: Duration = .seconds(10),
