@@ -97,7 +97,7 @@ test-no-traits: deps thumbor-sizes
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
-TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests
+TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests
 test-tsan: deps
 	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 
