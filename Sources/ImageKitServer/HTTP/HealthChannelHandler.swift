@@ -51,7 +51,7 @@ final class HealthChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         case .head(let request):
             if answersEveryPath || (requestsBeingAnswered == 0 && Self.isProbe(request)) {
                 probe = Probe(
-                    isHead: request.method == .head, closesConnection: Self.asksToClose(request),
+                    isHead: request.method == .head, closesConnection: request.headerFields.asksToClose,
                     isOtherPath: !Self.isProbe(request))
             } else {
                 requestsBeingAnswered += 1
@@ -82,8 +82,8 @@ final class HealthChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             probe.isOtherPath
             ? ImageServiceResponse.error(
                 ImageServiceError(.notFound, "no such route: the health listener answers /healthz"))
-            : ImageServiceRoutes.healthAnswer(health, isHead: probe.isHead)
-        if probe.isHead { answer.body = Data() }
+            : ImageServiceRoutes.healthAnswer(health, isHead: false)
+        if probe.isHead { answer.body = Data() }  // the fields keep the GET's Content-Length
         var fields = answer.headerFields
         if probe.closesConnection { fields[.connection] = "close" }
         fields[.date] = Self.httpDate(Date())
@@ -103,12 +103,6 @@ final class HealthChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private static func isProbe(_ request: HTTPRequest) -> Bool {
         guard request.method == .get || request.method == .head, let path = request.path else { return false }
         return path == "/healthz" || path.hasPrefix("/healthz?")
-    }
-
-    private static func asksToClose(_ request: HTTPRequest) -> Bool {
-        request.headerFields[values: .connection].contains { value in
-            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
-        }
     }
 
     /// RFC 9110's IMF-fixdate, as Hummingbird's own answers carry (English names whatever the

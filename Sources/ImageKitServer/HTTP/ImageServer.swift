@@ -154,14 +154,18 @@ struct ConnectionCloseMiddleware<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         var response = try await next(request, context)
-        if let connection = request.headers[.connection],
-            connection.split(separator: ",").contains(where: {
-                $0.trimmingCharacters(in: .whitespaces).lowercased() == "close"
-            })
-        {
-            response.headers[.connection] = "close"
-        }
+        if request.headers.asksToClose { response.headers[.connection] = "close" }
         return response
+    }
+}
+
+extension HTTPFields {
+    /// Whether a `Connection` field lists `close` (RFC 9112 §9.6): the connection closes after
+    /// the answer, which says so too.
+    var asksToClose: Bool {
+        self[values: .connection].contains { value in
+            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
+        }
     }
 }
 
