@@ -18,6 +18,7 @@ struct CacheBench {
         let names = [
             "cache-memory-hit", "cache-memory-store", "cache-disk-hit-read", "cache-disk-hit-decode",
             "cache-disk-store", "manager-memory-hit", "manager-hit-stage", "manager-disk-hit", "cache-sweep-100k",
+            "pixel-memory",
         ]
         guard names.contains(where: options.includes) else { return }
         var rows: [Row] = []
@@ -25,6 +26,7 @@ struct CacheBench {
         if options.includes("cache-memory-store") { rows.append(memoryStore()) }
         if options.includes("manager-hit-stage") { rows += managerHitStages() }
         if options.includes("manager-memory-hit") { rows.append(await managerMemoryHit()) }
+        if options.includes("pixel-memory") { rows += pixelMemory() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "imagekit-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -128,6 +130,31 @@ struct CacheBench {
         }
         precondition(hits == order.count)
         return Row(name: "manager-memory-hit (10k entries)", p50: p50, p99: p99, opsPerSecond: rate)
+    }
+
+    /// A bitmap's memory allocated and written whole, as a decoder does: fresh from the kernel
+    /// (the spares released first, so every page is faulted in: a thumbnail kept by a memory
+    /// cache, the first large decode of a process) and reused (a spare mapping, what a decode
+    /// whose result is dropped gets). The difference is what fresh memory costs on this machine.
+    func pixelMemory() -> [Row] {
+        var rows: [Row] = []
+        for (width, height, count) in [(256, 192, 2000), (640, 480, 500), (4000, 3000, 30)] {
+            for fresh in [true, false] {
+                PixelMemory.releaseSpares()
+                let timing = latencies(count) { _ in
+                    if fresh { PixelMemory.releaseSpares() }
+                    guard let buffer = try? PixelBuffer(width: width, height: height) else { fatalError("no memory") }
+                    buffer.baseAddress.initializeMemory(
+                        as: UInt8.self, repeating: 7, count: buffer.bytesPerRow * height)
+                }
+                rows.append(
+                    Row(
+                        name: "pixel-memory-\(fresh ? "fresh" : "reused") (\(width)x\(height), written)", p50: timing.0,
+                        p99: timing.1, opsPerSecond: timing.2))
+            }
+        }
+        PixelMemory.releaseSpares()
+        return rows
     }
 
     /// The stages a manager's memory hit passes, each alone on the same 10 000 entries, so that
