@@ -86,14 +86,23 @@ test: deps thumbor-sizes
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
+# A build without the Serve trait resolves without Hummingbird and its dependencies, and SwiftPM
+# writes that pruned pin set back to Package.resolved: the two targets below put the committed
+# file back when they end (pass or fail), so that committing after them never drops 30 pins.
+RESOLVED_KEEP := .build-resolved-keep/Package.resolved
+
 test-asan: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS)
+	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
+		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
 # library, the tool and every test build, and the tests pass with those formats answering
 # `unsupportedFormat`.
 test-no-traits: deps thumbor-sizes
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits
+	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
+		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
