@@ -171,7 +171,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible, Expressible
     /// `scheme://authority/path?query#fragment` key only the path part changes. The string is
     /// split by hand: URLComponents re-encodes its input, so its ranges do not index the key.
     static func inserting(_ insertion: String, into key: String) -> String {
-        guard let separator = key.range(of: "://"), !key.lowercased().hasPrefix("file:"),
+        guard let separator = key.utf8Range(of: "://"), !key.lowercased().hasPrefix("file:"),
             key[..<separator.lowerBound].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) }
             ),
             !key[..<separator.lowerBound].isEmpty

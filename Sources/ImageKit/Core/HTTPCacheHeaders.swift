@@ -44,7 +44,7 @@ public struct HTTPCacheHeaders: Sendable, Hashable {
     /// `no-store`, `must-revalidate` once stale is handled by the expiry date).
     public var requiresRevalidation: Bool {
         guard let cacheControl = cacheControl?.lowercased() else { return false }
-        return cacheControl.contains("no-cache") || cacheControl.contains("no-store")
+        return cacheControl.utf8Contains("no-cache") || cacheControl.utf8Contains("no-store")
     }
 
     /// When the response stops being fresh, counted from `received`: `max-age`, else `Expires`.

@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 
 /// One parsed image request: which grammar it came in, its signature and the exact text the
 /// signature covers, the operations and the source URL.
@@ -60,7 +61,7 @@ public struct ImageRequest: Sendable, Hashable {
     /// are (whether they are served is the service's configuration); any other scheme refused.
     static func sourceURL(_ text: String, addsScheme: Bool) throws(ImageServiceError) -> URL {
         var text = text
-        if !text.contains("://"), let decoded = text.percentDecoded { text = decoded }
+        if !text.utf8Contains("://"), let decoded = text.percentDecoded { text = decoded }
         if let store = try storeURL(text) { return store }
         let lower = text.lowercased()
         if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {

@@ -1,4 +1,5 @@
 import Foundation
+import ImageKit
 
 /// thumbor 7's URL grammar:
 /// `/(unsafe|SIG)/[meta/][trim[:top-left|:bottom-right][:N]/][AxB:CxD/][adaptive-][full-]fit-in/[[-]Wx[-]H/][left|center|right/][top|middle|bottom/][smart/][filters:NAME(ARGS):…/]IMAGE`.
@@ -85,7 +86,7 @@ public enum ThumborURL {
         if rest.hasPrefix("filters:") {
             // The filter list ends at the first ")/" (thumbor's own rule), since arguments
             // (a watermark's URL) may hold slashes.
-            guard let end = rest.range(of: ")/") else { throw .malformed("the filters are not closed by ')/'") }
+            guard let end = rest.utf8Range(of: ")/") else { throw .malformed("the filters are not closed by ')/'") }
             let list = rest[rest.index(rest.startIndex, offsetBy: "filters:".count)..<rest.index(after: end.lowerBound)]
             try applyFilters(list, to: &operations)
             rest = rest[end.upperBound...]
@@ -128,7 +129,7 @@ public enum ThumborURL {
         var url = source.absoluteString
         for _ in 0..<10 {
             // Drop the scheme and host: what follows is a thumbor path, or not.
-            if let scheme = url.range(of: "://") { url = String(url[scheme.upperBound...]) }
+            if let scheme = url.utf8Range(of: "://") { url = String(url[scheme.upperBound...]) }
             guard let slash = url.firstIndex(of: "/") else { return nil }
             guard let inner = try? parse(String(url[slash...])) else { return nil }
             if case .region(let left, let top, let right, let bottom)? = inner.operations.crop {

@@ -32,8 +32,8 @@ final class FrontCachePurger: Sendable {
     /// nginx's `$imagekit_accept_class` for the `Accept` it sent (its map, in the same order).
     static func acceptClass(_ accept: String?) -> String {
         let accept = accept?.lowercased() ?? ""
-        if accept.contains("image/avif") { return "avif" }
-        if accept.contains("image/webp") { return "webp" }
+        if accept.utf8Contains("image/avif") { return "avif" }
+        if accept.utf8Contains("image/webp") { return "webp" }
         return "other"
     }
 

@@ -270,9 +270,9 @@ public final class ImageService: Sendable {
             negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
             if negotiable {
                 // A build without AVIF (the trait off) offers WebP instead of answering 415.
-                if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.contains("image/avif") {
+                if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.utf8Contains("image/avif") {
                     offered = .avif
-                } else if configuration.autoWebP, accept.contains("image/webp") {
+                } else if configuration.autoWebP, accept.utf8Contains("image/webp") {
                     offered = .webp
                 }
             }
