@@ -46,9 +46,6 @@ public enum PixelMemory {
     /// Allocations of at least this many bytes are mapped (on Linux).
     static let mappingThreshold = 128 << 10
 
-    /// `MADV_POPULATE_WRITE` (Linux 5.14), spelled out: older C headers lack it.
-    private static let populateWrite: Int32 = 23
-
     /// Allocates `byteCount` bytes; free them with ``deallocate(_:byteCount:)`` and the same
     /// count. From ``mappingThreshold`` bytes on Linux the memory is a private mapping (a spare
     /// one when there is one of about the size), kept as a spare or unmapped when freed.
@@ -227,16 +224,13 @@ public enum PixelMemory {
         if tail > 0 { munmap(start + length, tail) }
         // Advice only: without THP (or with it off) the kernel ignores it.
         if byteCount >= hugePageSize { _ = madvise(start, length, MADV_HUGEPAGE) }
-        let offset = colourOffset()
-        // Below the huge pages, every byte asked for is written by its decoder or filter, so
-        // its pages are faulted in now, in one call, instead of one trap per 4 KiB page on first
-        // touch (`bench --filter pixel-memory`: a fresh 256×192 bitmap written whole in 88–126 µs
-        // instead of 123–170). Huge pages fault in 2 MiB at a time already, and populated they
-        // took longer (12 MP: 8.0–8.4 ms against 6.1–6.7). Kernels before 5.14 refuse the advice
-        // and fault the pages in as before.
-        if byteCount < hugePageSize { _ = madvise(start, offset + byteCount, populateWrite) }
+        // Not populated up front (MADV_POPULATE_WRITE): alone it wrote a fresh 256×192 bitmap in
+        // 88–126 µs instead of 123–170, but bench-net's pipeline, which keeps its thumbnails,
+        // loaded 393–471 images/s populated against 431–466 (four alternated pairs; likely
+        // because the advice faults the pages in under the address space's lock, which the
+        // other threads' mmap and munmap then wait for, where a first-touch fault does not).
         start.storeBytes(of: length, as: Int.self)
-        return start + offset
+        return start + colourOffset()
         #else
         return nil
         #endif
