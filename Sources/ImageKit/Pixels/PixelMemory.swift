@@ -224,11 +224,11 @@ public enum PixelMemory {
         if tail > 0 { munmap(start + length, tail) }
         // Advice only: without THP (or with it off) the kernel ignores it.
         if byteCount >= hugePageSize { _ = madvise(start, length, MADV_HUGEPAGE) }
-        // Not populated up front (MADV_POPULATE_WRITE): alone it wrote a fresh 256×192 bitmap in
-        // 88–126 µs instead of 123–170, but bench-net's pipeline, which keeps its thumbnails,
-        // loaded 393–471 images/s populated against 431–466 (four alternated pairs; likely
-        // because the advice faults the pages in under the address space's lock, which the
-        // other threads' mmap and munmap then wait for, where a first-touch fault does not).
+        // Not populated up front with MADV_POPULATE_WRITE: alone that writes a fresh 256×192
+        // bitmap in 88–126 µs instead of 123–170 (`bench --filter pixel-memory`), but bench-net's
+        // pipeline, which keeps its thumbnails, showed no gain beyond its run-to-run spread, and
+        // the advice faults pages in under the address space's lock, which other threads' mmap
+        // and munmap then wait for.
         start.storeBytes(of: length, as: Int.self)
         return start + colourOffset()
         #else
