@@ -108,7 +108,8 @@ public enum ThumborURL {
     // MARK: Parts
 
     private static func segment(of rest: Substring) -> String? {
-        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        // Bytes, not Characters: "/" is ASCII, and the search runs several times a request.
+        guard let slash = rest.utf8.firstIndex(of: UInt8(ascii: "/")) else { return nil }
         return String(rest[..<slash])
     }
 
