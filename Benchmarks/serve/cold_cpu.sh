@@ -7,7 +7,7 @@
 # `make bench-serve`) on 127.0.0.1, `imagekit serve --workers 1` runs pinned to core 0 with no
 # cache directory, and a client on core 1 asks `fit-in/WxW` of every photo at falling sizes, so
 # every request is cold (its result was never made; its source is fetched again). Prints the
-# server's CPU per request (user + system, from /proc) and its context switches per request
+# server's CPU per request (every thread's time on the CPU, from /proc's schedstat) and its context switches per request
 # (all threads), after 100 warm-up requests. PERF=FILE records the measured requests with
 # `perf record -g` into FILE. Compare with the in-process row of the same photos:
 #     .build/release/bench --corpus ~/.cache/imagekit/bench-serve-photos --filter serve/corpus
@@ -54,16 +54,17 @@ for i in range(first, first + count):
         sys.exit(f"status {response.status}")
 PY
 }
-threads() { # CPU ticks per thread name (dispatch names a worker after the queue it serves)
+# CPU time from each thread's schedstat (nanoseconds on the CPU), not /proc's 10 ms ticks.
+threads() { # CPU ns per thread name (dispatch names a worker after the queue it serves)
     for task in /proc/$server/task/*; do
-        echo "$(cut -d')' -f2- "$task/stat" | awk '{print $12 + $13}') $(cat "$task/comm")"
-    done | awk '{ticks[$2] += $1} END {for (name in ticks) print name, ticks[name]}' | sort
+        echo "$(cut -d' ' -f1 "$task/schedstat") $(tr ' ' '_' < "$task/comm")"
+    done | awk '{ns[$2] += $1} END {for (name in ns) printf "%s %.0f\n", name, ns[name]}' | sort
 }
-counters() { # CPU ticks, context switches and minor page faults of the server, all threads
-    echo "$(awk '{print $14 + $15}' "/proc/$server/stat") $(cat /proc/$server/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}') $(awk '{print $10}' "/proc/$server/stat")"
+counters() { # CPU ns, context switches and minor page faults of the server, all threads
+    echo "$(cat /proc/$server/task/*/schedstat | awk '{s += $1} END {printf "%.0f", s}') $(cat /proc/$server/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}') $(awk '{print $10}' "/proc/$server/stat")"
 }
 load 0 100
-read -r ticks0 switches0 faults0 < <(counters)
+read -r ns0 switches0 faults0 < <(counters)
 threads > "$work/threads0"
 if [ -n "${PERF:-}" ]; then
     perf record -q -F 2000 -g -o "$PERF" -p "$server" 2>/dev/null &
@@ -71,10 +72,9 @@ if [ -n "${PERF:-}" ]; then
     sleep 0.5
 fi
 load 100 "$requests"
-read -r ticks1 switches1 faults1 < <(counters)
+read -r ns1 switches1 faults1 < <(counters)
 if [ -n "${PERF:-}" ]; then kill -INT "$recorder"; wait "$recorder" || true; fi
-hz=$(getconf CLK_TCK)
 threads > "$work/threads1"
-join -a 2 -e 0 -o 0,1.2,2.2 "$work/threads0" "$work/threads1" | awk -v hz="$hz" -v n="$requests" \
-    '{printf "  %-20s %.3f ms per request\n", $1, ($3 - $2) * 1000 / hz / n}'
-python3 -c "print(f'cold requests: $requests; CPU per request {($ticks1 - $ticks0) * 1000 / $hz / $requests:.3f} ms; context switches per request {($switches1 - $switches0) / $requests:.1f}; minor page faults per request {($faults1 - $faults0) / $requests:.1f}')"
+join -a 2 -e 0 -o 0,1.2,2.2 "$work/threads0" "$work/threads1" | awk -v n="$requests" \
+    '{printf "  %-20s %.3f ms per request\n", $1, ($3 - $2) / 1e6 / n}'
+python3 -c "print(f'cold requests: $requests; CPU per request {($ns1 - $ns0) / 1e6 / $requests:.3f} ms; context switches per request {($switches1 - $switches0) / $requests:.1f}; minor page faults per request {($faults1 - $faults0) / $requests:.1f}')"
