@@ -15,9 +15,7 @@ public typealias ImageCoding = ImageDecoding & ImageEncoding
 /// let webp = try ImageCodersManager.shared.encode(image, as: .webp, options: .init(quality: 0.8))
 /// ```
 public final class ImageCodersManager: ImageCoding {
-    /// The coders, and those of them that encode (kept beside them so that an encode does not
-    /// cast every coder to find its encoder).
-    private let coders: Locked<(all: [any ImageDecoding], encoders: [any ImageEncoding])>
+    private let coders: Locked<[any ImageDecoding]>
 
     /// The process-wide manager holding the built-in coders (``builtInCoders``).
     public static let shared = ImageCodersManager()
@@ -25,7 +23,7 @@ public final class ImageCodersManager: ImageCoding {
     /// A manager with the built-in coders, or with `coders` (decoders, with or without an
     /// encoder; in priority order, last wins).
     public init(coders: [any ImageDecoding] = ImageCodersManager.builtInCoders) {
-        self.coders = Locked((coders, coders.compactMap { $0 as? any ImageEncoding }))
+        self.coders = Locked(coders)
     }
 
     /// The coders ImageKit ships: JPEG, PNG (and APNG), GIF, WebP, TIFF, BMP, ICO, and HEIF,
@@ -55,18 +53,15 @@ public final class ImageCodersManager: ImageCoding {
 
     /// Adds a decoder (or a full coder) with the highest priority.
     public func add(_ coder: any ImageDecoding) {
-        coders.withLock { coders in
-            coders.all.append(coder)
-            if let encoder = coder as? any ImageEncoding { coders.encoders.append(encoder) }
-        }
+        coders.withLock { $0.append(coder) }
     }
 
     /// The registered decoders, lowest priority first (those that also encode are
     /// ``ImageEncoding`` too).
-    public var all: [any ImageDecoding] { coders.withLock { $0.all } }
+    public var all: [any ImageDecoding] { coders.withLock { $0 } }
 
     /// The registered encoders, lowest priority first.
-    var encoders: [any ImageEncoding] { coders.withLock { $0.encoders } }
+    var encoders: [any ImageEncoding] { all.compactMap { $0 as? any ImageEncoding } }
 
     public func canDecode(_ signature: ImageSignature) -> Bool {
         all.contains { $0.canDecode(signature) }
