@@ -7,9 +7,10 @@
 # `make bench-serve`) on 127.0.0.1, `imagekit serve --workers 1` runs pinned to core 0 with no
 # cache directory, and a client on core 1 asks `fit-in/WxW` of every photo at falling sizes, so
 # every request is cold (its result was never made; its source is fetched again). Prints the
-# server's CPU per request (every thread's time on the CPU, from /proc's schedstat) and its context switches per request
-# (all threads), after 100 warm-up requests. PERF=FILE records the measured requests with
-# `perf record -g` into FILE. Compare with the in-process row of the same photos:
+# server's CPU per request (every thread's time on the CPU, from /proc's schedstat), per thread
+# name, and its context switches per request, after 100 warm-up requests. PERF=FILE records the
+# measured requests with `perf record -g` into FILE. Compare with the in-process row of the same
+# photos:
 #     .build/release/bench --corpus ~/.cache/imagekit/bench-serve-photos --filter serve/corpus
 set -euo pipefail
 binary=${1:-.build/release/imagekit}
