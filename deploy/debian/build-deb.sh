@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make deb: the Debian package of `imagekit`, built with Debian's own tools.
-#   deploy/debian/build-deb.sh BINARY VERSION OUTDIR
+#   deploy/debian/build-deb.sh BINARY VERSION OUTDIR [REVISION]
 # BINARY is `make dist`'s (the Swift runtime linked in, so only C libraries remain to depend
 # on). Its dependencies are computed by dpkg-shlibdeps from the libraries it links, never typed
 # here. File times are the commit's (SOURCE_DATE_EPOCH), so the same commit gives the same bytes.
 set -euo pipefail
-binary=$1 version=$2 outdir=$3
+binary=$1 version=$2 outdir=$3 revision=${4:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/deploy/debian
 work=$(mktemp -d)
@@ -17,7 +17,9 @@ pkg=$work/imagekit
 install -D -m 0755 "$binary" "$pkg/usr/bin/imagekit"
 strip --strip-unneeded "$pkg/usr/bin/imagekit"
 install -D -m 0644 "$here/imagekit.service" "$pkg/lib/systemd/system/imagekit.service"
-install -D -m 0644 "$here/imagekit.default" "$pkg/etc/default/imagekit"
+# Signing keys, salts, the admin key and S3 secrets go here: readable by root alone (systemd
+# reads EnvironmentFile= as root before it drops to the dynamic user).
+install -D -m 0600 "$here/imagekit.default" "$pkg/etc/default/imagekit"
 install -D -m 0644 "$root/README.md" "$pkg/usr/share/doc/imagekit/README.md"
 install -D -m 0644 "$root/LICENSE" "$pkg/usr/share/doc/imagekit/copyright"
 
@@ -54,11 +56,12 @@ depends=$(cd "$work/src" && dpkg-shlibdeps -O -e "$pkg/usr/bin/imagekit" 2>/dev/
 installed=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat > "$pkg/DEBIAN/control" <<CONTROL
 Package: imagekit
-Version: $version-1
+Version: $version-$revision
 Architecture: $arch
 Maintainer: ImageKit maintainers <maintainers@users.noreply.github.com>
 Installed-Size: $installed
 Depends: $depends
+Pre-Depends: init-system-helpers (>= 1.54~)
 Section: graphics
 Priority: optional
 Description: image loading library's command-line tool and image service
@@ -68,15 +71,15 @@ Description: image loading library's command-line tool and image service
  systemd unit (imagekit.service).
 CONTROL
 printf '/etc/default/imagekit\n' > "$pkg/DEBIAN/conffiles"
-cat > "$pkg/DEBIAN/postinst" <<'POSTINST'
-#!/bin/sh
-set -e
-# The unit is installed, not enabled: the service needs a key (or allow-unsafe) first.
-if [ "$1" = configure ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
-POSTINST
-chmod 0755 "$pkg/DEBIAN/postinst"
+# The maintainer scripts follow Debian's conventions for a package with a systemd unit (what
+# dh_installsystemd would write): deb-systemd-helper records the unit's enablement, so that an
+# operator's `systemctl disable` survives upgrades and purge removes only the package's links;
+# deb-systemd-invoke acts only where systemd runs and honours policy-rc.d.
+for script in postinst prerm postrm; do
+    install -m 0755 "$here/maintainer/$script" "$pkg/DEBIAN/$script"
+done
 find "$pkg" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 mkdir -p "$outdir"
-deb="$outdir/imagekit_${version}-1_${arch}.deb"
+deb="$outdir/imagekit_${version}-${revision}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb" >&2
 echo "$deb"
