@@ -109,7 +109,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Images processed at once (default: the core count).") var workers: Int?
     @Option(
         help:
-            "Requests waiting for a worker at most (default: 10 × workers), counted from before their source is fetched; beyond: 503 with Retry-After."
+            "Requests waiting for a worker at most (default: 128), counted from before their source is fetched; beyond: 503 with Retry-After."
     )
     var queue: Int?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM.") var grace: Double = 10
@@ -207,10 +207,7 @@ struct Serve: ParsableCommand {
         configuration.maxPixels = maxPixels
         configuration.timeout = timeout
         configuration.maxRedirects = maxRedirects
-        if let workers {
-            configuration.workers = workers
-            configuration.queueLimit = 10 * workers
-        }
+        if let workers { configuration.workers = workers }
         if let queue { configuration.queueLimit = queue }
         configuration.maxAge = maxAge
         configuration.resultTimeToLive = resultTtl

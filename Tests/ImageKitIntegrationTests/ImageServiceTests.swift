@@ -439,6 +439,27 @@ final class ImageServiceTests: XCTestCase {
         XCTAssertEqual(later.status, 200, "the place is free again")
     }
 
+    /// The default queue absorbs a page of thumbnails on a cold cache: two workers, 48 distinct
+    /// results asked at once of a slow origin, none refused (10 × workers refused two of 24).
+    func testTheDefaultQueueTakesAPageOfThumbnailsAtOnce() async throws {
+        origin.route(
+            "/page.jpg", .init(body: Self.jpeg, chunkSize: max(1, Self.jpeg.count / 4), delay: .milliseconds(20)))
+        let service = try makeService { $0.workers = 2 }
+        XCTAssertEqual(service.configuration.queueLimit, ImageServiceConfiguration.defaultQueueLimit)
+        let host = self.host
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for width in 0..<48 {
+                group.addTask {
+                    await service.handle(method: "GET", path: "/unsafe/\(64 + width)x0/\(host)/page.jpg", headers: [:])
+                        .status.code
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses, Array(repeating: 200, count: 48))
+        XCTAssertEqual(service.pool.reservedCount, 0)
+    }
+
     /// A revalidation (`If-None-Match`) whose result has expired needs the source but no worker
     /// when the result has not changed: a full pool does not refuse it.
     func testARevalidationIsAnsweredWhileThePoolIsFull() async throws {

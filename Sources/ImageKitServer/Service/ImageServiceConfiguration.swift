@@ -31,11 +31,16 @@ public struct ImageServiceConfiguration: Sendable {
     public var maxRedirects = 10
     /// Decodes, transforms and encodes at once (the core count); requests beyond wait.
     public var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    /// Requests that may wait for a worker (10 × workers, imgproxy's default), counted from
-    /// before their source is fetched; beyond, 503 with `Retry-After`, the origin not asked. Behind a fleet's nginx a 503 sends the request to the next node, which
-    /// fetches the source again: the queue is deep enough that ordinary bursts wait on the node
-    /// that holds their source, and short enough that a node under a flood still says so.
-    public var queueLimit = 10 * max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Requests that may wait for a worker (``defaultQueueLimit``, whatever the worker count),
+    /// counted from before their source is fetched; beyond, 503 with `Retry-After`, the origin
+    /// not asked. A waiting request costs a connection and then its source's bytes, so the
+    /// default absorbs a page of thumbnails on a cold cache and still refuses a flood.
+    public var queueLimit = ImageServiceConfiguration.defaultQueueLimit
+    /// 128: a waiting request holds its client's connection, an origin connection while it
+    /// fetches, then the source's bytes (typically 0.1–3 MB, at most ``maxSourceBytes``). 128 of
+    /// them take about 256 file descriptors (a quarter of the common 1024 soft limit) and tens of
+    /// megabytes; a page's burst (24–100 images at once) waits instead of being refused.
+    public static let defaultQueueLimit = 128
     /// `Cache-Control: max-age` of an image (1 year); thumbor `max_age()` and imgproxy `exp` lower it.
     public var maxAge = 365 * 86_400
     /// imgproxy presets by name, each a list of options (`--preset NAME=rs:fit:300:300/q:80`).
