@@ -5,7 +5,8 @@
 # allocates without bound is a finding. Seed corpora are built at run time from the shared
 # corpus. Any crash, leak, timeout or out-of-memory fails the run; the input that caused it is
 # kept in Fuzz/findings/ (commit it under Tests/ImageKitTests/Coding/FuzzRegressions/ with the fix).
-# FUZZ_JOBS runs that many targets at once (default 1).
+# FUZZ_JOBS runs that many targets at once (default 1). FUZZ_SEED fixes libFuzzer's random seed
+# (`make fuzz-smoke` sets it, so that CI runs the same inputs every time; `make fuzz` explores).
 #   Fuzz/run.sh [TARGET...]     (default: every target)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,7 +96,7 @@ run_target() { # run_target TARGET: fuzz it; writes its summary line to $work/TA
     local target=$1 log="$work/$1.log" status execs rate cov features
     LSAN_OPTIONS="suppressions=$root/.lsan-suppressions" \
     "$bin/$target" "$work/$target" -max_total_time="$seconds" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" -timeout=20 \
-        -max_len=262144 -print_final_stats=1 -artifact_prefix="$here/findings/$target-" > "$log" 2>&1
+        -max_len=262144 -print_final_stats=1 ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -artifact_prefix="$here/findings/$target-" > "$log" 2>&1
     status=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
     rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)

@@ -21,7 +21,7 @@ final class MotoS3Server: @unchecked Sendable {
     private let output = Pipe()
     private var pending = Data()
 
-    /// Starts the server with `buckets`; skips the test when no moto is configured.
+    /// Starts the server with `buckets`; fails the test when no python with moto is found.
     init(buckets: [String]) throws {
         // make test names the venv's python; a plain `swift test` finds the same venv where make
         // test keeps it, and fails (not skips) without it: the S3 tests are part of the suite.
