@@ -192,12 +192,25 @@ def summary(load):
             f"resent on a new connection: {sum(a.resent for a in load.answers)}")
 
 
+def answers_http(port):
+    """Whether something on 127.0.0.1:PORT answers an HTTP request (any status)."""
+    try:
+        status, _, _ = http_get(port, "/", timeout=3)
+        return status > 0
+    except OSError:
+        return False
+
+
 class FleetTests(unittest.TestCase):
     origin = None
     fleet = None
 
     @classmethod
     def setUpClass(cls):
+        # A web server of the host's own on :80 (Debian's nginx, say) must answer after the fleet as
+        # before: the fleet's nginx has its own prefix, config and ports, and nothing here stops,
+        # reloads or reconfigures a service of the host.
+        cls.host_port_80 = answers_http(80)
         cls.origin = Origin()
         cls.fleet = Fleet("test", NODE_ARGS)
         seconds, output = cls.fleet.make("fleet", N=3)
@@ -209,6 +222,13 @@ class FleetTests(unittest.TestCase):
             cls.fleet.make("fleet-stop")
         if cls.origin:
             cls.origin.stop()
+
+    def test_9_the_hosts_own_web_server_still_answers(self):
+        if not self.host_port_80:
+            report("nothing of the host's answered on 127.0.0.1:80 before the tests: nothing to check there")
+            return
+        self.assertTrue(answers_http(80), "the host's own server on :80 answered before the fleet tests, not after")
+        report("the host's own server on 127.0.0.1:80 still answers")
 
     def load(self, requests, concurrency=16, **options):
         paths = [path for path, _, _ in requests]

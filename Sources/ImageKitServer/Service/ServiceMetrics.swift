@@ -25,6 +25,7 @@ public enum ImageServiceCacheTier: String, Sendable {
 /// | `imagekit_stage_duration_seconds` | histogram | `stage` (queue, fetch, decode, transform, encode) |
 /// | `imagekit_cache_hits_total` | counter | `tier` (result_memory, result_disk, source_disk, origin) |
 /// | `imagekit_origin_bytes_total` | counter | |
+/// | `imagekit_purges_total` | counter | |
 /// | `imagekit_requests_in_flight` | gauge | |
 /// | `imagekit_queue_length` | gauge | |
 /// | `imagekit_process_resident_memory_bytes` | gauge | |
