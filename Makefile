@@ -10,10 +10,11 @@ SWIFTPM = env -u _ -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u MAKE_
 # What a build with the default traits links (`make build`, `bench`, `docs`, `dist`): the C libraries.
 BUILD_PACKAGES := pkg-config libcurl4-openssl-dev libturbojpeg0-dev libpng-dev libgif-dev libwebp-dev libdeflate-dev libtiff-dev liblcms2-dev libheif-dev libavif-dev libjxl-dev librsvg2-dev
 BUILD_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebpmux libdeflate libtiff-4 lcms2 libheif libavif libjxl librsvg-2.0
-# What the tests add: the PDF and HEVCAVCodec traits' libraries, nginx (each test starts its own,
-# with its own prefix and config on a loopback port), openssl, python3 and the webp/avif tools.
-TEST_PACKAGES := $(BUILD_PACKAGES) libpoppler-glib-dev libavcodec-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin
-TEST_MODULES := $(BUILD_MODULES) poppler-glib libavcodec
+# What the tests add: the PDF, HEVCAVCodec and Video traits' libraries, nginx (each test starts its
+# own, with its own prefix and config on a loopback port), openssl, python3, the webp/avif tools and
+# ffmpeg (the video tests make their sources with it and compare frames with its own).
+TEST_PACKAGES := $(BUILD_PACKAGES) libpoppler-glib-dev libavcodec-dev libavformat-dev libswscale-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin ffmpeg
+TEST_MODULES := $(BUILD_MODULES) poppler-glib libavcodec libavformat libswscale
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
 BENCH_ARGS ?=
@@ -37,8 +38,8 @@ deps:
 test-deps:
 	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $(TEST_MODULES) \
 		&& [ -x /usr/sbin/nginx ] && [ -f /usr/lib/nginx/modules/ngx_http_cache_purge_module.so ] && command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 \
-		&& command -v webpmux >/dev/null 2>&1 && command -v avifdec >/dev/null 2>&1; then \
-		echo "test-deps: $(TEST_MODULES), nginx (with cache purge), openssl, python3, webpmux and avifdec found"; \
+		&& command -v webpmux >/dev/null 2>&1 && command -v avifdec >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1; then \
+		echo "test-deps: $(TEST_MODULES), nginx (with cache purge), openssl, python3, webpmux, avifdec and ffmpeg found"; \
 	else \
 		echo "test-deps: installing $(TEST_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
@@ -53,9 +54,9 @@ release: deps
 
 # Tests run optimised (-c release, with @testable imports enabled): the codec and resampler
 # loops are 50-100x slower unoptimised, which would make the corpus sweeps take many minutes.
-# Every trait on, PDF and HEVCAVCodec too (off by default: poppler is GPL, libavcodec brings many
-# libraries), so that every coder's tests run; `test-no-traits` checks the build and the tests with none.
-TEST_TRAITS := HEIF,AVIF,JXL,SVG,PDF,HEVCAVCodec
+# Every trait on, PDF, HEVCAVCodec and Video too (off by default: poppler is GPL, FFmpeg's libraries
+# bring many more), so that every coder's tests run; `test-no-traits` checks the build and the tests with none.
+TEST_TRAITS := HEIF,AVIF,JXL,SVG,PDF,HEVCAVCodec,Video
 TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits $(TEST_TRAITS),Serve
 
 # The image service's output sizes are compared with a real thumbor 7.8 asked for the same URLs

@@ -43,6 +43,9 @@ let package = Package(
         // libheif decoder plugin. Faster (see Benchmarks/README), but Debian's libavcodec59 brings
         // some thirty codec libraries into a binary's dependencies (the .deb's among them).
         .trait(name: "HEVCAVCodec", description: "HEIC's HEVC decoded by libavcodec (FFmpeg) instead of libde265"),
+        // Off by default for the same reason: video sources (MP4/MOV, WebM/MKV) through FFmpeg's
+        // libavformat, libavcodec and libswscale.
+        .trait(name: "Video", description: "Frames of MP4, MOV, WebM and MKV videos with FFmpeg's libraries"),
         .default(enabledTraits: ["HEIF", "AVIF", "JXL", "SVG", "Serve"]),
     ],
     dependencies: [
@@ -76,6 +79,7 @@ let package = Package(
         systemLibrary("CRSVG", pkgConfig: "librsvg-2.0", apt: "librsvg2-dev"),
         systemLibrary("CPoppler", pkgConfig: "poppler-glib", apt: "libpoppler-glib-dev"),
         systemLibrary("CAVCodec", pkgConfig: "libavcodec", apt: "libavcodec-dev"),
+        systemLibrary("CAVFormat", pkgConfig: "libavformat", apt: "libavformat-dev"),
         // The one C target: small shims where Swift cannot call a library safely (libpng's
         // setjmp/longjmp, curl's variadic setters) and the byte loops Swift would not vectorise
         // (the PNG fast path's unfiltering, the blur, resize and quarter-turn loops). Every
@@ -86,12 +90,18 @@ let package = Package(
                 "CCurl", "CPNG", "CDeflate",
                 .target(name: "CHeif", condition: .when(traits: ["HEVCAVCodec"])),
                 .target(name: "CAVCodec", condition: .when(traits: ["HEVCAVCodec"])),
+                .target(name: "CAVFormat", condition: .when(traits: ["Video"])),
             ],
             path: "Sources/CImageCodecs/Shims",
-            cSettings: [.define("IK_HEVC_AVCODEC", .when(traits: ["HEVCAVCodec"]))],
+            cSettings: [
+                .define("IK_HEVC_AVCODEC", .when(traits: ["HEVCAVCodec"])),
+                .define("IK_VIDEO", .when(traits: ["Video"])),
+            ],
             linkerSettings: [
-                .linkedLibrary("avcodec", .when(traits: ["HEVCAVCodec"])),
-                .linkedLibrary("avutil", .when(traits: ["HEVCAVCodec"])),
+                .linkedLibrary("avformat", .when(traits: ["Video"])),
+                .linkedLibrary("swscale", .when(traits: ["Video"])),
+                .linkedLibrary("avcodec", .when(traits: ["HEVCAVCodec", "Video"])),
+                .linkedLibrary("avutil", .when(traits: ["HEVCAVCodec", "Video"])),
             ]
         ),
         .target(

@@ -1,0 +1,3 @@
+#pragma once
+#include <libavformat/avformat.h>
+#include <libswscale/swscale.h>

@@ -1,0 +1,240 @@
+import Foundation
+import XCTest
+
+@testable import ImageKit
+
+/// Video frames against FFmpeg's own command-line tool: the sources are made by Debian's `ffmpeg`
+/// (`make test-deps` installs it) from its test pattern, whose every frame differs, and a frame
+/// must equal the one `ffmpeg` decodes at the same time, not merely have its size.
+final class VideoFrameSourceTests: XCTestCase {
+    static let directory = TemporaryDirectory("imagekit-video")
+
+    override class func tearDown() { directory.remove() }
+
+    /// `ffmpeg ARGUMENTS`; its standard output.
+    @discardableResult
+    static func ffmpeg(_ arguments: [String], tool: String = "ffmpeg") throws -> Data {
+        let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        let executable = try XCTUnwrap(path, "\(tool) is needed (make test-deps installs Debian's ffmpeg)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-hide_banner", "-loglevel", "error"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ImageError(
+                .internalError, "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+        return data
+    }
+
+    /// A video of ffmpeg's moving test pattern, made once per name.
+    static func video(_ name: String, size: String = "320x240", seconds: Int = 4, codec: [String]) throws -> URL {
+        let url = directory.url.appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: url.path) {
+            try ffmpeg(
+                ["-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25:duration=\(seconds)"] + codec + [url.path])
+        }
+        return url
+    }
+
+    static func h264() throws -> URL {
+        try video("h264.mp4", codec: ["-c:v", "libx264", "-g", "25", "-bf", "2", "-pix_fmt", "yuv420p"])
+    }
+
+    /// The RGBA frame ffmpeg decodes at `seconds` (its accurate seek: the first frame at or after).
+    static func ffmpegFrame(_ url: URL, at seconds: Double, size: PixelSize, filter: String? = nil) throws -> [UInt8] {
+        var arguments = ["-ss", String(seconds), "-i", url.path, "-frames:v", "1"]
+        if let filter { arguments += ["-vf", filter] }
+        let data = try ffmpeg(arguments + ["-f", "rawvideo", "-pix_fmt", "rgba", "-"])
+        XCTAssertEqual(data.count, size.width * size.height * 4, "ffmpeg's frame is \(size)")
+        return [UInt8](data)
+    }
+
+    /// Mean absolute difference per channel between a bitmap and packed RGBA bytes.
+    static func meanDifference(_ bitmap: Bitmap, _ rgba: [UInt8]) -> Double {
+        var total = 0
+        bitmap.withUnsafeBytes { raw in
+            for y in 0..<bitmap.height {
+                for x in 0..<bitmap.width * 4 {
+                    total += abs(Int(raw[y * bitmap.bytesPerRow + x]) - Int(rgba[(y * bitmap.width) * 4 + x]))
+                }
+            }
+        }
+        return Double(total) / Double(bitmap.width * bitmap.height * 4)
+    }
+
+    override func setUp() async throws {
+        try XCTSkipUnless(VideoFrameSource.isSupported, "the Video trait is off (testABuildWithoutTheTrait… covers it)")
+    }
+
+    func testTheStreamsFacts() throws {
+        let video = try VideoFrameSource(data: Data(contentsOf: Self.h264()))
+        XCTAssertEqual(video.info.codec, "h264")
+        XCTAssertTrue(video.info.container.contains("mp4"), video.info.container)
+        XCTAssertEqual(video.info.codedSize, PixelSize(width: 320, height: 240))
+        XCTAssertEqual(video.info.displaySize, PixelSize(width: 320, height: 240))
+        XCTAssertEqual(video.info.duration, 4, accuracy: 0.05)
+        XCTAssertEqual(video.info.frameRate, 25, accuracy: 0.01)
+        XCTAssertEqual(video.info.frameCount, 100)
+        XCTAssertEqual(video.info.rotation, 0)
+        XCTAssertFalse(video.info.isHDR)
+    }
+
+    /// At a frame's own time the frame is ffmpeg's, and not its neighbours (the pattern moves).
+    func testTheFrameAtATimeIsTheOneFFmpegDecodes() throws {
+        let url = try Self.h264()
+        let video = try VideoFrameSource(data: Data(contentsOf: url))
+        let size = PixelSize(width: 320, height: 240)
+        for seconds in [0.0, 1.0, 2.04, 3.2] {
+            let frame = try video.frame(at: seconds)
+            XCTAssertEqual(frame.time, seconds, accuracy: 0.001)
+            XCTAssertEqual(PixelSize(width: frame.bitmap.width, height: frame.bitmap.height), size)
+            let same = Self.meanDifference(frame.bitmap, try Self.ffmpegFrame(url, at: seconds, size: size))
+            let next = Self.meanDifference(frame.bitmap, try Self.ffmpegFrame(url, at: seconds + 0.04, size: size))
+            XCTAssertLessThan(same, 1.0, "\(seconds) s: ffmpeg's frame")
+            XCTAssertGreaterThan(next, same * 4 + 1, "\(seconds) s: not the next frame")
+        }
+        // Between two frames' times, the one on screen: the earlier.
+        let between = try video.frame(at: 2.05)
+        XCTAssertEqual(between.time, 2.04, accuracy: 0.001)
+    }
+
+    /// Keyframe mode decodes one frame, the key frame at or before the time (a GOP of 25 frames:
+    /// key frames every second); exact mode decodes forward from it.
+    func testKeyframeModeDecodesTheKeyFrameAlone() throws {
+        let video = try VideoFrameSource(data: Data(contentsOf: Self.h264()))
+        let key = try video.frame(at: 2.6, mode: .keyframe)
+        XCTAssertEqual(key.time, 2.0, accuracy: 0.001)
+        XCTAssertEqual(video.framesDecoded, 1)
+        let exact = try video.frame(at: 2.6)
+        XCTAssertEqual(exact.time, 2.6, accuracy: 0.001)
+        XCTAssertGreaterThanOrEqual(video.framesDecoded, 16)
+        XCTAssertLessThan(video.framesDecoded, 25, "decoded from the key frame before, not from the start")
+        let again = try video.frame(at: 2.0)
+        XCTAssertEqual(Self.meanDifference(again.bitmap, Self.packed(key.bitmap)), 0, "the same key frame")
+    }
+
+    /// Scaled at conversion to fit a box, aspect kept, never enlarged; close to ffmpeg's own
+    /// area-averaging scale of the same frame.
+    func testAFrameFitsABox() throws {
+        let url = try Self.h264()
+        let video = try VideoFrameSource(data: Data(contentsOf: url))
+        let small = try video.frame(at: 1, fitting: PixelSize(width: 160, height: 160))
+        XCTAssertEqual(
+            PixelSize(width: small.bitmap.width, height: small.bitmap.height), PixelSize(width: 160, height: 120))
+        let reference = try Self.ffmpegFrame(
+            url, at: 1, size: PixelSize(width: 160, height: 120), filter: "scale=160:120:flags=area")
+        XCTAssertLessThan(Self.meanDifference(small.bitmap, reference), 2.0)
+        let large = try video.frame(at: 1, fitting: PixelSize(width: 1000, height: 1000))
+        XCTAssertEqual(large.bitmap.width, 320, "never enlarged")
+    }
+
+    /// A display matrix turns the frame upright, as ffmpeg's own autorotation does.
+    func testTheDisplayMatrixTurnsTheFrameUpright() throws {
+        let source = try Self.h264()
+        let rotated = Self.directory.url.appendingPathComponent("rotated.mp4")
+        try Self.ffmpeg(["-y", "-i", source.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+        let video = try VideoFrameSource(data: Data(contentsOf: rotated))
+        // ffprobe's rotation is the display matrix's, counter-clockwise; ImageKit's is clockwise.
+        let probed = try Self.ffmpeg(
+            ["-select_streams", "v:0", "-show_entries", "side_data=rotation", "-of", "csv=p=0", rotated.path],
+            tool: "ffprobe")
+        let counterClockwise = try XCTUnwrap(
+            Int(String(decoding: probed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertEqual(video.info.rotation, ((-counterClockwise % 360) + 360) % 360)
+        XCTAssertTrue([90, 270].contains(video.info.rotation))
+        XCTAssertEqual(video.info.codedSize, PixelSize(width: 320, height: 240))
+        XCTAssertEqual(video.info.displaySize, PixelSize(width: 240, height: 320))
+        let frame = try video.frame(at: 1)
+        XCTAssertEqual(
+            PixelSize(width: frame.bitmap.width, height: frame.bitmap.height), PixelSize(width: 240, height: 320))
+        let reference = try Self.ffmpegFrame(rotated, at: 1, size: PixelSize(width: 240, height: 320))
+        XCTAssertLessThan(Self.meanDifference(frame.bitmap, reference), 1.0)
+    }
+
+    /// Each codec the issue names, in its usual container.
+    func testEachCodec() throws {
+        let cases: [(String, [String], String)] = [
+            ("vp8.webm", ["-c:v", "libvpx", "-b:v", "500k"], "vp8"),
+            ("vp9.webm", ["-c:v", "libvpx-vp9", "-b:v", "500k", "-deadline", "realtime", "-cpu-used", "8"], "vp9"),
+            ("hevc.mp4", ["-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error"], "hevc"),
+            ("av1.mkv", ["-c:v", "libsvtav1", "-preset", "12"], "av1"),
+            ("h264.mov", ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], "h264"),
+        ]
+        let size = PixelSize(width: 160, height: 120)
+        for (name, codec, expected) in cases {
+            let url = try Self.video(name, size: "160x120", seconds: 2, codec: codec)
+            let video = try VideoFrameSource(data: Data(contentsOf: url))
+            XCTAssertEqual(video.info.codec, expected, name)
+            XCTAssertEqual(video.info.codedSize, size, name)
+            let frame = try video.frame(at: 1)
+            XCTAssertEqual(frame.time, 1, accuracy: 0.001, name)
+            XCTAssertLessThan(
+                Self.meanDifference(frame.bitmap, try Self.ffmpegFrame(url, at: 1, size: size)), 1.0, name)
+        }
+    }
+
+    /// Before the first frame: the first; past the end: the last.
+    func testTimesOutsideTheVideo() throws {
+        let video = try VideoFrameSource(data: Data(contentsOf: Self.h264()))
+        XCTAssertEqual(try video.frame(at: -5).time, 0, accuracy: 0.001)
+        XCTAssertEqual(try video.frame(at: 60).time, 3.96, accuracy: 0.001)
+        XCTAssertEqual(try video.frame(at: .nan).time, 0, accuracy: 0.001)
+    }
+
+    /// Bad input gets a typed error quickly, never a crash or a hang.
+    func testBadVideosAreRefusedWithATypedError() throws {
+        let data = try Data(contentsOf: Self.h264())
+        func code(_ body: () throws -> Void) -> ImageError.Code? {
+            do { try body() } catch let error as ImageError { return error.code } catch { return nil }
+            return nil
+        }
+        XCTAssertEqual(code { _ = try VideoFrameSource(data: Data()) }, .emptyData)
+        XCTAssertEqual(
+            code { _ = try VideoFrameSource(data: Data(repeating: 0x5A, count: 10_000)) }, .unsupportedFormat)
+        // An MP4's index is at its end: cut, the container cannot be read.
+        let cut = data.prefix(data.count * 6 / 10)
+        XCTAssertNotNil(code { _ = try VideoFrameSource(data: cut).frame(at: 1) })
+        var garbage = data.prefix(32)
+        garbage.append(Data(repeating: 0xFF, count: 4096))
+        XCTAssertNotNil(code { _ = try VideoFrameSource(data: garbage).frame(at: 0) })
+        let audio = Self.directory.url.appendingPathComponent("audio.m4a")
+        try Self.ffmpeg(["-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "aac", audio.path])
+        XCTAssertEqual(code { _ = try VideoFrameSource(data: Data(contentsOf: audio)) }, .unsupportedFormat)
+        XCTAssertEqual(
+            code { _ = try VideoFrameSource(data: data, limits: .init(maxPixels: 320 * 240 - 1)) }, .decompressionBomb)
+        let limited = try VideoFrameSource(data: data, limits: .init(maxDecodedFrames: 5))
+        XCTAssertEqual(code { _ = try limited.frame(at: 2.6) }, .decompressionBomb)
+        XCTAssertEqual(try limited.frame(at: 2.6, mode: .keyframe).time, 2.0, accuracy: 0.001)
+    }
+
+    static func packed(_ bitmap: Bitmap) -> [UInt8] {
+        var bytes = [UInt8]()
+        bitmap.withUnsafeBytes { raw in
+            for y in 0..<bitmap.height {
+                bytes += raw[(y * bitmap.bytesPerRow)..<(y * bitmap.bytesPerRow + bitmap.width * 4)]
+            }
+        }
+        return bytes
+    }
+}
+
+/// Without the trait, opening a video says so.
+final class VideoWithoutTheTraitTests: XCTestCase {
+    func testABuildWithoutTheTraitAnswersUnsupportedFormat() throws {
+        guard !VideoFrameSource.isSupported else {
+            XCTAssertTrue(VideoFrameSource.isSupported)
+            return
+        }
+        XCTAssertThrowsError(try VideoFrameSource(data: Data(repeating: 1, count: 100))) { error in
+            XCTAssertEqual((error as? ImageError)?.code, .unsupportedFormat)
+        }
+    }
+}
