@@ -6,7 +6,7 @@ import PackageDescription
 // not reach `make test`.
 let targets = ["FuzzDecode", "FuzzProgressive", "FuzzJPEGDC", "FuzzExif", "FuzzAPNG", "FuzzPNGFast", "FuzzGIFBlocks",
                "FuzzDiskMetadata", "FuzzCacheKey", "FuzzDataURL", "FuzzHTTPHeaders", "FuzzManager", "FuzzBMPICO", "FuzzTIFF",
-               "FuzzModernFormats", "FuzzServiceURL", "FuzzSVG", "FuzzPDF"]
+               "FuzzModernFormats", "FuzzServiceURL", "FuzzSVG", "FuzzPDF", "FuzzVideo"]
 
 let package = Package(
     name: "ImageKitFuzz",
@@ -16,7 +16,7 @@ let package = Package(
         // checkout's directory is called.
         // Without the Serve trait: the fuzzers reach the request layer, not the HTTP server, and
         // Hummingbird need not be built with the fuzzer's instrumentation.
-        .package(path: ".deps/ImageKit", traits: ["HEIF", "AVIF", "JXL", "SVG", "PDF", "HEVCAVCodec"]),
+        .package(path: ".deps/ImageKit", traits: ["HEIF", "AVIF", "JXL", "SVG", "PDF", "HEVCAVCodec", "Video"]),
     ],
     targets: [
         .target(name: "CFuzzDriver"),

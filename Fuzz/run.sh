@@ -23,7 +23,7 @@ echo "fuzz: seeds from $corpus and $formats"
 regressions=$root/Tests/ImageKitTests/Coding/FuzzRegressions
 [ -d "$corpus" ] || { echo "fuzz: no corpus at $corpus (set IMAGEKIT_CORPUS)" >&2; exit 2; }
 all=(FuzzDecode FuzzProgressive FuzzJPEGDC FuzzExif FuzzAPNG FuzzPNGFast FuzzGIFBlocks FuzzDiskMetadata FuzzCacheKey FuzzDataURL FuzzHTTPHeaders FuzzManager
-     FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL FuzzSVG FuzzPDF)
+     FuzzBMPICO FuzzTIFF FuzzModernFormats FuzzServiceURL FuzzSVG FuzzPDF FuzzVideo)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 
@@ -86,6 +86,13 @@ seed() { # seed TARGET: the starting corpus, copied from the shared corpus or wr
                      '/_/w:10/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png' '/info/_/plain/http://example.com/a.jpg' \
                      '/gliOovhxLB8RGXinV2YT_W607lw%3D/200x200/my-image.jpg'; do
                 printf '\x00%s' "$u" > "$dir/$(echo "$u" | md5sum | cut -c1-8)"; done ;;
+        FuzzVideo) # small videos made by ffmpeg (make test-deps installs it): H.264 in MP4, VP9 in WebM, HEVC in MOV
+            for spec in "h264.mp4:-c:v libx264 -g 4" "vp9.webm:-c:v libvpx-vp9 -deadline realtime -cpu-used 8" \
+                        "hevc.mov:-c:v libx265 -preset ultrafast -x265-params log-level=error"; do
+                ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=48x32:rate=10:duration=1 ${spec#*:} \
+                    "$work/video-${spec%%:*}" </dev/null || continue
+                for flags in 00 01 02 03; do printf "\x$flags\x05" | cat - "$work/video-${spec%%:*}" > "$dir/$flags-${spec%%:*}"; done
+            done ;;
         FuzzHTTPHeaders)
             printf 'HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 100\r\nETag: "v1"\r\nCache-Control: max-age=60, no-cache\r\nExpires: Thu, 01 Dec 2033 16:00:00 GMT\r\nLast-Modified: Sunday, 06-Nov-94 08:49:37 GMT\r\n\r\n' > "$dir/1" ;;
     esac

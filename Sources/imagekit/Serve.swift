@@ -117,6 +117,8 @@ struct Serve: ParsableCommand {
     var maxAge = 365 * 86_400
     @Option(help: "Seconds a result is served from the result cache before its source is looked at again.")
     var resultTtl: Double = 3600
+    @Option(help: "Seconds into a video source its frame is taken at when a URL does not say (vts, still(N)).")
+    var videoThumbnailSecond: Double = 1
     @Option(
         name: .customLong("preset"),
         help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
@@ -182,7 +184,7 @@ struct Serve: ParsableCommand {
         if let queue, queue < 0 { throw ValidationError("--queue must not be negative") }
         guard memoryLimit >= 0, (diskLimit ?? 1) > 0, maxSourceBytes > 0, maxPixels > 0, timeout > 0, maxRedirects >= 0,
             grace >= 0, maxAge >= 0,
-            resultTtl >= 0
+            resultTtl >= 0, videoThumbnailSecond >= 0, videoThumbnailSecond.isFinite
         else {
             throw ValidationError("sizes, limits and durations must be positive")
         }
@@ -211,6 +213,7 @@ struct Serve: ParsableCommand {
         if let queue { configuration.queueLimit = queue }
         configuration.maxAge = maxAge
         configuration.resultTimeToLive = resultTtl
+        configuration.videoThumbnailSecond = videoThumbnailSecond
         for preset in presets {
             let parts = preset.split(separator: "=", maxSplits: 1)
             configuration.presets[String(parts[0])] =
@@ -311,7 +314,8 @@ struct Serve: ParsableCommand {
         ("disk-limit", .value),
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),
         ("workers", .value),
-        ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value), ("preset", .list),
+        ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value),
+        ("video-thumbnail-second", .value), ("preset", .list),
         ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
     ]
 

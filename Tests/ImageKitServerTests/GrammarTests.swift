@@ -378,6 +378,36 @@ final class GrammarTests: XCTestCase {
         try assertRoundTrips(paths) { "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source) }
     }
 
+    // MARK: Video
+
+    /// imgproxy's `vts`/`vtk` and thumbor-video-engine's `still()`: in the key (one video at two
+    /// times is two results), in both spellings, refused when malformed, and rendered back.
+    func testVideoOptions() throws {
+        XCTAssertEqual(key("/_/vts:2.5/vtk:1/plain/http://example.com/a.mp4"), "vts:2.5;vtk:1")
+        XCTAssertEqual(
+            key("/_/video_thumbnail_second:2.5/video_thumbnail_keyframes:true/plain/http://example.com/a.mp4"),
+            "vts:2.5;vtk:1")
+        XCTAssertNotEqual(
+            key("/_/vts:1/plain/http://example.com/a.mp4"), key("/_/vts:2/plain/http://example.com/a.mp4"))
+        XCTAssertEqual(key("/unsafe/filters:still()/example.com/a.mp4"), "rs:fill;el:1;vts:0;still:1")
+        XCTAssertEqual(key("/unsafe/filters:still(01:02:03.5)/example.com/a.mp4"), "rs:fill;el:1;vts:3723.5;still:1")
+        XCTAssertEqual(key("/unsafe/filters:still(00:12)/example.com/a.mp4"), "rs:fill;el:1;vts:12;still:1")
+        XCTAssertEqual(key("/unsafe/filters:still(-3)/example.com/a.mp4"), "rs:fill;el:1;vts:0;still:1")
+        for path in [
+            "/_/vts:-1/plain/http://example.com/a.mp4", "/_/vts:x/plain/http://example.com/a.mp4",
+            "/_/vtk:maybe/plain/http://example.com/a.mp4", "/unsafe/filters:still(1:2)/example.com/a.mp4",
+            "/unsafe/filters:still(abc)/example.com/a.mp4", "/unsafe/filters:still(1,2)/example.com/a.mp4",
+        ] {
+            XCTAssertEqual(status(path)?.0, 400, path)
+        }
+        try assertRoundTrips(["/_/rs:fit:160:90/vts:12.25/vtk:1/plain/http://example.com/a.mp4"]) {
+            "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source)
+        }
+        try assertRoundTrips(["/unsafe/160x90/filters:still(7.5)/example.com/a.mp4"]) {
+            "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source)
+        }
+    }
+
     // MARK: Routing
 
     func testTheFirstSegmentDecidesTheGrammar() throws {

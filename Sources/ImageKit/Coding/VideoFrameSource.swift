@@ -95,6 +95,18 @@ public final class VideoFrameSource {
         #endif
     }
 
+    /// Whether `data` begins like a video container: an ISO BMFF box (MP4, MOV: `ftyp`, `moov`,
+    /// `mdat`, `free`, `skip`, `wide`), Matroska's EBML header (MKV, WebM) or RIFF AVI. A cheap test
+    /// of the first twelve bytes, for bytes ``ImageSignature`` found no image in; opening tells.
+    public static func mayBeVideo(_ data: Data) -> Bool {
+        guard data.count >= 12 else { return false }
+        let head = [UInt8](data.prefix(12))
+        if head[0...3].elementsEqual([0x1A, 0x45, 0xDF, 0xA3]) { return true }
+        if head[0...3].elementsEqual("RIFF".utf8), head[8...11].elementsEqual("AVI ".utf8) { return true }
+        let box = String(decoding: head[4...7], as: UTF8.self)
+        return ["ftyp", "moov", "mdat", "free", "skip", "wide"].contains(box)
+    }
+
     /// Opens a video held in memory and reads its stream's facts (no frame is decoded).
     /// - Throws: ``ImageError/Code/unsupportedFormat`` when this build has no video support, the
     ///   bytes are no video container, it holds no video stream (audio only) or its codec is not

@@ -14,6 +14,7 @@ extension ImgproxyURL {
         "sharpen": "sh", "pixelate": "pix", "quality": "q", "format_quality": "fq", "max_bytes": "mb", "format": "f",
         "ext": "f", "strip_metadata": "sm", "strip_color_profile": "scp", "keep_copyright": "kcr", "cachebuster": "cb",
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
+        "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk",
     ]
 
     static func apply(
@@ -265,6 +266,12 @@ extension ImgproxyURL {
         case "att":
             try count(arguments, option, 1...1)
             operations.returnAttachment = try bool(arguments[0], option)
+        case "vts":
+            try count(arguments, option, 1...1)
+            operations.videoTime = try double(arguments[0], option, in: 0...864_000)
+        case "vtk":
+            try count(arguments, option, 1...1)
+            operations.videoKeyframes = try bool(arguments[0], option)
         case "pr":
             guard depth < 4 else { throw invalid(option, "presets nest too deep") }
             for presetName in arguments {

@@ -64,6 +64,8 @@ extension ImgproxyURL {
             options.append("fn:" + Base64URL.encode(Data(filename.utf8), padded: false) + ":1")
         }
         if operations.returnAttachment { options.append("att:1") }
+        if let videoTime = operations.videoTime { options.append("vts:\(ImageOperations.number(videoTime))") }
+        if operations.videoKeyframes { options.append("vtk:1") }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =

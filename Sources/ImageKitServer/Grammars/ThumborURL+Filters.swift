@@ -112,6 +112,25 @@ extension ThumborURL {
         return .curve(all: lists[0], red: lists[1], green: lists[2], blue: lists[3])
     }
 
+    /// thumbor-video-engine's still position: `12`, `1.5`, `00:12`, `01:02:03.25`; a negative
+    /// one is the start. Nil when it is none of those.
+    static func position(_ text: String) -> Double? {
+        let negative = text.hasPrefix("-")
+        let parts = (negative ? String(text.dropFirst()) : text).split(separator: ":", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count) else { return nil }
+        var seconds = 0.0
+        for (index, part) in parts.enumerated() {
+            let isLast = index == parts.count - 1
+            guard !part.isEmpty, part.allSatisfy({ $0.isASCII && ($0.isNumber || (isLast && $0 == ".")) }),
+                let value = Double(part), value.isFinite
+            else { return nil }
+            if parts.count > 1 && part.split(separator: ".")[0].count != 2 { return nil }
+            seconds = seconds * 60 + value
+        }
+        if negative { return 0 }
+        return seconds <= 864_000 ? seconds : nil
+    }
+
     private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>)
         throws(ImageServiceError)
     {
@@ -243,6 +262,20 @@ extension ThumborURL {
             try expect(arguments, name, 0...1)
             guard arguments.isEmpty || ["", "mp4", "webm"].contains(arguments[0].lowercased()) else {
                 throw ImageServiceError(.invalidFilterArgument, "gifv: '\(arguments[0])' is not mp4 or webm")
+            }
+        case "still":
+            // thumbor-video-engine's: a still of an animation or video, at a position given as
+            // seconds or [HH:]MM:SS[.fraction] (the first frame without one).
+            try expect(arguments, name, 0...1)
+            operations.still = true
+            if let position = arguments.first, !position.isEmpty {
+                guard let seconds = Self.position(position) else {
+                    throw ImageServiceError(
+                        .invalidFilterArgument, "still: '\(position)' is not seconds or [HH:]MM:SS[.fraction]")
+                }
+                operations.videoTime = seconds
+            } else {
+                operations.videoTime = 0
             }
         case "redeye":
             // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing

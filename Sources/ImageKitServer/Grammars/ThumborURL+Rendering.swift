@@ -62,6 +62,7 @@ extension ThumborURL {
         if let proportion = operations.proportion { filters.append("proportion(\(number(proportion)))") }
         if let maxBytes = operations.maxBytes { filters.append("max_bytes(\(maxBytes))") }
         if let maxAge = operations.maxAge { filters.append("max_age(\(maxAge))") }
+        if operations.still { filters.append("still(\(number(operations.videoTime ?? 0)))") }
         if operations.stripColorProfile { filters.append("strip_icc()") }
         for filter in operations.filters {
             switch filter {

@@ -40,6 +40,9 @@ extension ImageOperations {
         if let fill { add("fill", Self.describe(fill)) }
         if let proportion { add("prop", Self.number(proportion)) }
         for filter in filters { add("f", Self.describe(filter)) }
+        if let videoTime { add("vts", Self.number(videoTime)) }
+        if videoKeyframes { add("vtk", "1") }
+        if still { add("still", "1") }
         if let format { add("fmt", format.rawValue) }
         if let quality { add("q", String(quality)) }
         for (format, quality) in formatQuality.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

@@ -257,6 +257,16 @@ public struct ImageOperations: Sendable, Hashable {
     public var proportion: Double?
     /// Pixel filters, in the URL's order.
     public var filters: [Filter] = []
+    /// Where a video source's frame is taken, in seconds from its start (imgproxy
+    /// `video_thumbnail_second`, thumbor `still(N)`); nil: the service's default (1 s, like
+    /// imgproxy's). An image source ignores it.
+    public var videoTime: Double?
+    /// A video's key frame at or before ``videoTime`` instead of its exact frame (imgproxy
+    /// `video_thumbnail_keyframes`): one decode, the cheapest frame near that time.
+    public var videoKeyframes = false
+    /// thumbor-video-engine's `still()`: the answer is a still — an animated source answers its
+    /// first frame (a video its frame at ``videoTime``, 0 unless `still(N)` says).
+    public var still = false
 
     // MARK: Output
 

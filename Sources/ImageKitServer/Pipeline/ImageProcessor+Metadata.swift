@@ -7,6 +7,9 @@ extension ImageProcessor {
     /// where it can be (nothing is decoded then) — as JSON.
     public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
         let signature = ImageSignature(data)
+        if signature.format == .unknown, VideoFrameSource.isSupported, VideoFrameSource.mayBeVideo(data) {
+            return try videoMetadata(data, request: request)
+        }
         guard signature.format != .unknown else {
             throw ImageServiceError(.notAnImage, "the source is not an image")
         }
@@ -42,6 +45,39 @@ extension ImageProcessor {
                 "format": ImageOperations.Format(signature.format)?.rawValue ?? "\(signature.format)",
                 "width": width, "height": height, "orientation": orientation, "frameCount": frames,
             ],
+            "target": ["width": plan.outputWidth, "height": plan.outputHeight],
+            "operations": request.operations.canonicalKey,
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    }
+
+    /// A video's `/meta/` and `/info/`: its upright size, frame count, and its stream's facts under
+    /// `video` (duration and frame rate, codec, container, coded size, rotation, HDR). The planned
+    /// size is that of a still of it.
+    private func videoMetadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
+        let video: VideoFrameSource
+        do {
+            video = try VideoFrameSource(
+                data: data, limits: .init(maxPixels: maxPixels, maxDecodedFrames: maxVideoFrames))
+        } catch {
+            throw ImageServiceError(error)
+        }
+        let info = video.info
+        let plan = GeometryPlan(
+            sourceWidth: info.displaySize.width, sourceHeight: info.displaySize.height, sourceIsGIF: false,
+            request: request)
+        var facts: [String: Any] = [
+            "duration": info.duration, "frame_rate": info.frameRate, "codec": info.codec, "container": info.container,
+            "coded_width": info.codedSize.width, "coded_height": info.codedSize.height, "rotation": info.rotation,
+            "hdr": info.isHDR,
+        ]
+        if let frameCount = info.frameCount { facts["frame_count"] = frameCount }
+        let object: [String: Any] = [
+            "source": [
+                "url": request.source.absoluteString, "format": "video", "width": info.displaySize.width,
+                "height": info.displaySize.height, "orientation": 1, "frameCount": info.frameCount ?? 1,
+            ],
+            "video": facts,
             "target": ["width": plan.outputWidth, "height": plan.outputHeight],
             "operations": request.operations.canonicalKey,
         ]

@@ -56,12 +56,23 @@ public struct ImageProcessor: Sendable {
     public var maxPixels: Int
     /// The quality when none is asked (thumbor's 80).
     public var defaultQuality: Int
+    /// Where a video source's frame is taken when the request does not say, in seconds (1,
+    /// imgproxy's `IMGPROXY_VIDEO_THUMBNAIL_SECOND`).
+    public var videoThumbnailSecond: Double
+    /// The most frames one video request may decode to reach its frame (from the key frame
+    /// before it); more answers 422.
+    public var maxVideoFrames: Int
 
     /// A processor; every parameter has the default documented on its property.
-    public init(coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80) {
+    public init(
+        coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80,
+        videoThumbnailSecond: Double = 1, maxVideoFrames: Int = 1_000
+    ) {
         self.coders = coders
         self.maxPixels = maxPixels
         self.defaultQuality = defaultQuality
+        self.videoThumbnailSecond = videoThumbnailSecond
+        self.maxVideoFrames = maxVideoFrames
     }
 
     /// The answer for `request` from the source's bytes, through the pipeline's steps in order.
@@ -72,8 +83,9 @@ public struct ImageProcessor: Sendable {
     ///   - watermarks: the bytes of each `watermark()` and `frame()` filter's image, by the URL
     ///     the filter names (the service fetches them through the same rules as the source).
     ///   - signature: the source's signature when the caller sniffed it already; nil: read here.
-    /// - Throws: ``ImageServiceError``: 415 for bytes that are no image this build reads, 422 for a
-    ///   source over ``maxPixels``, 400 for a bad argument, 500 otherwise.
+    /// - Throws: ``ImageServiceError``: 415 for bytes that are no image or video this build reads,
+    ///   422 for a source over ``maxPixels`` (or a video frame over ``maxVideoFrames`` decodes away),
+    ///   400 for a bad argument, 500 otherwise.
     public func process(
         _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:], signature: ImageSignature? = nil
     ) throws(ImageServiceError) -> ProcessedImage {

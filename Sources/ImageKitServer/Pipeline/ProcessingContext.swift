@@ -29,6 +29,9 @@ struct ProcessingContext {
     var signature = ImageSignature(format: .unknown)
     /// How every decode of the source is made (orientation, limits, first frame only).
     var decoding = ImageDecodingOptions.default
+    /// A video source (MP4, MOV, WebM, MKV with the `Video` trait): its frame at the request's
+    /// time is what every decode of the source gives.
+    var video: VideoFrameSource?
     /// A GIF under rules that skip its filters: it stays a GIF, untouched by filters.
     var keepsGIF = false
     /// The output is a still format: an animated source answers its first frame.
@@ -81,6 +84,12 @@ struct ProcessingContext {
         let start = ContinuousClock.now
         defer { decodeTime += ContinuousClock.now - start }
         do {
+            if let video {
+                let frame = try video.frame(
+                    at: operations.videoTime ?? processor.videoThumbnailSecond,
+                    mode: operations.videoKeyframes ? .keyframe : .exact, fitting: options.thumbnailPixelSize)
+                return DecodedImage(frames: [ImageFrame(bitmap: frame.bitmap)], format: .unknown)
+            }
             return try processor.coders.decode(data, options: options)
         } catch {
             throw ImageServiceError(error)

@@ -12,6 +12,7 @@ protocol ProcessingStep: SendableMetatype {
 /// turns, filters) are ``FrameStep``s, listed in ``TransformFrames``.
 enum ProcessingPipeline {
     static let steps: [any ProcessingStep.Type] = [
+        OpenVideo.self,  // a video source: its facts, and its frame stands for the source
         ReadSignature.self,  // what the bytes are; 415 when no image; still output or not
         TrimBorders.self,  // thumbor's trim: decodes, and the trimmed image stands in for the source
         MeasureSource.self,  // the displayed size from the header (422 over the pixel limit)

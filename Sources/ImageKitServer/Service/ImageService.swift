@@ -85,7 +85,8 @@ public final class ImageService: Sendable {
         sources = SourceFetcher(
             downloader: ImageDownloader(configuration: downloads), disk: sourceDisk,
             local: configuration.localRoot.map { LocalRootLoader(root: $0, maxBytes: configuration.maxSourceBytes) })
-        processor = ImageProcessor(maxPixels: configuration.maxPixels)
+        processor = ImageProcessor(
+            maxPixels: configuration.maxPixels, videoThumbnailSecond: configuration.videoThumbnailSecond)
         let metrics = ServiceMetrics()
         self.metrics = metrics
         pool = WorkerPool(

@@ -62,6 +62,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// it is 7 days old), else from the origin; if its bytes are unchanged the result stands for
     /// another period.
     public var resultTimeToLive: TimeInterval = 3600
+    /// Where a video source's frame is taken when the request does not say (imgproxy's `vts`,
+    /// thumbor's `still(N)`), in seconds: 1, imgproxy's default. Video sources need the `Video`
+    /// trait.
+    public var videoThumbnailSecond: Double = 1
     /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
     /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?

@@ -6,7 +6,9 @@ import ImageKit
 /// it is decoded once, whole, which also tells its frame count.
 enum MeasureSource: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
-        if context.earlyDecode == nil {
+        if let video = context.video {
+            context.sourceSize = video.info.displaySize
+        } else if context.earlyDecode == nil {
             if let probe = ImageProbe(context.data) {
                 let maxPixels = context.processor.maxPixels
                 guard probe.width <= 100_000, probe.height <= 100_000, probe.width * probe.height <= maxPixels else {

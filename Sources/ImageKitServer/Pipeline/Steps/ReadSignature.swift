@@ -7,7 +7,7 @@ import ImageKit
 enum ReadSignature: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         let signature = context.signature
-        guard signature.format != .unknown else {
+        guard signature.format != .unknown || context.video != nil else {
             throw ImageServiceError(.notAnImage, "the source is not an image")
         }
         let operations = context.operations
@@ -17,7 +17,8 @@ enum ReadSignature: ProcessingStep {
         decoding.decodesFramesLazily = false
         context.keepsGIF = operations.rules.skipsFiltersOnGIF && signature.format == .gif
         context.stillOutput =
-            !context.keepsGIF && operations.format.map { ![.gif, .webp, .avif, .png].contains($0) } == true
+            operations.still
+            || (!context.keepsGIF && operations.format.map { ![.gif, .webp, .avif, .png].contains($0) } == true)
         if context.stillOutput { decoding.firstFrameOnly = true }
         context.decoding = decoding
         context.isVector = signature.format == .svg || signature.format == .pdf
