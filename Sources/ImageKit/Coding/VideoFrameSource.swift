@@ -155,7 +155,7 @@ public final class VideoFrameSource {
         let upright = Self.size(info.displaySize, fitting: box)
         let turns = info.rotation / 90
         let coded = turns % 2 == 1 ? upright.transposed : upright
-        var buffer = try PixelBuffer(width: coded.width, height: coded.height)
+        let buffer = try PixelBuffer(width: coded.width, height: coded.height)
         var message = [CChar](repeating: 0, count: 256)
         var time = 0.0
         let status = ik_video_frame(
