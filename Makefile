@@ -274,15 +274,20 @@ fuzz-smoke: test-deps
 	FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_JOBS=2 FUZZ_SEED=1 bash Fuzz/run.sh
 
 # Releases. `make dist`: dist/imagekit with the Swift runtime linked in (--static-swift-stdlib),
-# so the machine that runs it needs only the C libraries; the default traits (no PDF: poppler is
-# GPL); `imagekit --version` and /metrics' imagekit_build_info carry `git describe`.
+# so the machine that runs it needs only the C libraries; the default traits plus Video and
+# HEVCAVCodec (FFmpeg's libraries: video sources, and HEIC's HEVC at ~0.6x libde265's CPU; not PDF:
+# poppler is GPL); `imagekit --version` and /metrics' imagekit_build_info carry `git describe`.
 # `make deb`: dist/imagekit_VERSION-1_ARCH.deb (deploy/debian/build-deb.sh: dpkg-deb, dependencies
 # from dpkg-shlibdeps, the systemd unit, /etc/default/imagekit, a man page). `make test-deb`
-# installs it on a bare Debian 12 root and serves a thumbnail there (deploy/debian/test-deb.sh).
+# follows its life cycle on a bare Debian 12 root (deploy/debian/test-deb.sh).
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ImageKit/ImageKit.swift)
 BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-DIST_FLAGS := -c release --scratch-path .build-dist --static-swift-stdlib -Xcc '-DIK_BUILD_COMMIT="$(BUILD_COMMIT)"'
+DIST_TRAITS := HEIF,AVIF,JXL,SVG,Serve,HEVCAVCodec,Video
+DIST_FLAGS := -c release --scratch-path .build-dist --static-swift-stdlib --traits $(DIST_TRAITS) -Xcc '-DIK_BUILD_COMMIT="$(BUILD_COMMIT)"'
+DIST_PACKAGES := libavcodec-dev libavformat-dev libswscale-dev
 dist: deps
+	@pkg-config --exists libavcodec libavformat libswscale || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DIST_PACKAGES); }
 	$(SWIFTPM) build $(DIST_FLAGS) --product imagekit
 	@mkdir -p dist && cp .build-dist/release/imagekit dist/imagekit
 	dist/imagekit --version

@@ -30,6 +30,7 @@ missing=""
 command -v debootstrap >/dev/null || missing="$missing debootstrap"
 command -v curl >/dev/null || missing="$missing curl"
 command -v systemd-nspawn >/dev/null || missing="$missing systemd-container"
+command -v ffmpeg >/dev/null || missing="$missing ffmpeg"
 [ -z "$missing" ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2; }
 mkdir -p "$cache" "$archives/partial"
 if [ ! -f "$base" ]; then
@@ -111,6 +112,9 @@ png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, heigh
     + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b"")
 open(sys.argv[1], "wb").write(png)
 PY
+# And a 2-second H.264 MP4 (the package carries the Video trait): its poster through the unit.
+ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=25:duration=2 -c:v libx264 \
+    -pix_fmt yuv420p "$work/www/clip.mp4" </dev/null
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 origin_port=$(free_port)
 python3 -m http.server "$origin_port" --bind 127.0.0.1 --directory "$work/www" >/dev/null 2>&1 &
@@ -131,6 +135,28 @@ print("png %dx%d" % struct.unpack(">II", data[16:24]) if data[:8] == b"\x89PNG\r
 PY
 )
     [ "$status" = 200 ] && [ "$size" = "png 100x75" ] || { echo "test-deb: the thumbnail answered $status, $size (expected 200, png 100x75)" >&2; return 1; }
+}
+# poster PORT: the service makes a 160×120 JPEG of the video's frame at 1 s.
+poster() {
+    local status size
+    status=$(curl -s -m 10 -o "$work/poster" -w '%{http_code}' \
+        "http://127.0.0.1:$1/unsafe/160x120/filters:still(1)/127.0.0.1:$origin_port/clip.mp4" || true)
+    size=$(python3 - "$work/poster" <<'PY'
+import os, struct, sys
+data = open(sys.argv[1], "rb").read() if os.path.exists(sys.argv[1]) else b""
+i = 2
+while data[:2] == b"\xff\xd8" and i + 9 < len(data):
+    marker, length = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+    if marker in (0xC0, 0xC1, 0xC2):
+        height, width = struct.unpack(">HH", data[i + 5:i + 9])
+        print("jpeg %dx%d" % (width, height))
+        break
+    i += 2 + length
+else:
+    print("not a JPEG: %r" % data[:16])
+PY
+)
+    [ "$status" = 200 ] && [ "$size" = "jpeg 160x120" ] || { echo "test-deb: the poster answered $status, $size (expected 200, jpeg 160x120)" >&2; return 1; }
 }
 wait_healthy() { # wait_healthy PORT SECONDS [PID]
     for _ in $(seq $(($2 * 10))); do
@@ -181,10 +207,11 @@ serve_chroot() { # the service as the unit starts it: its ExecStart, with the in
     server=$!
     wait_healthy "$port" 10 "$server" || { cat "$work/serve.log" >&2; fail "imagekit serve did not start"; }
     thumbnail "$port" || { cat "$work/serve.log" >&2; fail "$1"; }
+    poster "$port" || { cat "$work/serve.log" >&2; fail "$1: a video's poster"; }
     kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 serve_chroot "a thumbnail after install"
-pass "served a 100x75 thumbnail through the unit's ExecStart"
+pass "served a 100x75 thumbnail and a video's 160x120 poster through the unit's ExecStart"
 
 # The first package left the file world-readable, and dpkg keeps an edited conffile's mode.
 chmod 0644 "$root/etc/default/imagekit"
@@ -249,11 +276,12 @@ configure "$root" "$port"
 in_root systemctl start imagekit.service || true
 wait_healthy "$port" 20 || { journal; fail "the unit did not start (state $(unit_state))"; }
 thumbnail "$port" || { journal; fail "a thumbnail from the unit under systemd"; }
+poster "$port" || { journal; fail "a video's poster from the unit under systemd (FFmpeg inside the sandbox)"; }
 pid=$(main_pid)
 uid=$(in_root awk '/^Uid:/ {print $2}' "/proc/$pid/status")
 [ "$uid" -ne 0 ] || fail "the service runs as root"
 in_root test -d /var/cache/private/imagekit || fail "no cache directory under /var/cache/private"
-pass "the unit started with its whole sandbox (dynamic uid $uid) and served a thumbnail"
+pass "the unit started with its whole sandbox (dynamic uid $uid) and served a thumbnail and a video's poster"
 
 in_root dpkg -i /opt/debs/imagekit-upgrade.deb >&2
 wait_healthy "$port" 20 || { journal; fail "the unit did not come back after the upgrade (state $(unit_state))"; }
