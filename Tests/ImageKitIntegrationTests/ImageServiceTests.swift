@@ -51,12 +51,7 @@ final class ImageServiceTests: XCTestCase {
     }
 
     func makeService(_ adjust: (inout ImageServiceConfiguration) -> Void = { _ in }) throws -> ImageService {
-        var configuration = ImageServiceConfiguration()
-        configuration.allowsUnsafe = true
-        configuration.allowedNetworks = ["127.0.0.1/32"]
-        configuration.cacheDirectory = directory
-        adjust(&configuration)
-        return try ImageService(configuration: configuration)
+        try ImageService.forTests(cacheDirectory: directory, adjust)
     }
 
     var host: String { "127.0.0.1:\(origin.port)" }
