@@ -9,6 +9,7 @@
 #ifdef IK_VIDEO
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/avstring.h>
 #include <libavutil/display.h>
 #include <libswscale/swscale.h>
 #include <math.h>
@@ -73,6 +74,18 @@ static int64_t seek_bytes(void *opaque, int64_t offset, int whence) {
     return target;
 }
 
+/// A demuxer asks for another resource (an HLS segment, a concat entry, a MOV data reference):
+/// refused. The bytes in memory are all a video may read — never a file or the network.
+static int refuse_nested_open(struct AVFormatContext *format, AVIOContext **io, const char *url, int flags,
+                              AVDictionary **options) {
+    (void)format, (void)io, (void)url, (void)flags, (void)options;
+    return AVERROR(EPERM);
+}
+
+/// The demuxers of the containers a video source may be: MP4/MOV, Matroska/WebM, AVI. Playlists,
+/// scripts and raw streams are not videos here.
+static const char *const DEMUXERS = "mov,matroska,webm,avi";
+
 /// Clockwise quarter turns that show the frame upright: the display matrix holds the
 /// counter-clockwise rotation the player applies.
 static int32_t quarter_turns(const AVStream *stream) {
@@ -94,7 +107,7 @@ static int32_t quarter_turns(const AVStream *stream) {
     return (int32_t)(((turns % 4) + 4) % 4);
 }
 
-/// Whether a demuxer recognises the first bytes (told apart: not a video, or a damaged one).
+/// Whether one of DEMUXERS recognises the first bytes (told apart: not a video, or a damaged one).
 static int recognised(const uint8_t *data, size_t size) {
     size_t count = size < 4096 ? size : 4096;
     uint8_t *buffer = av_mallocz(count + AVPROBE_PADDING_SIZE);
@@ -103,7 +116,7 @@ static int recognised(const uint8_t *data, size_t size) {
     AVProbeData probe = {.filename = "", .buf = buffer, .buf_size = (int)count};
     const AVInputFormat *format = av_probe_input_format(&probe, 1);
     av_free(buffer);
-    return format != NULL;
+    return format != NULL && av_match_list(format->name, DEMUXERS, ',') > 0;
 }
 
 static double seconds_of(AVRational rate) { return rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0; }
@@ -132,6 +145,13 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     }
     video->format->pb = video->io;
     video->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+    video->format->io_open = refuse_nested_open;
+    video->format->format_whitelist = av_strdup(DEMUXERS);
+    video->format->protocol_whitelist = av_strdup("none");
+    if (!video->format->format_whitelist || !video->format->protocol_whitelist) {
+        say(message, message_size, "out of memory");
+        goto fail;
+    }
     int error = avformat_open_input(&video->format, NULL, NULL, NULL);
     if (error < 0) {  // avformat_open_input freed the context
         if (recognised(data, size)) {

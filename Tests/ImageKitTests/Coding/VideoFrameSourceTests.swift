@@ -215,6 +215,23 @@ final class VideoFrameSourceTests: XCTestCase {
         XCTAssertEqual(try limited.frame(at: 2.6, mode: .keyframe).time, 2.0, accuracy: 0.001)
     }
 
+    /// A demuxer never reads anything but the bytes given: playlists and concat scripts that name
+    /// local files or URLs are no videos here, and no file or address is opened.
+    func testNestedResourcesAreNeverOpened() throws {
+        let secret = Self.directory.url.appendingPathComponent("secret.mp4")
+        try FileManager.default.copyItem(at: try Self.h264(), to: secret)
+        let playlists = [
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nfile://\(secret.path)\n#EXT-X-ENDLIST\n",
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nhttp://127.0.0.2:9/a.ts\n#EXT-X-ENDLIST\n",
+            "ffconcat version 1.0\nfile '\(secret.path)'\n",
+        ]
+        for playlist in playlists {
+            XCTAssertThrowsError(try VideoFrameSource(data: Data(playlist.utf8)), playlist) { error in
+                XCTAssertEqual((error as? ImageError)?.code, .unsupportedFormat, playlist)
+            }
+        }
+    }
+
     static func packed(_ bitmap: Bitmap) -> [UInt8] {
         var bytes = [UInt8]()
         bitmap.withUnsafeBytes { raw in
