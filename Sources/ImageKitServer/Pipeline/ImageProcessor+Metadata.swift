@@ -7,8 +7,8 @@ extension ImageProcessor {
     /// where it can be (nothing is decoded then) — as JSON.
     public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
         let signature = ImageSignature(data)
-        if signature.format == .unknown, VideoFrameSource.isSupported, VideoFrameSource.mayBeVideo(data) {
-            return try videoMetadata(data, request: request)
+        if let video = try openVideo(data, signature: signature) {
+            return videoMetadata(video, request: request)
         }
         guard signature.format != .unknown else {
             throw ImageServiceError(.notAnImage, "the source is not an image")
@@ -54,14 +54,7 @@ extension ImageProcessor {
     /// A video's `/meta/` and `/info/`: its upright size, frame count, and its stream's facts under
     /// `video` (duration and frame rate, codec, container, coded size, rotation, HDR). The planned
     /// size is that of a still of it.
-    private func videoMetadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
-        let video: VideoFrameSource
-        do {
-            video = try VideoFrameSource(
-                data: data, limits: .init(maxPixels: maxPixels, maxDecodedFrames: maxVideoFrames))
-        } catch {
-            throw ImageServiceError(error)
-        }
+    private func videoMetadata(_ video: VideoFrameSource, request: ImageRequest) -> Data {
         let info = video.info
         let plan = GeometryPlan(
             sourceWidth: info.displaySize.width, sourceHeight: info.displaySize.height, sourceIsGIF: false,

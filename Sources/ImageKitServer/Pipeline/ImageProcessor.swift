@@ -102,4 +102,19 @@ public struct ImageProcessor: Sendable {
             encode: context.encodeTime)
         return result
     }
+
+    /// The source opened as a video, when its bytes are no image but look like a video container
+    /// and this build reads video (the `Video` trait); nil otherwise. Within ``maxPixels`` and
+    /// ``maxVideoFrames``; 415 for bytes no allowed demuxer reads, 422 over a limit.
+    func openVideo(_ data: Data, signature: ImageSignature) throws(ImageServiceError) -> VideoFrameSource? {
+        guard signature.format == .unknown, VideoFrameSource.isSupported, VideoFrameSource.mayBeVideo(data) else {
+            return nil
+        }
+        do {
+            return try VideoFrameSource(
+                data: data, limits: .init(maxPixels: maxPixels, maxDecodedFrames: maxVideoFrames))
+        } catch {
+            throw ImageServiceError(error)
+        }
+    }
 }

@@ -7,15 +7,6 @@ import ImageKit
 /// treats that frame as any still image. Bytes that only look like a container answer 415.
 enum OpenVideo: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
-        guard context.signature.format == .unknown, VideoFrameSource.isSupported,
-            VideoFrameSource.mayBeVideo(context.data)
-        else { return }
-        let limits = VideoFrameSource.Limits(
-            maxPixels: context.processor.maxPixels, maxDecodedFrames: context.processor.maxVideoFrames)
-        do {
-            context.video = try VideoFrameSource(data: context.data, limits: limits)
-        } catch {
-            throw ImageServiceError(error)
-        }
+        context.video = try context.processor.openVideo(context.data, signature: context.signature)
     }
 }
