@@ -11,6 +11,7 @@
 #include "ik_gif.h"
 #include "ik_heif_avcodec.h"
 #include "ik_video.h"
+#include "ik_video_writer.h"
 #include "ik_png.h"
 #include "ik_curl.h"
 #include "ik_files.h"
