@@ -13,7 +13,7 @@ BUILD_MODULES := libcurl libturbojpeg libpng libgif libwebp libwebpdemux libwebp
 # What the tests add: the PDF, HEVCAVCodec and Video traits' libraries, nginx (each test starts its
 # own, with its own prefix and config on a loopback port), openssl, python3, the webp/avif tools and
 # ffmpeg (the video tests make their sources with it and compare frames with its own).
-TEST_PACKAGES := $(BUILD_PACKAGES) libpoppler-glib-dev libavcodec-dev libavformat-dev libswscale-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin ffmpeg
+TEST_PACKAGES := $(BUILD_PACKAGES) libpoppler-glib-dev libavcodec-dev libavformat-dev libswscale-dev nginx libnginx-mod-http-cache-purge openssl python3 webp libavif-bin ffmpeg chromium
 TEST_MODULES := $(BUILD_MODULES) poppler-glib libavcodec libavformat libswscale
 # apt-get needs root; use sudo when not root and sudo exists.
 SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
@@ -38,8 +38,9 @@ deps:
 test-deps:
 	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $(TEST_MODULES) \
 		&& [ -x /usr/sbin/nginx ] && [ -f /usr/lib/nginx/modules/ngx_http_cache_purge_module.so ] && command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 \
-		&& command -v webpmux >/dev/null 2>&1 && command -v avifdec >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1; then \
-		echo "test-deps: $(TEST_MODULES), nginx (with cache purge), openssl, python3, webpmux, avifdec and ffmpeg found"; \
+		&& command -v webpmux >/dev/null 2>&1 && command -v avifdec >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 \
+		&& command -v chromium >/dev/null 2>&1; then \
+		echo "test-deps: $(TEST_MODULES), nginx (with cache purge), openssl, python3, webpmux, avifdec, ffmpeg and chromium found"; \
 	else \
 		echo "test-deps: installing $(TEST_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \

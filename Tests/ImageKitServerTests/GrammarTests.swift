@@ -408,6 +408,38 @@ final class GrammarTests: XCTestCase {
         }
     }
 
+    func testVideoStillsAndVideoOutput() throws {
+        let source = "plain/http://example.com/a.mp4"
+        XCTAssertEqual(key("/_/vtt:2:4:3:160:90/\(source)"), "vst:tile,4,3,2,160,90,0,0,0")
+        XCTAssertEqual(
+            key("/_/video_thumbnail_tile:-1:4:3:160:90:t:1:true:0.25:1/\(source)"),
+            "vst:tile,4,3,-1,160,90,1,1,1,0.25,1")
+        XCTAssertEqual(key("/_/vta:0.5:100:10:160:0/\(source)"), "vst:anim,10,100,0.5,160,0,0,0,0")
+        XCTAssertEqual(key("/_/vtt:0:4:3:160:90/\(source)"), "", "a step of 0 is off")
+        XCTAssertNotEqual(key("/_/vtt:2:4:3:160:90/\(source)"), key("/_/vta:2:4:3:160:90/\(source)"))
+        XCTAssertEqual(key("/_/\(source)@mp4"), "fmt:mp4")
+        XCTAssertEqual(key("/_/f:mp4/\(source)"), "fmt:mp4")
+        XCTAssertEqual(key("/unsafe/filters:gifv()/example.com/a.gif"), "rs:fill;el:1;gifv:mp4")
+        XCTAssertEqual(key("/unsafe/filters:gifv(webm)/example.com/a.gif"), "rs:fill;el:1;gifv:webm")
+        XCTAssertEqual(key("/unsafe/filters:format(webm)/example.com/a.gif"), "rs:fill;el:1;fmt:webm")
+        for path in [
+            "/_/vtt:1:0:3:160:90/\(source)", "/_/vtt:1:4:3:160/\(source)", "/_/vtt:1:4:3:160:90:maybe/\(source)",
+            "/_/vtt:1:4:3:160:90:1:1:1:2:0/\(source)", "/_/vta:1:0:3:160:90/\(source)",
+            "/_/vta:1:100:0:160:90/\(source)",
+            "/unsafe/filters:gifv(avi)/example.com/a.gif",
+        ] {
+            XCTAssertEqual(status(path)?.0, 400, path)
+        }
+        try assertRoundTrips([
+            "/_/vts:0/vtt:-1:4:3:160:90:1:0:1:0.25:0.75/\(source)", "/_/vta:1.5:120:8:320:0/\(source)@mp4",
+        ]) {
+            "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source)
+        }
+        try assertRoundTrips(["/unsafe/160x90/filters:gifv(webm)/example.com/a.gif"]) {
+            "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source)
+        }
+    }
+
     // MARK: Routing
 
     func testTheFirstSegmentDecidesTheGrammar() throws {

@@ -14,7 +14,8 @@ extension ImgproxyURL {
         "sharpen": "sh", "pixelate": "pix", "quality": "q", "format_quality": "fq", "max_bytes": "mb", "format": "f",
         "ext": "f", "strip_metadata": "sm", "strip_color_profile": "scp", "keep_copyright": "kcr", "cachebuster": "cb",
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
-        "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk",
+        "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk", "video_thumbnail_tile": "vtt",
+        "video_thumbnail_animation": "vta",
     ]
 
     static func apply(
@@ -64,6 +65,38 @@ extension ImgproxyURL {
         guard range.contains(arguments.count) else {
             throw invalid(option, "takes \(range.lowerBound) to \(range.upperBound) arguments")
         }
+    }
+
+    /// `vtt:step:columns:rows:w:h[:extend:trim:fill:fx:fy]` and
+    /// `vta:step:delay:frames:w:h[:extend:trim:fill:fx:fy]`; a step of 0 turns them off.
+    static func videoStills(_ arguments: [String], _ option: String, sprite: Bool)
+        throws(ImageServiceError) -> ImageOperations.VideoStills?
+    {
+        try count(arguments, option, 5...10)
+        let step = try double(arguments[0], option, in: -864_000...864_000)
+        guard step != 0 else { return nil }
+        let layout: ImageOperations.VideoStills.Layout =
+            sprite
+            ? .sprite(
+                columns: try int(arguments[1], option, in: 1...100), rows: try int(arguments[2], option, in: 1...100))
+            : .animation(
+                frames: try int(arguments[2], option, in: 1...1_000),
+                delay: try int(arguments[1], option, in: 1...60_000))
+        var stills = ImageOperations.VideoStills(
+            layout: layout, step: step, width: try int(arguments[3], option, in: 0...16_384),
+            height: try int(arguments[4], option, in: 0...16_384))
+        func flag(_ index: Int) throws(ImageServiceError) -> Bool {
+            index < arguments.count && !arguments[index].isEmpty ? try bool(arguments[index], option) : false
+        }
+        func fraction(_ index: Int) throws(ImageServiceError) -> Double {
+            index < arguments.count && !arguments[index].isEmpty ? try double(arguments[index], option, in: 0...1) : 0.5
+        }
+        stills.extend = try flag(5)
+        stills.trim = try flag(6)
+        stills.fill = try flag(7)
+        stills.focusX = try fraction(8)
+        stills.focusY = try fraction(9)
+        return stills
     }
 
     static func format(_ text: String) throws(ImageServiceError) -> ImageOperations.Format {
@@ -272,6 +305,8 @@ extension ImgproxyURL {
         case "vtk":
             try count(arguments, option, 1...1)
             operations.videoKeyframes = try bool(arguments[0], option)
+        case "vtt", "vta":
+            operations.videoStills = try videoStills(arguments, option, sprite: name == "vtt")
         case "pr":
             guard depth < 4 else { throw invalid(option, "presets nest too deep") }
             for presetName in arguments {

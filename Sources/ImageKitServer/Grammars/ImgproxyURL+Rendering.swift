@@ -66,11 +66,25 @@ extension ImgproxyURL {
         if operations.returnAttachment { options.append("att:1") }
         if let videoTime = operations.videoTime { options.append("vts:\(ImageOperations.number(videoTime))") }
         if operations.videoKeyframes { options.append("vtk:1") }
+        if let stills = operations.videoStills { options.append(videoStillsOption(stills)) }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =
             source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
         let extensionPart = operations.format.map { "@" + $0.rawValue } ?? ""
         return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
+    }
+
+    /// `vtt:…` or `vta:…` with every argument written out.
+    static func videoStillsOption(_ stills: ImageOperations.VideoStills) -> String {
+        let number = ImageOperations.number
+        let head: String
+        switch stills.layout {
+        case .sprite(let columns, let rows): head = "vtt:\(number(stills.step)):\(columns):\(rows)"
+        case .animation(let frames, let delay): head = "vta:\(number(stills.step)):\(delay):\(frames)"
+        }
+        let flags = [stills.extend, stills.trim, stills.fill].map { $0 ? "1" : "0" }.joined(separator: ":")
+        return head + ":\(stills.width):\(stills.height):" + flags
+            + ":\(number(stills.focusX)):\(number(stills.focusY))"
     }
 }

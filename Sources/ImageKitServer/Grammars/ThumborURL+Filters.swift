@@ -163,7 +163,7 @@ extension ThumborURL {
             guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
                 throw ImageServiceError(
                     .invalidFilterArgument,
-                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif) or jxl")
+                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif), jxl, mp4 or webm")
             }
             operations.format = format
         case "blur":
@@ -256,12 +256,13 @@ extension ThumborURL {
         case "focal" where arguments.isEmpty || arguments == [""]:
             break  // thumbor ignores a focal() without a region
         case "gifv":
-            // thumbor turns an animated GIF into a video only with its gifsicle engine and ffmpeg
-            // configured; with its default engine (PIL), the one its own matrix runs, gifv()
-            // changes nothing — and ImageKit, which writes no video yet, does the same.
+            // thumbor's (and thumbor-video-engine's): an animated result becomes a video, MP4
+            // unless webm is asked; a still stays an image.
             try expect(arguments, name, 0...1)
-            guard arguments.isEmpty || ["", "mp4", "webm"].contains(arguments[0].lowercased()) else {
-                throw ImageServiceError(.invalidFilterArgument, "gifv: '\(arguments[0])' is not mp4 or webm")
+            switch arguments.first?.lowercased() ?? "" {
+            case "", "mp4": operations.animationAsVideo = .mp4
+            case "webm": operations.animationAsVideo = .webm
+            default: throw ImageServiceError(.invalidFilterArgument, "gifv: '\(arguments[0])' is not mp4 or webm")
             }
         case "still":
             // thumbor-video-engine's: a still of an animation or video, at a position given as

@@ -3,19 +3,26 @@ import ImageKit
 extension ImageOperations {
     /// The format of the answer when no `Accept` negotiation applies: the one asked for (an
     /// animation asked as JPEG is its first frame; GIF, WebP, AVIF and PNG keep every frame),
-    /// else the source's when the service writes it, else JPEG (PNG for a source with alpha).
+    /// else the source's when the service writes it, else GIF for an animation (a video's
+    /// `vta` preview), JPEG for a still (PNG for one with alpha).
     ///
     /// - Parameters:
     ///   - sourceFormat: the source's format, when the service writes it.
     ///   - keepsGIF: a GIF source stays a GIF whatever is asked (thumbor runs none of its filters
     ///     on a GIF, `format()` included).
     ///   - hasAlpha: whether the image has transparent pixels (PNG then, rather than JPEG).
-    public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool) -> Format {
+    ///   - isAnimated: whether the image has more than one frame to keep.
+    public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool, isAnimated: Bool = false)
+        -> Format
+    {
+        // An animation becomes video when asked (`gifv()`, `format(mp4)`), GIF rules or not.
+        if isAnimated, let animationAsVideo { return animationAsVideo }
+        if isAnimated, let format, format.videoFormat != nil { return format }
         if keepsGIF && sourceFormat == .gif { return .gif }
         if let format { return format }
         switch sourceFormat {
         case .jpeg?, .png?, .webp?, .gif?, .avif?: return sourceFormat!
-        default: return hasAlpha ? .png : .jpeg
+        default: return isAnimated ? .gif : hasAlpha ? .png : .jpeg
         }
     }
 }
@@ -48,7 +55,25 @@ extension ImageOperations.Format {
         case .avif: return ImageFormat.avif.isCodecSupported ? .avif : nil
         case .heic: return ImageFormat.heic.isCodecSupported ? .heic : nil
         case .jxl: return ImageFormat.jpegXL.isCodecSupported ? .jpegXL : nil
-        case .tiff, .bmp: return nil
+        case .tiff, .bmp, .mp4, .webm: return nil
+        }
+    }
+
+    /// The video format of this output, nil for an image format.
+    public var videoFormat: VideoWriter.Format? {
+        switch self {
+        case .mp4: return .mp4
+        case .webm: return .webm
+        default: return nil
+        }
+    }
+
+    /// Whether an animation written in this format keeps every frame (GIF, WebP, AVIF, PNG as
+    /// APNG, and video); the others answer the first frame.
+    public var keepsFrames: Bool {
+        switch self {
+        case .gif, .webp, .avif, .png, .mp4, .webm: return true
+        case .jpeg, .heic, .jxl, .tiff, .bmp: return false
         }
     }
 
@@ -57,6 +82,7 @@ extension ImageOperations.Format {
         switch self {
         case .jpeg: return "image/jpeg"
         case .jxl: return "image/jxl"
+        case .mp4, .webm: return "video/" + rawValue
         default: return "image/" + rawValue
         }
     }

@@ -43,7 +43,9 @@ extension ImageOperations {
         if let videoTime { add("vts", Self.number(videoTime)) }
         if videoKeyframes { add("vtk", "1") }
         if still { add("still", "1") }
+        if let videoStills { add("vst", Self.describe(videoStills)) }
         if let format { add("fmt", format.rawValue) }
+        if let animationAsVideo { add("gifv", animationAsVideo.rawValue) }
         if let quality { add("q", String(quality)) }
         for (format, quality) in formatQuality.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             add("fq", "\(format.rawValue),\(quality)")
@@ -64,6 +66,18 @@ extension ImageOperations {
     static func number(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
         return String(value)
+    }
+
+    static func describe(_ stills: VideoStills) -> String {
+        let layout: String
+        switch stills.layout {
+        case .sprite(let columns, let rows): layout = "tile,\(columns),\(rows)"
+        case .animation(let frames, let delay): layout = "anim,\(frames),\(delay)"
+        }
+        return [
+            layout, number(stills.step), String(stills.width), String(stills.height), stills.extend ? "1" : "0",
+            stills.trim ? "1" : "0", stills.fill ? "1," + number(stills.focusX) + "," + number(stills.focusY) : "0",
+        ].joined(separator: ",")
     }
 
     static func describe(_ crop: Crop) -> String {

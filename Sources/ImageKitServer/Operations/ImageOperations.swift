@@ -199,6 +199,59 @@ public struct ImageOperations: Sendable, Hashable {
         case tiff
         /// BMP (imgproxy only).
         case bmp
+        /// H.264 video in MP4 (imgproxy `mp4`, thumbor `gifv()`/`gifv(mp4)`, `format(mp4)`): an
+        /// animation as real video. 415 without the `Video` trait.
+        case mp4
+        /// VP9 video in WebM (thumbor `gifv(webm)`, `format(webm)`). 415 without the `Video` trait.
+        case webm
+    }
+
+    /// Frames of a video source taken at even steps and laid out as a sprite sheet or played as
+    /// an animation (imgproxy's `vtt` and `vta`).
+    public struct VideoStills: Sendable, Hashable {
+        /// A grid, left to right then top to bottom, or an animation.
+        public enum Layout: Sendable, Hashable {
+            /// `columns` × `rows` tiles in one picture.
+            case sprite(columns: Int, rows: Int)
+            /// `frames` frames shown `delay` milliseconds each.
+            case animation(frames: Int, delay: Int)
+        }
+
+        /// How the frames are laid out.
+        public var layout: Layout
+        /// Seconds between frames; a negative step spreads the frames over the whole video
+        /// (its duration divided by the number of frames).
+        public var step: Double
+        /// Each frame is fitted inside this box (0 on a side: that side follows the ratio).
+        public var width: Int
+        /// See ``width``.
+        public var height: Int
+        /// Each frame is placed on a black box of exactly `width` × `height`.
+        public var extend = false
+        /// Frames past the video's end are left out (a sprite loses its empty rows).
+        public var trim = false
+        /// Each frame covers the box and is cropped to it, around ``focusX``, ``focusY``.
+        public var fill = false
+        /// The crop's centre as a fraction of the frame's width (with ``fill``).
+        public var focusX = 0.5
+        /// The crop's centre as a fraction of the frame's height (with ``fill``).
+        public var focusY = 0.5
+
+        /// The number of frames the layout needs.
+        public var count: Int {
+            switch layout {
+            case .sprite(let columns, let rows): return columns * rows
+            case .animation(let frames, _): return frames
+            }
+        }
+
+        /// A layout of frames `step` seconds apart, each fitted in `width` × `height`.
+        public init(layout: Layout, step: Double, width: Int, height: Int) {
+            self.layout = layout
+            self.step = step
+            self.width = width
+            self.height = height
+        }
     }
 
     // MARK: Geometry
@@ -267,11 +320,18 @@ public struct ImageOperations: Sendable, Hashable {
     /// thumbor-video-engine's `still()`: the answer is a still — an animated source answers its
     /// first frame (a video its frame at ``videoTime``, 0 unless `still(N)` says).
     public var still = false
+    /// A video source's frames from ``videoTime`` on, as a sprite sheet (imgproxy
+    /// `video_thumbnail_tile`) or an animation (imgproxy `video_thumbnail_animation`); the result
+    /// then goes through every other operation as the source would.
+    public var videoStills: VideoStills?
 
     // MARK: Output
 
     /// nil: the source's format, or the one negotiated from `Accept`.
     public var format: Format?
+    /// thumbor's `gifv()`: an animated result is written as this video format (``Format/mp4``
+    /// or ``Format/webm``) whatever else is asked; a still is not.
+    public var animationAsVideo: Format?
     /// Lossy quality 1…100; nil: the service's default (80).
     public var quality: Int?
     /// Quality by output format (imgproxy `fq`), winning over ``quality``.

@@ -62,17 +62,21 @@ public struct ImageProcessor: Sendable {
     /// The most frames one video request may decode to reach its frame (from the key frame
     /// before it); more answers 422.
     public var maxVideoFrames: Int
+    /// The most frames one sprite sheet or animation of a video may take (imgproxy `vtt`, `vta`):
+    /// 256, a 16 × 16 sheet; more answers 422.
+    public var maxVideoStills: Int
 
     /// A processor; every parameter has the default documented on its property.
     public init(
         coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80,
-        videoThumbnailSecond: Double = 1, maxVideoFrames: Int = 1_000
+        videoThumbnailSecond: Double = 1, maxVideoFrames: Int = 1_000, maxVideoStills: Int = 256
     ) {
         self.coders = coders
         self.maxPixels = maxPixels
         self.defaultQuality = defaultQuality
         self.videoThumbnailSecond = videoThumbnailSecond
         self.maxVideoFrames = maxVideoFrames
+        self.maxVideoStills = maxVideoStills
     }
 
     /// The answer for `request` from the source's bytes, through the pipeline's steps in order.

@@ -10,6 +10,6 @@ enum ChooseFormat: ProcessingStep {
         }
         context.outputFormat = context.operations.outputFormat(
             sourceFormat: ImageOperations.Format(context.signature.format), keepsGIF: context.keepsGIF,
-            hasAlpha: !image.isOpaque)
+            hasAlpha: !image.isOpaque, isAnimated: image.frameCount > 1)
     }
 }

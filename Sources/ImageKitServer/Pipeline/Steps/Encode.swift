@@ -10,11 +10,15 @@ enum Encode: ProcessingStep {
             throw ImageServiceError(.processingFailed, "a step needs the finished image before it is made")
         }
         let format = context.outputFormat, operations = context.operations
+        let quality = operations.formatQuality[format] ?? operations.quality ?? context.processor.defaultQuality
+        if let video = format.videoFormat {
+            try encodeVideo(image, as: video, quality: quality, &context)
+            return
+        }
         guard let target = format.encodableFormat else {
             throw ImageServiceError(
                 .unsupportedOutputFormat, "\(format.rawValue) output is not supported by this build")
         }
-        let quality = operations.formatQuality[format] ?? operations.quality ?? context.processor.defaultQuality
         var options = ImageEncodingOptions(quality: Double(min(max(quality, 1), 100)) / 100)
         options.maxFileSize = operations.maxBytes
         let start = ContinuousClock.now
@@ -27,5 +31,25 @@ enum Encode: ProcessingStep {
         }
         context.result = ProcessedImage(
             data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount)
+    }
+
+    /// An animation (or a still) as H.264 MP4 or VP9 WebM; 415 in a build without the `Video` trait.
+    static func encodeVideo(
+        _ image: DecodedImage, as video: VideoWriter.Format, quality: Int, _ context: inout ProcessingContext
+    ) throws(ImageServiceError) {
+        guard VideoWriter.isSupported else {
+            throw ImageServiceError(.unsupportedOutputFormat, "\(video.rawValue) output needs the Video trait")
+        }
+        let start = ContinuousClock.now
+        defer { context.encodeTime += ContinuousClock.now - start }
+        do {
+            let data = try VideoWriter.encode(image, as: video, quality: Double(min(max(quality, 1), 100)) / 100)
+            context.result = ProcessedImage(
+                data: data, format: context.outputFormat, width: max(2, image.width & ~1),
+                height: max(2, image.height & ~1),
+                frameCount: image.frameCount)
+        } catch {
+            throw ImageServiceError(error)
+        }
     }
 }

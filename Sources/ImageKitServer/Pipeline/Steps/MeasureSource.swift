@@ -6,8 +6,15 @@ import ImageKit
 /// it is decoded once, whole, which also tells its frame count.
 enum MeasureSource: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
-        if let video = context.video {
-            context.sourceSize = video.info.displaySize
+        if let video = context.video, context.earlyDecode == nil {
+            if context.operations.videoStills != nil {
+                // A sprite sheet or an animation of the video's frames stands for the source.
+                let stills = try context.decode(context.decoding)
+                context.earlyDecode = stills
+                context.sourceSize = PixelSize(width: stills.width, height: stills.height)
+            } else {
+                context.sourceSize = video.info.displaySize
+            }
         } else if context.earlyDecode == nil {
             if let probe = ImageProbe(context.data) {
                 let maxPixels = context.processor.maxPixels

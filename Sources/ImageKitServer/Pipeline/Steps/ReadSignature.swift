@@ -18,7 +18,7 @@ enum ReadSignature: ProcessingStep {
         context.keepsGIF = operations.rules.skipsFiltersOnGIF && signature.format == .gif
         context.stillOutput =
             operations.still
-            || (!context.keepsGIF && operations.format.map { ![.gif, .webp, .avif, .png].contains($0) } == true)
+            || (!context.keepsGIF && operations.format.map { !$0.keepsFrames } == true)
         if context.stillOutput { decoding.firstFrameOnly = true }
         context.decoding = decoding
         context.isVector = signature.format == .svg || signature.format == .pdf
