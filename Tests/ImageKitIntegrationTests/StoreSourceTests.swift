@@ -269,6 +269,41 @@ extension StoreSourceTests {
         XCTAssertFalse(refused.output.contains("wrong-secret"))
     }
 
+    /// A video is a source like any other: its poster and its sprite sheet from S3 and from a
+    /// local root, in both grammars.
+    func testServeReadsVideoSourcesFromS3AndLocalRoots() throws {
+        try XCTSkipUnless(VideoFrameSource.isSupported, "the Video trait is off")
+        let root = directory.appendingPathComponent("videos")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let clip = root.appendingPathComponent("clip.mp4")
+        try VideoServiceTests.mp4.write(to: clip)
+        for moto in try MotoS3Server.all(buckets: ["videos"]) {
+            defer { moto.stop() }
+            try moto.put("videos", "2024/clip.mp4", file: clip.path)
+            let server = try ServeProcess(
+                [
+                    "--allow-unsafe", "--s3-bucket", "videos", "--s3-endpoint", moto.endpoint.absoluteString,
+                    "--allow-address", "127.0.0.1/32", "--local-root", root.path,
+                ],
+                environment: [
+                    "IMAGEKIT_SERVE_S3_ACCESS_KEY_ID": moto.keyID, "IMAGEKIT_SERVE_S3_SECRET_ACCESS_KEY": moto.secret,
+                ])
+            defer { server.stop() }
+            for source in ["s3://videos/2024/clip.mp4", "local:///clip.mp4"] {
+                for (path, size) in [
+                    ("/unsafe/160x0/filters:still(2)/\(source)", [160, 120]),
+                    ("/insecure/rs:fit:160:160/vts:2/plain/\(source)", [160, 120]),
+                    ("/insecure/vts:0/vtt:1:2:2:80:60/plain/\(source)", [160, 120]),
+                ] {
+                    let answer = try server.request(path)
+                    XCTAssertEqual(answer.status, 200, "\(path): \(answer.json)")
+                    let image = try ImageCodersManager.shared.decode(Data(answer.body))
+                    XCTAssertEqual([image.width, image.height], size, path)
+                }
+            }
+        }
+    }
+
     func testServeReadsLocalSourcesAndNoPathLeavesTheRoot() throws {
         let root = try makeLocalRoot()
         let server = try ServeProcess(["--allow-unsafe", "--local-root", root.path, "--result-ttl", "0"])
