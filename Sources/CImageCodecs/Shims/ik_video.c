@@ -230,6 +230,7 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     snprintf(info->container, sizeof info->container, "%s", video->format->iformat->name);
     info->is_pq = parameters->color_trc == AVCOL_TRC_SMPTE2084;
     info->is_hlg = parameters->color_trc == AVCOL_TRC_ARIB_STD_B67;
+    info->primaries = parameters->color_primaries;
     *out = video;
     return IK_VIDEO_OK;
 
@@ -247,10 +248,10 @@ static int seek_to(ik_video *video, int64_t target) {
 }
 
 ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_only, int32_t max_frames,
-                               int32_t out_width, int32_t out_height, uint8_t *rgba, size_t stride,
+                               int32_t out_width, int32_t out_height, void *pixels, size_t stride, int rgb48,
                                double *frame_seconds, char *message, size_t message_size) {
     video->decoded = 0;
-    if (out_width <= 0 || out_height <= 0 || stride < (size_t)out_width * 4 || stride > INT32_MAX) {
+    if (out_width <= 0 || out_height <= 0 || stride < (size_t)out_width * (rgb48 ? 6 : 4) || stride > INT32_MAX) {
         return say(message, message_size, "invalid output size"), IK_VIDEO_INTERNAL;
     }
     AVRational base = video->stream->time_base;
@@ -322,14 +323,14 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
     const AVFrame *shown = video->shown;
     int shrinks = out_width < shown->width || out_height < shown->height;
     video->scaler = sws_getCachedContext(video->scaler, shown->width, shown->height, shown->format, out_width,
-                                         out_height, AV_PIX_FMT_RGBA, shrinks ? SWS_AREA : SWS_BICUBIC, NULL, NULL,
+                                         out_height, rgb48 ? AV_PIX_FMT_RGB48 : AV_PIX_FMT_RGBA, shrinks ? SWS_AREA : SWS_BICUBIC, NULL, NULL,
                                          NULL);
     if (!video->scaler) return say(message, message_size, "no conversion from the frame's pixel format"), IK_VIDEO_DECODE_FAILED;
     // The frame's own matrix and range (ffmpeg's scale filter does the same), to full-range RGB.
     int full_range = shown->color_range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(video->scaler, sws_getCoefficients(shown->colorspace), full_range,
                              sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
-    uint8_t *planes[4] = {rgba, NULL, NULL, NULL};
+    uint8_t *planes[4] = {pixels, NULL, NULL, NULL};
     int strides[4] = {(int)stride, 0, 0, 0};
     if (sws_scale(video->scaler, (const uint8_t *const *)shown->data, shown->linesize, 0, shown->height, planes,
                   strides) != out_height) {
@@ -368,10 +369,10 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
 }
 
 ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_only, int32_t max_frames,
-                               int32_t out_width, int32_t out_height, uint8_t *rgba, size_t stride,
+                               int32_t out_width, int32_t out_height, void *pixels, size_t stride, int rgb48,
                                double *frame_seconds, char *message, size_t message_size) {
     (void)video, (void)seconds, (void)keyframe_only, (void)max_frames, (void)out_width, (void)out_height;
-    (void)rgba, (void)stride, (void)frame_seconds, (void)message, (void)message_size;
+    (void)pixels, (void)stride, (void)rgb48, (void)frame_seconds, (void)message, (void)message_size;
     return IK_VIDEO_UNAVAILABLE;
 }
 

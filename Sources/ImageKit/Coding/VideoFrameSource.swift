@@ -7,7 +7,8 @@ import Foundation
 /// MP4 and MOV (H.264, HEVC, AV1), WebM and MKV (VP8, VP9, AV1), and whatever else the linked
 /// FFmpeg reads, are recognised by their bytes. A frame is found by seeking to the key frame at
 /// or before its time and decoding forward to it, then converted to RGBA straight at the size
-/// asked and turned upright by the stream's display matrix. Memory is the video's bytes, one
+/// asked, turned upright by the stream's display matrix and, for an HDR (PQ or HLG) stream,
+/// tone-mapped to SDR sRGB as HDR images are. Memory is the video's bytes, one
 /// decoded frame and the decoder's own buffers, whatever the video's length.
 ///
 /// A source is used by one task at a time (it keeps the decoder's position between frames), so
@@ -38,9 +39,11 @@ public final class VideoFrameSource {
         public var codec: String
         /// FFmpeg's container name: `mov,mp4,m4a,3gp,3g2,mj2`, `matroska,webm` …
         public var container: String
-        /// The stream's transfer function is PQ or HLG (HDR). Its frames are converted as if
-        /// they were SDR: tone mapping of video is not done yet.
-        public var isHDR: Bool
+        /// The stream's transfer function is PQ or HLG (HDR): its frames are tone-mapped to SDR
+        /// sRGB as HDR images are.
+        public var isHDR: Bool { hdrTransfer != nil }
+        /// The stream's HDR transfer function, nil for SDR.
+        public var hdrTransfer: HDRTransfer?
     }
 
     /// How a time picks its frame.
@@ -82,6 +85,7 @@ public final class VideoFrameSource {
     public private(set) var framesDecoded = 0
 
     private let handle: OpaquePointer
+    private let primaries: ColorPrimaries
     // libavformat reads the bytes for as long as the handle lives: a copy of our own, so that no
     // Data's storage has to stay pinned.
     private let bytes: UnsafeMutableRawBufferPointer
@@ -135,7 +139,8 @@ public final class VideoFrameSource {
             duration: info.duration, codedSize: coded, displaySize: turns % 2 == 1 ? coded.transposed : coded,
             frameRate: info.frame_rate, frameCount: info.frame_count > 0 ? Int(info.frame_count) : nil,
             rotation: turns * 90, codec: Self.string(info.codec), container: Self.string(info.container),
-            isHDR: info.is_pq != 0 || info.is_hlg != 0)
+            hdrTransfer: info.is_pq != 0 ? .pq : info.is_hlg != 0 ? .hlg : nil)
+        primaries = ColorPrimaries(cicp: Int(info.primaries))
     }
 
     deinit {
@@ -155,17 +160,33 @@ public final class VideoFrameSource {
         let upright = Self.size(info.displaySize, fitting: box)
         let turns = info.rotation / 90
         let coded = turns % 2 == 1 ? upright.transposed : upright
-        let buffer = try PixelBuffer(width: coded.width, height: coded.height)
         var message = [CChar](repeating: 0, count: 256)
         var time = 0.0
-        let status = ik_video_frame(
-            handle, seconds.isFinite ? seconds : 0, mode == .keyframe ? 1 : 0,
-            Int32(clamping: max(1, limits.maxDecodedFrames)), Int32(coded.width), Int32(coded.height),
-            buffer.baseAddress.assumingMemoryBound(to: UInt8.self), buffer.bytesPerRow, &time, &message,
-            message.count)
-        framesDecoded = Int(ik_video_frames_decoded(handle))
-        guard status == IK_VIDEO_OK else { throw Self.error(status, message) }
-        let bitmap = buffer.freeze(isOpaque: true)
+        func decode(into pixels: UnsafeMutableRawPointer, stride: Int, rgb48: Bool) -> ik_video_status {
+            let status = ik_video_frame(
+                handle, seconds.isFinite ? seconds : 0, mode == .keyframe ? 1 : 0,
+                Int32(clamping: max(1, limits.maxDecodedFrames)), Int32(coded.width), Int32(coded.height), pixels,
+                stride, rgb48 ? 1 : 0, &time, &message, message.count)
+            framesDecoded = Int(ik_video_frames_decoded(handle))
+            return status
+        }
+        let bitmap: Bitmap
+        if let transfer = info.hdrTransfer {
+            // 16-bit code values in the stream's transfer, then the images' tone mapper.
+            let samples = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: coded.width * coded.height * 3)
+            defer { samples.deallocate() }
+            let status = decode(into: samples.baseAddress!, stride: coded.width * 6, rgb48: true)
+            guard status == IK_VIDEO_OK else { throw Self.error(status, message) }
+            bitmap = try HDRToneMapper.mapper(transfer: transfer, primaries: primaries, maxCode: 65535, peakNits: nil)
+                .map(
+                    samples.baseAddress!, stride: coded.width * 3, channels: 3, width: coded.width,
+                    height: coded.height, isOpaque: true)
+        } else {
+            let buffer = try PixelBuffer(width: coded.width, height: coded.height)
+            let status = decode(into: buffer.baseAddress, stride: buffer.bytesPerRow, rgb48: false)
+            guard status == IK_VIDEO_OK else { throw Self.error(status, message) }
+            bitmap = buffer.freeze(isOpaque: true)
+        }
         return Frame(bitmap: turns == 0 ? bitmap : try bitmap.rotated(quarterTurns: -turns), time: time)
     }
 

@@ -87,6 +87,34 @@ final class VideoFrameSourceTests: XCTestCase {
         XCTAssertFalse(video.info.isHDR)
     }
 
+    /// HDR video is tone-mapped as HDR images are: a flat grey at SDR white's signal (203 cd/m²:
+    /// PQ 0.58, HLG 0.75), made exactly (10-bit samples written by hand, encoded losslessly), comes
+    /// out near white — converted as SDR it would be a mid grey (148 for PQ).
+    func testHDRFramesAreToneMapped() throws {
+        for (transfer, signal, trc) in [(HDRTransfer.pq, 0.5807, "smpte2084"), (.hlg, 0.75, "arib-std-b67")] {
+            let luma = UInt16(64 + (876 * signal).rounded())
+            var raw = Data()
+            for _ in 0..<5 {
+                for _ in 0..<(64 * 64) { raw.append(contentsOf: [UInt8(luma & 0xFF), UInt8(luma >> 8)]) }
+                for _ in 0..<(2 * 32 * 32) { raw.append(contentsOf: [0x00, 0x02]) }  // 512: no chroma
+            }
+            let input = Self.directory.url.appendingPathComponent("grey-\(transfer).yuv")
+            let output = Self.directory.url.appendingPathComponent("grey-\(transfer).mp4")
+            try raw.write(to: input)
+            try Self.ffmpeg([
+                "-y", "-f", "rawvideo", "-pix_fmt", "yuv420p10le", "-s", "64x64", "-r", "25", "-i", input.path,
+                "-c:v", "libx265", "-x265-params", "lossless=1:log-level=none", "-color_primaries", "bt2020",
+                "-color_trc", trc, "-colorspace", "bt2020nc", "-tag:v", "hvc1", output.path,
+            ])
+            let video = try VideoFrameSource(data: Data(contentsOf: output))
+            XCTAssertEqual(video.info.hdrTransfer, transfer)
+            let pixel = try video.frame(at: 0).bitmap[32, 32]
+            XCTAssertGreaterThan(pixel.g, 215, "\(transfer): SDR white's signal is near white, not \(pixel)")
+            XCTAssertEqual(Int(pixel.r), Int(pixel.g), accuracy: 2, "\(transfer): grey stays grey")
+            XCTAssertEqual(Int(pixel.b), Int(pixel.g), accuracy: 2, "\(transfer): grey stays grey")
+        }
+    }
+
     /// At a frame's own time the frame is ffmpeg's, and not its neighbours (the pattern moves).
     func testTheFrameAtATimeIsTheOneFFmpegDecodes() throws {
         let url = try Self.h264()

@@ -51,6 +51,8 @@ typedef struct {
     char container[64];
     /// The transfer function is PQ (SMPTE ST 2084) or HLG (ARIB STD-B67): an HDR stream.
     int32_t is_pq, is_hlg;
+    /// The colour primaries' CICP code (1 BT.709, 9 BT.2020, 2 unspecified ...).
+    int32_t primaries;
 } ik_video_info;
 
 /// Opens `size` bytes of a container (they must outlive the handle) and reads its facts into
@@ -63,10 +65,11 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
 /// frame when the time is before it, the last when after the end) — or, with `keyframe_only`, the
 /// key frame at or before it, without decoding any frame after that key frame. Seeks to the key
 /// frame at or before the time and decodes forward, at most `max_frames` frames. The frame is
-/// converted to RGBA (alpha 255) at `out_width` × `out_height` in the coded orientation, into
-/// `rgba` with `stride` bytes per row. `frame_seconds` gets the frame's own time.
+/// converted at `out_width` × `out_height` in the coded orientation into `pixels`, `stride` bytes
+/// per row: RGBA8 (alpha 255), or with `rgb48` 16-bit RGB code values in the stream's own transfer
+/// and primaries (for tone mapping an HDR stream). `frame_seconds` gets the frame's own time.
 ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_only, int32_t max_frames,
-                               int32_t out_width, int32_t out_height, uint8_t *rgba, size_t stride,
+                               int32_t out_width, int32_t out_height, void *pixels, size_t stride, int rgb48,
                                double *frame_seconds, char *message, size_t message_size);
 
 /// Frames decoded by the last ik_video_frame call (for limits and tests).
