@@ -149,12 +149,12 @@ bench: deps
 # and each peer in the same run; medians of ROUNDS rounds and ImageKit / best peer per case.
 # The peers live in a venv outside the repository (PEERS_VENV, pinned versions). JSON=1: JSON lines.
 PEERS_VENV ?= $(HOME)/.cache/imagekit/peers-venv
-PEERS_PACKAGES := pillow==13.0.0 pyvips==3.2.0 pyvips-binary==8.18.7 opencv-python-headless==5.0.0.93 numpy==2.4.6
+PEERS_PACKAGES := pillow==13.0.0 pyvips==3.2.0 pyvips-binary==8.18.7 opencv-python-headless==5.0.0.93 numpy==2.4.6 av==18.1.0
 DECODE_CORPUS ?= $(HOME)/.cache/imagekit/decode-corpus
 ROUNDS ?= 3
 peers-venv:
-	@if $(PEERS_VENV)/bin/python -c "import PIL, pyvips, cv2, numpy, sys; sys.exit(PIL.__version__ != '13.0.0')" 2>/dev/null; then \
-		echo "peers-venv: Pillow, pyvips and OpenCV found in $(PEERS_VENV)"; \
+	@if $(PEERS_VENV)/bin/python -c "import PIL, pyvips, cv2, numpy, av, sys; sys.exit(PIL.__version__ != '13.0.0')" 2>/dev/null; then \
+		echo "peers-venv: Pillow, pyvips, OpenCV and PyAV found in $(PEERS_VENV)"; \
 	else \
 		echo "peers-venv: installing $(PEERS_PACKAGES) into $(PEERS_VENV)"; \
 		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
@@ -186,12 +186,16 @@ bench-net: test-deps
 # thumbnail item, JPEG XL, TIFF) through `imagekit serve` beside libvips (Debian's 8.14 and
 # pyvips-binary's 8.18) and Pillow in process on the same files (Benchmarks/serve/bench_formats.py;
 # FORMAT_COUNT sources a format, ROUNDS rounds). Its imagekit is built with the HEVCAVCodec trait
-# (HEVC through libavcodec), in .build-formats.
+# (HEVC through libavcodec) and Video, in .build-formats.
+# VIDEO=1: instead, video posters (720p H.264, the frame at 2 s fitted in 320x180) through
+# `imagekit serve` beside PyAV doing the same in process, and animated GIFs written as MP4 against
+# their bytes (Benchmarks/serve/bench_video.py; FORMAT_COUNT videos, ROUNDS rounds).
 SOAK ?= 0
 SOURCES ?= photos
 COUNT ?= 1000
 FORMAT_COUNT ?= 30
 VIPS_VENV ?= $(HOME)/.cache/imagekit/vips-debian-venv
+FORMATS_TRAITS := HEIF,AVIF,JXL,SVG,Serve,HEVCAVCodec,Video
 ifdef FORMATS
 bench-serve: test-deps peers-venv
 	@missing=""; for tool in heif-enc:libheif-examples cjxl:libjxl-tools; do \
@@ -202,8 +206,15 @@ bench-serve: test-deps peers-venv
 			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; fi
 	@$(VIPS_VENV)/bin/python -c "import pyvips" 2>/dev/null || { rm -rf $(VIPS_VENV) && python3 -m venv $(VIPS_VENV) && \
 		$(VIPS_VENV)/bin/pip install -q --disable-pip-version-check pyvips==3.2.0; }
-	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits HEIF,AVIF,JXL,SVG,Serve,HEVCAVCodec
+	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits $(FORMATS_TRAITS)
 	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build-formats/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
+		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
+else ifdef VIDEO
+bench-serve: test-deps peers-venv
+	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends lomiri-wallpapers; }
+	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits $(FORMATS_TRAITS)
+	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_video.py --imagekit .build-formats/release/imagekit \
 		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
 else
 bench-serve: test-deps thumbor-venv

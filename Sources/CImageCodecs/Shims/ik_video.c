@@ -29,8 +29,16 @@ struct ik_video {
     AVStream *stream;
     AVPacket *packet;
     AVFrame *frame, *shown;
+    /// The frame decoded after the last one returned, kept for the next call.
+    AVFrame *pending;
     struct SwsContext *scaler;
     int32_t decoded;
+    /// The decoder sits just after the last frame returned (at `last_time`): a later time whose
+    /// key frame is not past it is reached by decoding on, without a seek.
+    int positioned;
+    int64_t last_time;
+    /// The decode timestamp of the last packet read (what the index's entries are in).
+    int64_t last_read;
 };
 
 static void say(char *message, size_t size, const char *text) {
@@ -210,7 +218,8 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     video->packet = av_packet_alloc();
     video->frame = av_frame_alloc();
     video->shown = av_frame_alloc();
-    if (!video->packet || !video->frame || !video->shown) {
+    video->pending = av_frame_alloc();
+    if (!video->packet || !video->frame || !video->shown || !video->pending) {
         say(message, message_size, "out of memory");
         goto fail;
     }
@@ -260,24 +269,59 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
     if (seconds > 1e7) seconds = 1e7;
     int64_t target = start + av_rescale_q(llround(seconds * AV_TIME_BASE), AV_TIME_BASE_Q, base);
 
-    if (seek_to(video, target) < 0) {
-        return say(message, message_size, "the stream cannot be sought"), IK_VIDEO_INVALID;
+    // Decoding on from where the last call stopped is never more work than seeking when the key
+    // frame at or before the time is not past that point (a sprite's next tile, a preview's next
+    // frame): then no frame is decoded twice.
+    int decodes_on = 0;
+    if (video->positioned && !keyframe_only && target >= video->last_time) {
+        // The index holds decode times (MP4's); a key frame's presentation time is later by up
+        // to the codec's reorder delay. Seeking pays only when a key frame not yet read surely
+        // starts at or before the time.
+        int index = av_index_search_timestamp(video->stream, target, AVSEEK_FLAG_BACKWARD);
+        const AVIndexEntry *key = index >= 0 ? avformat_index_get_entry(video->stream, index) : NULL;
+        AVRational rate = video->stream->avg_frame_rate;
+        int64_t delay = rate.num > 0 && rate.den > 0
+                            ? av_rescale_q(video->stream->codecpar->video_delay + 1, av_inv_q(rate), base)
+                            : 0;
+        decodes_on = key && (key->timestamp <= video->last_read || key->timestamp + delay > target);
     }
-    avcodec_flush_buffers(video->decoder);
-    av_frame_unref(video->shown);
-    int have = 0, draining = 0, bad_packets = 0;
-    int64_t shown_time = 0;
+    video->positioned = 0;
+    if (!decodes_on) {
+        av_frame_unref(video->shown);
+        av_frame_unref(video->pending);
+        if (seek_to(video, target) < 0) {
+            return say(message, message_size, "the stream cannot be sought"), IK_VIDEO_INVALID;
+        }
+        avcodec_flush_buffers(video->decoder);
+    }
+    // Frames no other frame refers to (most B-frames) that start two frame durations or more
+    // before the time cannot be the one shown then: they are not decoded at all. Without a known
+    // frame rate every frame is decoded.
+    AVRational rate = video->stream->avg_frame_rate;
+    int64_t skip_before = INT64_MIN;
+    if (!keyframe_only && rate.num > 0 && rate.den > 0) {
+        skip_before = target - av_rescale_q(2, av_inv_q(rate), base);
+    }
+    // Decoding on, the last frame returned is still the one shown until a later one starts.
+    int have = decodes_on, draining = 0, bad_packets = 0;
+    int64_t shown_time = decodes_on ? video->last_time : 0;
     for (;;) {
-        int error = avcodec_receive_frame(video->decoder, video->frame);
+        int error;
+        if (video->pending->buf[0]) {  // decoded by the last call, not yet counted
+            av_frame_move_ref(video->frame, video->pending);
+            error = 0;
+        } else {
+            error = avcodec_receive_frame(video->decoder, video->frame);
+            if (error == 0) video->decoded++;
+        }
         if (error == 0) {
-            video->decoded++;
             int64_t time = video->frame->best_effort_timestamp;
             if (time == AV_NOPTS_VALUE) time = video->frame->pts;
             if (time == AV_NOPTS_VALUE) time = have ? shown_time : start;
             // The first frame stands for times before it; after that, a frame that starts past
             // the time is not shown at it.
             if (have && time > target) {
-                av_frame_unref(video->frame);
+                av_frame_move_ref(video->pending, video->frame);
                 break;
             }
             av_frame_unref(video->shown);
@@ -307,6 +351,12 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
             av_packet_unref(video->packet);
             continue;
         }
+        video->last_read = video->packet->dts != AV_NOPTS_VALUE ? video->packet->dts : video->packet->pts;
+        int64_t packet_time = video->packet->pts;
+        video->decoder->skip_frame = packet_time != AV_NOPTS_VALUE && packet_time < skip_before
+                                         && !(video->packet->flags & AV_PKT_FLAG_KEY)
+                                     ? AVDISCARD_NONREF
+                                     : AVDISCARD_DEFAULT;
         error = avcodec_send_packet(video->decoder, video->packet);
         av_packet_unref(video->packet);
         if (error < 0 && error != AVERROR(EAGAIN)) {
@@ -337,7 +387,8 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
         return say(message, message_size, "the frame could not be converted"), IK_VIDEO_DECODE_FAILED;
     }
     if (frame_seconds) *frame_seconds = (double)(shown_time - start) * av_q2d(base);
-    av_frame_unref(video->shown);
+    video->positioned = !keyframe_only;
+    video->last_time = shown_time;
     return IK_VIDEO_OK;
 }
 
@@ -348,6 +399,7 @@ void ik_video_close(ik_video *video) {
     sws_freeContext(video->scaler);
     av_frame_free(&video->frame);
     av_frame_free(&video->shown);
+    av_frame_free(&video->pending);
     av_packet_free(&video->packet);
     avcodec_free_context(&video->decoder);
     avformat_close_input(&video->format);
