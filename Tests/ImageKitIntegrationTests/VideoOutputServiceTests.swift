@@ -202,7 +202,7 @@ final class VideoOutputServiceTests: XCTestCase {
 
     /// The starts of a video's frames and its length (ms), read by ffprobe, and its codec.
     func probe(_ data: Data, _ name: String) throws -> (codec: String, starts: [Double], duration: Double) {
-        let url = Self.work.appendingPathComponent(name)
+        let url = Self.work.appendingPathComponent(name.contains(".") ? name : name + ".video")
         try data.write(to: url)
         let codec = String(
             decoding: try VideoServiceTests.run(
@@ -253,6 +253,40 @@ final class VideoOutputServiceTests: XCTestCase {
         // A still stays an image under gifv(); a video format asked of a still is a one-second video.
         let still = await service.handle(method: "GET", path: "/unsafe/filters:gifv()/\(host)/still.png", headers: [:])
         XCTAssertEqual(still.header("Content-Type"), "image/png")
+    }
+
+    /// A video answered as video: every frame, resized (and filtered) as any frame, at the
+    /// source's rate, from the time asked to the end; the frames are the source's.
+    func testAVideoAnsweredAsVideo() async throws {
+        let service = try makeService()
+        let cases: [(String, String, Int)] = [
+            ("/insecure/rs:fit:160:160/plain/\(clip)@mp4", "h264", 100),
+            ("/unsafe/160x120/filters:format(webm)/\(host)/clip.mp4", "vp9", 100),
+            ("/insecure/rs:fit:160:160/vts:2/plain/\(clip)@mp4", "h264", 50),
+        ]
+        for (index, (path, codec, frames)) in cases.enumerated() {
+            let response = await service.handle(method: "GET", path: path, headers: [:])
+            XCTAssertEqual(
+                response.status, 200, "\(path): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+            let probed = try probe(response.body, "transcoded-\(index)")
+            XCTAssertEqual(probed.codec, codec, path)
+            XCTAssertEqual(probed.starts.count, frames, path)
+            XCTAssertEqual(probed.duration, Double(frames * 40), accuracy: 1, path)
+            let video = try VideoFrameSource(data: response.body)
+            XCTAssertEqual(video.info.displaySize, PixelSize(width: 160, height: 120), path)
+            // Its frame at 1 s is the source's at 1 s (from 2 s: the source's at 3 s).
+            let offset = index == 2 ? 2.0 : 0
+            let frame = try video.frame(at: 1).bitmap
+            let same = Self.difference(frame, x: 0, y: 0, try Self.reference(at: 1 + offset, 160, 120), 160, 120)
+            let next = Self.difference(frame, x: 0, y: 0, try Self.reference(at: 1.2 + offset, 160, 120), 160, 120)
+            XCTAssertLessThan(same, 6, path)
+            XCTAssertGreaterThan(next, same + 2, path)
+        }
+        // All of its frames together stay within the pixel limit.
+        let small = try makeService { $0.maxPixels = 1_000_000 }
+        let refused = await small.handle(method: "GET", path: "/insecure/plain/\(clip)@mp4", headers: [:])
+        XCTAssertEqual(refused.status.code, 422)
+        XCTAssertEqual(refused.header("Content-Type"), "application/json")
     }
 
     func testThumborsAnimatedGIFAsMP4IsUnderHalfItsBytes() async throws {

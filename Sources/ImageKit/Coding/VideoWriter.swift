@@ -50,6 +50,8 @@ public enum VideoWriter {
             container, Int32(clamping: width), Int32(clamping: height), percent, &writer, &message, message.count)
         guard status == IK_VIDEO_OK, let writer else { throw error(status, message) }
         defer { ik_video_writer_close(writer) }
+        // Starts are rounded from the exact running time, so 30 fps stays 30 fps over a minute.
+        var seconds = 0.0
         var start: Int64 = 0
         for index in 0..<count {
             // A lazy animation decodes one frame at a time: memory is one frame, not the GIF's length.
@@ -64,7 +66,8 @@ public enum VideoWriter {
                     &message, message.count)
             }
             guard status == IK_VIDEO_OK else { throw error(status, message) }
-            start += milliseconds(frame.duration, isStill: count == 1)
+            seconds += showing(frame.duration, isStill: count == 1)
+            start = max(start + 1, Int64((seconds * 1000).rounded()))
         }
         var bytes: UnsafeMutablePointer<UInt8>?
         var size = 0
@@ -74,11 +77,10 @@ public enum VideoWriter {
         return Data(bytes: bytes, count: size)
     }
 
-    /// How long a frame shows, in whole milliseconds (at least 1).
-    static func milliseconds(_ duration: Double, isStill: Bool) -> Int64 {
-        if isStill && duration <= 0 { return 1000 }
-        let seconds = duration.isFinite && duration >= 0.011 ? min(duration, 3600) : 0.1
-        return max(1, Int64((seconds * 1000).rounded()))
+    /// How long a frame shows, in seconds: its duration, 0.1 under 11 ms, 1 for a lone still.
+    static func showing(_ duration: Double, isStill: Bool) -> Double {
+        if isStill && duration <= 0 { return 1 }
+        return duration.isFinite && duration >= 0.011 ? min(duration, 3600) : 0.1
     }
 
     private static func error(_ status: ik_video_status, _ message: [CChar]) -> ImageError {

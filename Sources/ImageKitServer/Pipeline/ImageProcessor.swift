@@ -63,13 +63,19 @@ public struct ImageProcessor: Sendable {
     /// before it); more answers 422.
     public var maxVideoFrames: Int
     /// The most frames one sprite sheet or animation of a video may take (imgproxy `vtt`, `vta`):
-    /// 256, a 16 × 16 sheet; more answers 422.
+    /// 256, a 16 × 16 sheet; more answers 422. A preview's frames together stay within
+    /// ``maxPixels`` too.
     public var maxVideoStills: Int
+    /// The most frames a video answered as video may have (`@mp4` or thumbor's `format(webm)` on
+    /// a video source): 1,800, a minute at 30 fps; more answers 422. All its frames together stay
+    /// within ``maxPixels`` too.
+    public var maxVideoOutputFrames: Int
 
     /// A processor; every parameter has the default documented on its property.
     public init(
         coders: ImageCodersManager = .shared, maxPixels: Int = 50_000_000, defaultQuality: Int = 80,
-        videoThumbnailSecond: Double = 1, maxVideoFrames: Int = 1_000, maxVideoStills: Int = 256
+        videoThumbnailSecond: Double = 1, maxVideoFrames: Int = 1_000, maxVideoStills: Int = 256,
+        maxVideoOutputFrames: Int = 1_800
     ) {
         self.coders = coders
         self.maxPixels = maxPixels
@@ -77,6 +83,7 @@ public struct ImageProcessor: Sendable {
         self.videoThumbnailSecond = videoThumbnailSecond
         self.maxVideoFrames = maxVideoFrames
         self.maxVideoStills = maxVideoStills
+        self.maxVideoOutputFrames = maxVideoOutputFrames
     }
 
     /// The answer for `request` from the source's bytes, through the pipeline's steps in order.

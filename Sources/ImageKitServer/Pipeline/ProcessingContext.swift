@@ -83,41 +83,9 @@ struct ProcessingContext {
     mutating func decode(_ options: ImageDecodingOptions) throws(ImageServiceError) -> DecodedImage {
         let start = ContinuousClock.now
         defer { decodeTime += ContinuousClock.now - start }
-        if let video, let stills = operations.videoStills {
-            return try videoStills(video, stills)
-        }
+        if let video { return try decodeVideo(video, options) }
         do {
-            if let video {
-                let frame = try video.frame(
-                    at: operations.videoTime ?? processor.videoThumbnailSecond,
-                    mode: operations.videoKeyframes ? .keyframe : .exact, fitting: options.thumbnailPixelSize)
-                return DecodedImage(frames: [ImageFrame(bitmap: frame.bitmap)], format: .unknown)
-            }
             return try processor.coders.decode(data, options: options)
-        } catch {
-            throw ImageServiceError(error)
-        }
-    }
-
-    /// A video's sprite sheet or animation (imgproxy `vtt`, `vta`), within the processor's limits:
-    /// at most ``ImageProcessor/maxVideoStills`` frames, a picture within the pixel limit.
-    private func videoStills(_ video: VideoFrameSource, _ stills: ImageOperations.VideoStills) throws(ImageServiceError)
-        -> DecodedImage
-    {
-        let layout = VideoStillsLayout(
-            stills, info: video.info, start: operations.videoTime ?? processor.videoThumbnailSecond)
-        let frames = layout.frameTimes.count
-        let size = layout.outputSize
-        guard frames <= processor.maxVideoStills else {
-            throw ImageServiceError(.tooManyPixels, "\(frames) video frames asked, over \(processor.maxVideoStills)")
-        }
-        guard size.width * size.height <= processor.maxPixels else {
-            throw ImageServiceError(
-                .tooManyPixels,
-                "a \(size.width)x\(size.height) picture of video frames is over \(processor.maxPixels) pixels")
-        }
-        do {
-            return try layout.render(video, mode: operations.videoKeyframes ? .keyframe : .exact)
         } catch {
             throw ImageServiceError(error)
         }

@@ -12,10 +12,20 @@ struct VideoStillsLayout {
     /// The size each frame is decoded at, and the cell it is placed in.
     let frameSize: PixelSize
     let cellSize: PixelSize
+    /// How long each frame of an animation shows, in seconds.
+    let frameDuration: Double
 
-    /// The layout of `stills` on `info`'s video, starting at `start` seconds.
-    init(_ stills: ImageOperations.VideoStills, info: VideoFrameSource.Info, start: Double) {
+    /// The layout of `stills` on `info`'s video, starting at `start` seconds; an animation's frames
+    /// show for `frameDuration` seconds, else for its delay.
+    init(
+        _ stills: ImageOperations.VideoStills, info: VideoFrameSource.Info, start: Double, frameDuration: Double? = nil
+    ) {
         self.stills = stills
+        if case .animation(_, let delay) = stills.layout {
+            self.frameDuration = frameDuration ?? Double(delay) / 1000
+        } else {
+            self.frameDuration = 0
+        }
         let count = stills.count
         let step = stills.step > 0 ? stills.step : (info.duration > 0 ? info.duration / Double(count) : 1)
         times = (0..<count).map { start + step * Double($0) }
@@ -53,6 +63,12 @@ struct VideoStillsLayout {
     /// The frames the layout shows: those inside the video with `trim`, else all (a time past the
     /// end gives the last frame).
     var frameTimes: [Double] { stills.trim ? Array(times.prefix(used)) : times }
+
+    /// A sprite sheet (one picture), not an animation.
+    var isSprite: Bool {
+        if case .sprite = stills.layout { return true }
+        return false
+    }
 
     /// The sprite's columns and rows: trimmed to the frames used with `trim`.
     var grid: (columns: Int, rows: Int) {
@@ -94,10 +110,10 @@ struct VideoStillsLayout {
     func render(_ video: VideoFrameSource, mode: VideoFrameSource.SeekMode) throws(ImageError) -> DecodedImage {
         let times = frameTimes
         switch stills.layout {
-        case .animation(_, let delay):
+        case .animation:
             var frames: [ImageFrame] = []
             for time in times {
-                frames.append(ImageFrame(bitmap: try cell(video, at: time, mode: mode), duration: Double(delay) / 1000))
+                frames.append(ImageFrame(bitmap: try cell(video, at: time, mode: mode), duration: frameDuration))
             }
             var image = DecodedImage(frames: frames, format: .unknown)
             image.loopCount = 0

@@ -131,10 +131,20 @@ final class VideoWriterTests: XCTestCase {
     }
 
     func testDelaysUnder11msShowFor100msAsBrowsersPlayThem() {
-        XCTAssertEqual(VideoWriter.milliseconds(0, isStill: false), 100)
-        XCTAssertEqual(VideoWriter.milliseconds(0.01, isStill: false), 100)
-        XCTAssertEqual(VideoWriter.milliseconds(0.02, isStill: false), 20)
-        XCTAssertEqual(VideoWriter.milliseconds(0, isStill: true), 1000)
-        XCTAssertEqual(VideoWriter.milliseconds(.nan, isStill: false), 100)
+        XCTAssertEqual(VideoWriter.showing(0, isStill: false), 0.1)
+        XCTAssertEqual(VideoWriter.showing(0.01, isStill: false), 0.1)
+        XCTAssertEqual(VideoWriter.showing(0.02, isStill: false), 0.02)
+        XCTAssertEqual(VideoWriter.showing(0, isStill: true), 1)
+        XCTAssertEqual(VideoWriter.showing(.nan, isStill: false), 0.1)
+    }
+
+    /// Starts come from the exact running time: 30 frames of 1/30 s end at 1 s, not 0.99.
+    func testThirtyFramesASecondStayThirty() throws {
+        let frame = try Self.animation().frames[0].bitmap
+        let image = DecodedImage(
+            frames: Array(repeating: ImageFrame(bitmap: frame, duration: 1.0 / 30), count: 30), format: .gif)
+        let url = try Self.write(VideoWriter.encode(image, as: .mp4), "thirty.mp4")
+        XCTAssertEqual(try Self.duration(url), 1000)
+        XCTAssertEqual(try Self.packetStarts(url)[1...3], [33, 67, 100])
     }
 }
