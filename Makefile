@@ -71,15 +71,17 @@ THUMBOR_IMAGES := $(CURDIR)/.build-test/thumbor-images
 # Every package of the venv is pinned (THUMBOR_CONSTRAINTS, dependencies included), so the parity
 # checks change only with a commit; the venv is made again when that file changes.
 THUMBOR_CONSTRAINTS := Tests/thumbor/constraints.txt
+THUMBOR_VIDEO_ENGINE_VERSION := 1.3.1
+THUMBOR_VIDEO := $(CURDIR)/.build-test/thumbor-video
 thumbor-venv:
-	@if cmp -s $(THUMBOR_CONSTRAINTS) $(THUMBOR_VENV)/constraints.txt && $(THUMBOR_VENV)/bin/python -c "import thumbor, moto" 2>/dev/null; then \
-		echo "thumbor-venv: thumbor 7.8.0 and moto $(MOTO_VERSION), as $(THUMBOR_CONSTRAINTS) pins them, in $(THUMBOR_VENV)"; \
+	@if cmp -s $(THUMBOR_CONSTRAINTS) $(THUMBOR_VENV)/constraints.txt && $(THUMBOR_VENV)/bin/python -c "import thumbor, moto, thumbor_video_engine" 2>/dev/null; then \
+		echo "thumbor-venv: thumbor 7.8.0, thumbor-video-engine and moto $(MOTO_VERSION), as $(THUMBOR_CONSTRAINTS) pins them, in $(THUMBOR_VENV)"; \
 	else \
-		echo "thumbor-venv: installing thumbor 7.8.0 and moto[server] $(MOTO_VERSION) (moto's S3 server for the s3:// tests) into $(THUMBOR_VENV)"; \
+		echo "thumbor-venv: installing thumbor 7.8.0, thumbor-video-engine $(THUMBOR_VIDEO_ENGINE_VERSION) and moto[server] $(MOTO_VERSION) (moto's S3 server for the s3:// tests) into $(THUMBOR_VENV)"; \
 		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv python3-dev gcc; }; } && \
 		rm -rf $(THUMBOR_VENV) && python3 -m venv $(THUMBOR_VENV) && \
-		$(THUMBOR_VENV)/bin/pip install -q --disable-pip-version-check -c $(THUMBOR_CONSTRAINTS) thumbor==7.8.0 "moto[server]==$(MOTO_VERSION)" && \
+		$(THUMBOR_VENV)/bin/pip install -q --disable-pip-version-check -c $(THUMBOR_CONSTRAINTS) thumbor==7.8.0 thumbor-video-engine==$(THUMBOR_VIDEO_ENGINE_VERSION) "moto[server]==$(MOTO_VERSION)" && \
 		cp $(THUMBOR_CONSTRAINTS) $(THUMBOR_VENV)/constraints.txt; \
 	fi
 
@@ -101,13 +103,14 @@ deploy-venv:
 thumbor-sizes: thumbor-venv
 	@mkdir -p $(dir $(THUMBOR_SIZES))
 	$(THUMBOR_VENV)/bin/python Tests/thumbor/sizes.py $(THUMBOR_SIZES) $(THUMBOR_IMAGES)
+	$(THUMBOR_VENV)/bin/python Tests/thumbor/video_engine.py $(THUMBOR_VIDEO)
 
 # After the Swift tests, the fleet tests (nginx in front of nodes of the imagekit just
 # built, `test-fleet`), and
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: test-deps thumbor-sizes deploy-venv
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	$(DEPLOY_VENV)/bin/python Tests/deploy/check_deploy.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
@@ -122,7 +125,7 @@ RESOLVED_KEEP := .build-resolved-keep/Package.resolved
 
 test-asan: test-deps thumbor-sizes
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
@@ -130,7 +133,7 @@ test-asan: test-deps thumbor-sizes
 # `unsupportedFormat`.
 test-no-traits: test-deps thumbor-sizes
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
@@ -255,7 +258,7 @@ fleet-status:
 # `make test` gives it: `swift build --build-tests` or `--product`, or another environment, plan
 # another build, and every module was compiled again (1-3 minutes) after `make test` had built them.
 test-fleet: test-deps
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then

@@ -32,6 +32,10 @@ struct ik_video {
     /// The frame decoded after the last one returned, kept for the next call.
     AVFrame *pending;
     struct SwsContext *scaler;
+    /// Where swscale writes: it stores whole vectors, past a row's end when the row is not a
+    /// multiple of their width — past the caller's last row. Rows are copied out from here.
+    uint8_t *scratch;
+    size_t scratch_size;
     int32_t decoded;
     /// The decoder sits just after the last frame returned (at `last_time`): a later time whose
     /// key frame is not past it is reached by decoding on, without a seek.
@@ -380,11 +384,24 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
     int full_range = shown->color_range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(video->scaler, sws_getCoefficients(shown->colorspace), full_range,
                              sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
-    uint8_t *planes[4] = {pixels, NULL, NULL, NULL};
-    int strides[4] = {(int)stride, 0, 0, 0};
+    size_t row_bytes = (size_t)out_width * (rgb48 ? 6 : 4);
+    size_t padded = FFALIGN(row_bytes, 64) + 64;
+    size_t needed = padded * (size_t)out_height + 64;
+    if (needed > video->scratch_size) {
+        av_freep(&video->scratch);
+        video->scratch_size = 0;
+        video->scratch = av_malloc(needed);
+        if (!video->scratch) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
+        video->scratch_size = needed;
+    }
+    uint8_t *planes[4] = {video->scratch, NULL, NULL, NULL};
+    int strides[4] = {(int)padded, 0, 0, 0};
     if (sws_scale(video->scaler, (const uint8_t *const *)shown->data, shown->linesize, 0, shown->height, planes,
                   strides) != out_height) {
         return say(message, message_size, "the frame could not be converted"), IK_VIDEO_DECODE_FAILED;
+    }
+    for (int32_t y = 0; y < out_height; y++) {
+        memcpy((uint8_t *)pixels + (size_t)y * stride, video->scratch + (size_t)y * padded, row_bytes);
     }
     if (frame_seconds) *frame_seconds = (double)(shown_time - start) * av_q2d(base);
     video->positioned = !keyframe_only;
@@ -397,6 +414,7 @@ int32_t ik_video_frames_decoded(const ik_video *video) { return video ? video->d
 void ik_video_close(ik_video *video) {
     if (!video) return;
     sws_freeContext(video->scaler);
+    av_freep(&video->scratch);
     av_frame_free(&video->frame);
     av_frame_free(&video->shown);
     av_frame_free(&video->pending);

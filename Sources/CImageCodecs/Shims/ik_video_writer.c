@@ -48,6 +48,10 @@ struct ik_video_writer {
     struct SwsContext *scaler;
     frame_time *times;
     size_t time_count, time_capacity;
+    /// What swscale reads: each frame's rows copied (and composited onto white) with room after
+    /// every row, since swscale reads whole vectors past a row's end.
+    uint8_t *scratch;
+    size_t scratch_stride;
     int64_t last_start;
     int header_written;
 };
@@ -200,7 +204,9 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     writer->stream = avformat_new_stream(writer->format, NULL);
     writer->frame = av_frame_alloc();
     writer->packet = av_packet_alloc();
-    if (!writer->encoder || !writer->stream || !writer->frame || !writer->packet) {
+    writer->scratch_stride = (((size_t)width * 4 + 63) & ~(size_t)63) + 64;
+    writer->scratch = av_malloc(writer->scratch_stride * ((size_t)height + 1));
+    if (!writer->encoder || !writer->stream || !writer->frame || !writer->packet || !writer->scratch) {
         say(message, message_size, "out of memory");
         goto fail;
     }
@@ -330,41 +336,22 @@ ik_video_status ik_video_writer_add(ik_video_writer *writer, const uint8_t *rgba
 
     int error = av_frame_make_writable(writer->frame);
     if (error < 0) return say_av(message, message_size, "a frame buffer", error), IK_VIDEO_INTERNAL;
-    // 4:2:0 has no alpha: a frame with transparency is composited onto white first (a copy only
-    // then).
+    // 4:2:0 has no alpha: pixels that are not opaque are composited onto white on the way.
     int32_t width = writer->source_width, height = writer->source_height;
-    int transparent = 0;
-    for (int32_t y = 0; y < height && !transparent; y++) {
-        const uint8_t *row = rgba + (size_t)y * stride;
-        for (int32_t x = 0; x < width; x++) {
-            if (row[x * 4 + 3] != 255) {
-                transparent = 1;
-                break;
-            }
+    for (int32_t y = 0; y < height; y++) {
+        const uint8_t *in = rgba + (size_t)y * stride;
+        uint8_t *out = writer->scratch + (size_t)y * writer->scratch_stride;
+        memcpy(out, in, (size_t)width * 4);
+        for (int32_t x = 0; x < width * 4; x += 4) {
+            unsigned alpha = out[x + 3];
+            if (alpha == 255) continue;
+            for (int c = 0; c < 3; c++) out[x + c] = (uint8_t)((out[x + c] * alpha + 255 * (255 - alpha) + 127) / 255);
+            out[x + 3] = 255;
         }
     }
-    const uint8_t *source = rgba;
-    size_t source_stride = stride;
-    uint8_t *composited = NULL;
-    if (transparent) {
-        composited = malloc((size_t)width * 4 * (size_t)height);
-        if (!composited) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
-        for (int32_t y = 0; y < height; y++) {
-            const uint8_t *in = rgba + (size_t)y * stride;
-            uint8_t *out = composited + (size_t)y * width * 4;
-            for (int32_t x = 0; x < width * 4; x += 4) {
-                unsigned alpha = in[x + 3];
-                for (int c = 0; c < 3; c++) out[x + c] = (uint8_t)((in[x + c] * alpha + 255 * (255 - alpha) + 127) / 255);
-                out[x + 3] = 255;
-            }
-        }
-        source = composited;
-        source_stride = (size_t)width * 4;
-    }
-    const uint8_t *planes[1] = {source};
-    const int strides[1] = {(int)source_stride};
+    const uint8_t *planes[1] = {writer->scratch};
+    const int strides[1] = {(int)writer->scratch_stride};
     sws_scale(writer->scaler, planes, strides, 0, height, writer->frame->data, writer->frame->linesize);
-    free(composited);
     writer->frame->pts = start_ms;
     return drain(writer, writer->frame, message, message_size);
 }
@@ -401,6 +388,7 @@ void ik_video_writer_close(ik_video_writer *writer) {
     av_frame_free(&writer->frame);
     av_packet_free(&writer->packet);
     sws_freeContext(writer->scaler);
+    av_free(writer->scratch);
     free(writer->times);
     free(writer->file.data);
     free(writer);

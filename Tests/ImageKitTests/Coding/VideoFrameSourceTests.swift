@@ -134,6 +134,21 @@ final class VideoFrameSourceTests: XCTestCase {
         XCTAssertEqual(between.time, 2.04, accuracy: 0.001)
     }
 
+    /// swscale stores whole vectors, past a row's end when the row is not a multiple of them: a
+    /// frame of an odd width must still not reach past its last row (heap corruption that glibc
+    /// caught only later, on another free, before the rows went through a padded scratch).
+    func testFramesOfAnyWidthStayInsideTheirBitmap() throws {
+        let video = try VideoFrameSource(data: Data(contentsOf: Self.h264()))
+        let reference = try video.frame(at: 1).bitmap
+        for width in [1, 2, 3, 30, 33, 60, 100, 120, 127, 200, 319] {
+            let frame = try video.frame(at: 1, fitting: PixelSize(width: width, height: 240)).bitmap
+            XCTAssertEqual(frame.width, width)
+            guard width >= 60 else { continue }  // a busy pattern shrunk to a few pixels: sizes only
+            let shrunk = try reference.resized(to: PixelSize(width: frame.width, height: frame.height))
+            XCTAssertLessThan(Self.meanDifference(frame, Self.packed(shrunk)), 12, "\(width) px wide")
+        }
+    }
+
     /// Frames asked in order (a sprite's tiles, a preview's frames) are reached by decoding on
     /// from the last one, not by seeking back to the key frame each time: every frame of the
     /// video once, and each the one ffmpeg decodes at its time; an earlier time seeks again.
