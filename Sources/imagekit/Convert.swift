@@ -10,7 +10,8 @@ struct Convert: ParsableCommand {
             Output formats: .jpg/.jpeg, .png, .webp, .gif, .avif, .jxl, .heic. Animated input (GIF, APNG, animated WebP, AVIF and \
             JPEG XL animations) stays animated for .gif, .png (APNG), .webp and .avif (an image sequence), with its \
             frame durations and loop count (AVIF: libavif 0.11 writes none, players loop forever); JPEG, JPEG XL and \
-            HEIC keep the first frame. Pixels are converted to sRGB unless --keep-color-profile is \
+            HEIC keep the first frame. .mp4 (H.264) and .webm (VP9) write the frames as video, each with its own \
+            timing (a build with the Video trait). Pixels are converted to sRGB unless --keep-color-profile is \
             given, which keeps them in the embedded profile's space and embeds the profile in the output.
             """
     )
@@ -37,6 +38,9 @@ struct Convert: ParsableCommand {
     }
 
     func run() throws {
+        if let video = VideoWriter.Format(rawValue: URL(fileURLWithPath: output).pathExtension.lowercased()) {
+            return try convertToVideo(video)
+        }
         let format = try outputFormat(for: output)
         let data = try readFile(input)
         do {
@@ -50,6 +54,22 @@ struct Convert: ParsableCommand {
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
             print(
                 "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
+            )
+        } catch let error as ImageError {
+            FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// An animation (or a still) written as H.264 MP4 or VP9 WebM, one frame decoded at a time.
+    private func convertToVideo(_ format: VideoWriter.Format) throws {
+        do {
+            let image = try ImageCodersManager.shared.decode(
+                try readFile(input), options: ImageDecodingOptions(decodesFramesLazily: true))
+            let encoded = try VideoWriter.encode(image, as: format, quality: quality > 1 ? quality / 100 : quality)
+            try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
+            print(
+                "\(output): \(format.rawValue) \(image.width)x\(image.height), \(image.frameCount) frame(s), \(encoded.count) bytes"
             )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))

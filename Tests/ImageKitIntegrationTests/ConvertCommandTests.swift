@@ -57,6 +57,30 @@ final class ConvertCommandTests: XCTestCase {
         }
     }
 
+    func testConvertWritesAGIFAsMP4AndWebM() throws {
+        try XCTSkipUnless(VideoWriter.isSupported, "the Video trait is off")
+        let frames = try [(250, 20, 20), (20, 200, 20), (20, 20, 250)].map { colour in
+            let buffer = try PixelBuffer(width: 33, height: 21)
+            buffer.fill(
+                with: RGBAColor(red: UInt8(colour.0), green: UInt8(colour.1), blue: UInt8(colour.2), alpha: 255))
+            return ImageFrame(bitmap: buffer.freeze(isOpaque: true), duration: 0.25)
+        }
+        let source = directory.appendingPathComponent("in.gif")
+        try ImageCodersManager.shared.encode(DecodedImage(frames: frames, format: .gif), as: .gif, options: .default)
+            .write(to: source)
+        for (ext, codec) in [("mp4", "h264"), ("webm", "vp9")] {
+            let output = directory.appendingPathComponent("out.\(ext)")
+            let (status, text) = try ImageKitTool.run(["convert", source.path, output.path, "--quality", "80"])
+            XCTAssertEqual(status, 0, text)
+            XCTAssertTrue(text.contains("\(ext) 33x21, 3 frame(s)"), text)
+            let video = try VideoFrameSource(data: Data(contentsOf: output))
+            XCTAssertEqual(video.info.codec, codec)
+            XCTAssertEqual(video.info.codedSize, PixelSize(width: 32, height: 20))
+            XCTAssertEqual(video.info.duration, 0.75, accuracy: 0.01)
+            XCTAssertEqual(Int(try video.frame(at: 0.6).bitmap[10, 10].b), 250, accuracy: 12)
+        }
+    }
+
     func testConvertWritesJPEGXLAndHEIC() throws {
         var extensions: [(String, ImageFormat)] = []
         #if JXL
