@@ -20,7 +20,7 @@ SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo 
 BENCH_ARGS ?=
 
 .PHONY: all docs lint format deps test-deps build release test test-asan test-tsan test-no-traits test-fleet bench bench-net bench-serve bench-fleet bench-peers fuzz fuzz-smoke check-resolved dist deb test-deb clean \
-	thumbor-venv thumbor-sizes peers-venv deploy-venv \
+	thumbor-venv thumbor-sizes peers-venv deploy-venv reference-venv \
 	fleet fleet-restart fleet-stop fleet-clean fleet-status
 
 all: build
@@ -85,6 +85,22 @@ thumbor-venv:
 		cp $(THUMBOR_CONSTRAINTS) $(THUMBOR_VENV)/constraints.txt; \
 	fi
 
+# The placeholder tests' reference implementations (PyPI's blurhash and thumbhash-python),
+# pinned likewise; run by Tests/placeholders/reference.py.
+REFERENCE_VENV ?= $(HOME)/.cache/imagekit/reference-venv
+REFERENCE_CONSTRAINTS := Tests/placeholders/constraints.txt
+reference-venv:
+	@if cmp -s $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt && $(REFERENCE_VENV)/bin/python -c "import blurhash, thumbhash" 2>/dev/null; then \
+		echo "reference-venv: blurhash and thumbhash-python found in $(REFERENCE_VENV)"; \
+	else \
+		echo "reference-venv: installing blurhash and thumbhash-python into $(REFERENCE_VENV)"; \
+		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv; }; } && \
+		rm -rf $(REFERENCE_VENV) && python3 -m venv $(REFERENCE_VENV) && \
+		$(REFERENCE_VENV)/bin/pip install -q --disable-pip-version-check -c $(REFERENCE_CONSTRAINTS) blurhash==1.1.5 thumbhash-python==1.0.1 && \
+		cp $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt; \
+	fi
+
 # The deploy checks (Tests/deploy/check_deploy.py): kubernetes-validate, pinned likewise.
 DEPLOY_VENV ?= $(HOME)/.cache/imagekit/deploy-venv
 DEPLOY_CONSTRAINTS := Tests/deploy/constraints.txt
@@ -109,8 +125,8 @@ thumbor-sizes: thumbor-venv
 # built, `test-fleet`), and
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
-test: test-deps thumbor-sizes deploy-venv
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
+test: test-deps thumbor-sizes deploy-venv reference-venv
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	$(DEPLOY_VENV)/bin/python Tests/deploy/check_deploy.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
@@ -123,17 +139,17 @@ test: test-deps thumbor-sizes deploy-venv
 # file back when they end (pass or fail), so that committing after them never drops 30 pins.
 RESOLVED_KEEP := .build-resolved-keep/Package.resolved
 
-test-asan: test-deps thumbor-sizes
+test-asan: test-deps thumbor-sizes reference-venv
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
 # library, the tool and every test build, and the tests pass with those formats answering
 # `unsupportedFormat`.
-test-no-traits: test-deps thumbor-sizes
+test-no-traits: test-deps thumbor-sizes reference-venv
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
@@ -258,7 +274,7 @@ fleet-status:
 # `make test` gives it: `swift build --build-tests` or `--product`, or another environment, plan
 # another build, and every module was compiled again (1-3 minutes) after `make test` had built them.
 test-fleet: test-deps
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then

@@ -15,7 +15,8 @@ extension ImgproxyURL {
         "ext": "f", "strip_metadata": "sm", "strip_color_profile": "scp", "keep_copyright": "kcr", "cachebuster": "cb",
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
         "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk", "video_thumbnail_tile": "vtt",
-        "video_thumbnail_animation": "vta",
+        "video_thumbnail_animation": "vta", "blurhash": "bh", "thumb_hash": "th", "average": "avg", "palette": "p",
+        "perceptual_hash": "ph", "phash": "ph",
     ]
 
     static func apply(
@@ -305,6 +306,26 @@ extension ImgproxyURL {
         case "vtk":
             try count(arguments, option, 1...1)
             operations.videoKeyframes = try bool(arguments[0], option)
+        case "bh":
+            try count(arguments, option, 2...2)
+            let x = try int(arguments[0], option, in: 0...9), y = try int(arguments[1], option, in: 0...9)
+            (operations.infoFacts.blurHashX, operations.infoFacts.blurHashY) = x > 0 && y > 0 ? (x, y) : (0, 0)
+        case "th":
+            try count(arguments, option, 1...1)
+            operations.infoFacts.thumbHash = try bool(arguments[0], option)
+        case "avg":
+            try count(arguments, option, 1...2)
+            operations.infoFacts.average = try bool(arguments[0], option)
+            operations.infoFacts.averageIgnoresTransparent =
+                arguments.count < 2 || arguments[1].isEmpty ? true : try bool(arguments[1], option)
+        case "p":
+            try count(arguments, option, 1...1)
+            let colours = try int(arguments[0], option, in: 0...256)
+            guard colours != 1 else { throw invalid(option, "a palette has 2 to 256 colours") }
+            operations.infoFacts.paletteColors = colours
+        case "ph":
+            try count(arguments, option, 1...1)
+            operations.infoFacts.perceptualHash = try bool(arguments[0], option)
         case "vtt", "vta":
             operations.videoStills = try videoStills(arguments, option, sprite: name == "vtt")
         case "pr":

@@ -67,6 +67,12 @@ extension ImgproxyURL {
         if let videoTime = operations.videoTime { options.append("vts:\(ImageOperations.number(videoTime))") }
         if operations.videoKeyframes { options.append("vtk:1") }
         if let stills = operations.videoStills { options.append(videoStillsOption(stills)) }
+        let facts = operations.infoFacts
+        if facts.blurHashX > 0 { options.append("bh:\(facts.blurHashX):\(facts.blurHashY)") }
+        if facts.thumbHash { options.append("th:1") }
+        if facts.average { options.append(facts.averageIgnoresTransparent ? "avg:1" : "avg:1:0") }
+        if facts.paletteColors > 0 { options.append("p:\(facts.paletteColors)") }
+        if facts.perceptualHash { options.append("ph:1") }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =

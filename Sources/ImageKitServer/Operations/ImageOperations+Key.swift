@@ -16,6 +16,7 @@ extension ImageOperations {
                     + "anim\(rules.negotiatesAnimations ? 1 : 0)")
         }
         if metadataOnly { add("meta", "1") }
+        if !infoFacts.isEmpty { add("facts", Self.describe(infoFacts)) }
         if let trim { add("trim", "\(trim.reference.rawValue),\(Self.number(trim.tolerance))") }
         if let crop { add("crop", Self.describe(crop)) }
         if width != 0 || height != 0 || widthIsOriginal || heightIsOriginal || resizeMode != .fit {
@@ -66,6 +67,16 @@ extension ImageOperations {
     static func number(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
         return String(value)
+    }
+
+    static func describe(_ facts: InfoFacts) -> String {
+        var parts: [String] = []
+        if facts.blurHashX > 0 { parts.append("bh\(facts.blurHashX)x\(facts.blurHashY)") }
+        if facts.thumbHash { parts.append("th") }
+        if facts.average { parts.append(facts.averageIgnoresTransparent ? "avg" : "avg-all") }
+        if facts.paletteColors > 0 { parts.append("p\(facts.paletteColors)") }
+        if facts.perceptualHash { parts.append("ph") }
+        return parts.joined(separator: ",")
     }
 
     static func describe(_ stills: VideoStills) -> String {

@@ -358,6 +358,33 @@ public struct ImageOperations: Sendable, Hashable {
     var extractsFocal = false
     /// Answer with the image's facts as JSON instead of the image (thumbor `meta`, imgproxy `/info`).
     public var metadataOnly = false
+    /// The placeholders and colours `/info` adds (imgproxy's `bh`, `th`, `avg`, `p`, `ph`).
+    public var infoFacts = InfoFacts()
+
+    /// Placeholders and colours of the image, computed on a decode-time thumbnail, that `/info`
+    /// answers beside the image's facts.
+    public struct InfoFacts: Sendable, Hashable {
+        /// BlurHash components across and down (1…9 each); 0 × 0: none.
+        public var blurHashX = 0
+        /// See ``blurHashX``.
+        public var blurHashY = 0
+        /// The ThumbHash, in hex as imgproxy spells it.
+        public var thumbHash = false
+        /// The average colour.
+        public var average = false
+        /// The average leaves fully transparent pixels out (imgproxy's default).
+        public var averageIgnoresTransparent = true
+        /// A palette of at most this many colours (2…256); 0: none.
+        public var paletteColors = 0
+        /// The 64-bit perceptual hash, in hex.
+        public var perceptualHash = false
+
+        /// No fact asked.
+        public var isEmpty: Bool { self == InfoFacts() }
+
+        /// Nothing asked.
+        public init() {}
+    }
 
     /// Nothing asked: the source as it is.
     public init() {}

@@ -4,11 +4,12 @@ import ImageKit
 extension ImageProcessor {
     /// The facts `/meta/` (thumbor) and `/info/` (imgproxy) answer: the source's format, size,
     /// orientation and frames, and the size the operations would give, read from the header
-    /// where it can be (nothing is decoded then) — as JSON.
+    /// where it can be (nothing is decoded then) — as JSON; and the placeholders and colours
+    /// asked (``ImageOperations/infoFacts``), on a decode-time thumbnail.
     public func metadata(_ data: Data, request: ImageRequest) throws(ImageServiceError) -> Data {
         let signature = ImageSignature(data)
         if let video = try openVideo(data, signature: signature) {
-            return videoMetadata(video, request: request)
+            return try videoMetadata(video, request: request)
         }
         guard signature.format != .unknown else {
             throw ImageServiceError(.notAnImage, "the source is not an image")
@@ -39,7 +40,7 @@ extension ImageProcessor {
             sourceWidth: width, sourceHeight: height,
             sourceIsGIF: signature.format == .gif,
             request: request)
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "source": [
                 "url": request.source.absoluteString,
                 "format": ImageOperations.Format(signature.format)?.rawValue ?? "\(signature.format)",
@@ -48,13 +49,16 @@ extension ImageProcessor {
             "target": ["width": plan.outputWidth, "height": plan.outputHeight],
             "operations": request.operations.canonicalKey,
         ]
+        let placeholders = try infoFacts(
+            request.operations.infoFacts, data: data, video: nil, autoRotate: request.operations.autoRotate)
+        object.merge(placeholders) { _, fact in fact }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
     /// A video's `/meta/` and `/info/`: its upright size, frame count, and its stream's facts under
     /// `video` (duration and frame rate, codec, container, coded size, rotation, HDR). The planned
     /// size is that of a still of it.
-    private func videoMetadata(_ video: VideoFrameSource, request: ImageRequest) -> Data {
+    private func videoMetadata(_ video: VideoFrameSource, request: ImageRequest) throws(ImageServiceError) -> Data {
         let info = video.info
         let plan = GeometryPlan(
             sourceWidth: info.displaySize.width, sourceHeight: info.displaySize.height, sourceIsGIF: false,
@@ -65,7 +69,7 @@ extension ImageProcessor {
             "hdr": info.isHDR,
         ]
         if let frameCount = info.frameCount { facts["frame_count"] = frameCount }
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "source": [
                 "url": request.source.absoluteString, "format": "video", "width": info.displaySize.width,
                 "height": info.displaySize.height, "orientation": 1, "frameCount": info.frameCount ?? 1,
@@ -74,6 +78,8 @@ extension ImageProcessor {
             "target": ["width": plan.outputWidth, "height": plan.outputHeight],
             "operations": request.operations.canonicalKey,
         ]
+        let placeholders = try infoFacts(request.operations.infoFacts, data: Data(), video: video, autoRotate: true)
+        object.merge(placeholders) { _, fact in fact }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 }
