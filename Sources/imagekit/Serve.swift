@@ -119,6 +119,12 @@ struct Serve: ParsableCommand {
     var resultTtl: Double = 3600
     @Option(help: "Seconds into a video source its frame is taken at when a URL does not say (vts, still(N)).")
     var videoThumbnailSecond: Double = 1
+    @Flag(
+        name: .customLong("client-hints"),
+        help:
+            "imgproxy URLs without a width or DPR take them from client hints (Sec-CH-DPR, Sec-CH-Width, Sec-CH-Viewport-Width; DPR, Width); responses say Vary and Accept-CH. Hints are not signed."
+    )
+    var clientHints = false
     @Option(
         name: .customLong("preset"),
         help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
@@ -214,6 +220,7 @@ struct Serve: ParsableCommand {
         configuration.maxAge = maxAge
         configuration.resultTimeToLive = resultTtl
         configuration.videoThumbnailSecond = videoThumbnailSecond
+        configuration.clientHints = clientHints
         for preset in presets {
             let parts = preset.split(separator: "=", maxSplits: 1)
             configuration.presets[String(parts[0])] =
@@ -315,7 +322,7 @@ struct Serve: ParsableCommand {
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),
         ("workers", .value),
         ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value),
-        ("video-thumbnail-second", .value), ("preset", .list),
+        ("video-thumbnail-second", .value), ("client-hints", .flag), ("preset", .list),
         ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
     ]
 

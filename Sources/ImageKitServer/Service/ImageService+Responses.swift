@@ -21,13 +21,25 @@ extension ImageService {
     }
 
     /// The headers a 200 and a 304 of one result share.
+    /// `varies`: `Accept` chose the format; `hinted`: client hints may have chosen the size (the
+    /// hints are then in `Vary`, and `Accept-CH` asks browsers to send them).
     func validators(
-        etag: String, lastModified: String?, varies: Bool, _ operations: ImageOperations, now: Int
+        etag: String, lastModified: String?, varies: Bool, hinted: Bool, _ operations: ImageOperations, now: Int
     ) -> HTTPFields {
         var fields: HTTPFields = [.eTag: etag, .cacheControl: cacheControl(operations, now: now)]
         if let lastModified { fields[.lastModified] = lastModified }
-        if varies { fields[.vary] = "Accept" }
+        let vary = (varies ? ["Accept"] : []) + (hinted ? ClientHints.headerNames : [])
+        if !vary.isEmpty { fields[.vary] = vary.joined(separator: ", ") }
+        if hinted { fields[Self.acceptCHField] = ClientHints.acceptCH }
         return fields
+    }
+
+    static let acceptCHField = HTTPField.Name("Accept-CH")!
+
+    /// Whether client hints shape this request's answer: on in the configuration, and a grammar
+    /// that reads them.
+    func readsClientHints(_ request: ImageRequest) -> Bool {
+        configuration.clientHints && request.readsClientHints
     }
 
     /// A result's response: 304 when the client holds it already.
@@ -36,7 +48,8 @@ extension ImageService {
         // A thumbor GIF stays a GIF whatever Accept says: no Vary for it.
         let varies = answering.negotiable && (operations.rules.negotiatesAnimations || result.image.format != .gif)
         let common = validators(
-            etag: result.etag, lastModified: result.lastModified, varies: varies, operations, now: answering.now)
+            etag: result.etag, lastModified: result.lastModified, varies: varies,
+            hinted: readsClientHints(answering.request), operations, now: answering.now)
         if Self.matches(answering.ifNoneMatch, result.etag) {
             return ImageServiceResponse(status: .notModified, headerFields: common)
         }

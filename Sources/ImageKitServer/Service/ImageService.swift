@@ -170,7 +170,8 @@ public final class ImageService: Sendable {
     private func answer(path: String, headers: HTTPFields, trace: RequestTrace) async throws(ImageServiceError)
         -> ImageServiceResponse
     {
-        let parsedPath = try admit(path, trace: trace)
+        var parsedPath = try admit(path, trace: trace)
+        if readsClientHints(parsedPath.request) { parsedPath = hinted(parsedPath, headers) }
         let request = parsedPath.request
         let now = Int(Date().timeIntervalSince1970)
         if request.operations.metadataOnly { return try await metadata(request, trace: trace, now: now) }
@@ -210,7 +211,8 @@ public final class ImageService: Sendable {
             return ImageServiceResponse(
                 status: .notModified,
                 headerFields: validators(
-                    etag: etag, lastModified: source.lastModified, varies: varies, answering.request.operations,
+                    etag: etag, lastModified: source.lastModified, varies: varies,
+                    hinted: readsClientHints(request), answering.request.operations,
                     now: now))
         }
         var effective = request
@@ -302,6 +304,17 @@ public final class ImageService: Sendable {
         var tag: String
         /// Whether the configuration serves the source (hosts, buckets, local root).
         var isAllowed: Bool
+    }
+
+    /// `parsedPath` with the request's client hints as its defaults (the result key follows).
+    private func hinted(_ parsedPath: ParsedPath, _ headers: HTTPFields) -> ParsedPath {
+        let hints = ClientHints { name in HTTPField.Name(name).flatMap { headers[$0] } }
+        let request = parsedPath.request.applying(hints)
+        guard request.operations != parsedPath.request.operations else { return parsedPath }
+        var hinted = parsedPath
+        hinted.request = request
+        hinted.key = effectiveKey(request.operations) + "|" + parsedPath.source
+        return hinted
     }
 
     /// The path read: from a memo of recent paths, since a CDN asks the same URLs again and

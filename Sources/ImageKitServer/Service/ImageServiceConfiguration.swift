@@ -66,6 +66,12 @@ public struct ImageServiceConfiguration: Sendable {
     /// thumbor's `still(N)`), in seconds: 1, imgproxy's default. Video sources need the `Video`
     /// trait.
     public var videoThumbnailSecond: Double = 1
+    /// Client hints (`Sec-CH-DPR`/`DPR`, `Sec-CH-Width`/`Width`, `Sec-CH-Viewport-Width`) give an
+    /// imgproxy URL its DPR and width when it sets none (imgproxy's
+    /// `IMGPROXY_ENABLE_CLIENT_HINTS`); responses then name them in `Vary` and ask for them with
+    /// `Accept-CH`. Off by default: hints are not signed, so a client can ask for sizes the URL
+    /// did not.
+    public var clientHints = false
     /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
     /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?
