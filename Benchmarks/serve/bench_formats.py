@@ -250,9 +250,23 @@ class CPUMeter:
                 pass
 
 
+def start_service(imagekit, port):
+    """`imagekit serve` with one worker pinned to core 0, unsigned URLs and loopback sources allowed,
+    its CPU measured from its own cgroup; returns (process, meter) once it answers /healthz."""
+    from bench_serve import wait_http
+
+    process = subprocess.Popen(
+        ["taskset", "-c", "0", imagekit, "serve", "--port", str(port), "--workers", "1", "--allow-unsafe",
+         "--allow-address", "127.0.0.1/32", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    meter = CPUMeter(process.pid)
+    wait_http(port, "/healthz")
+    return process, meter
+
+
 def service_rows(args, corpus, root):
     from PIL import Image
-    from bench_serve import free_port, request, start_origin, wait_http
+    from bench_serve import free_port, request, start_origin
 
     work = tempfile.mkdtemp(prefix="bench-formats-")
     origin_port = free_port()
@@ -264,13 +278,8 @@ def service_rows(args, corpus, root):
     try:
         for round in range(args.rounds):
             port = free_port()
-            process = subprocess.Popen(
-                ["taskset", "-c", "0", args.imagekit, "serve", "--port", str(port), "--workers", "1", "--allow-unsafe",
-                 "--allow-address", "127.0.0.1/32", "--log-level", "warning"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            meter = CPUMeter(process.pid)
+            process, meter = start_service(args.imagekit, port)
             try:
-                wait_http(port, "/healthz")
                 connection = None
                 import http.client
 

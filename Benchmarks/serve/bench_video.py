@@ -93,8 +93,8 @@ def pyav_main(args):
 
 def service_rows(args, videos, gifs, root):
     from PIL import Image
-    from bench_formats import CPUMeter
-    from bench_serve import free_port, request, start_origin, wait_http
+    from bench_formats import start_service
+    from bench_serve import free_port, request, start_origin
     import http.client
 
     work = tempfile.mkdtemp(prefix="bench-video-")
@@ -105,13 +105,8 @@ def service_rows(args, videos, gifs, root):
     try:
         for round in range(args.rounds):
             port = free_port()
-            process = subprocess.Popen(
-                ["taskset", "-c", "0", args.imagekit, "serve", "--port", str(port), "--workers", "1", "--allow-unsafe",
-                 "--allow-address", "127.0.0.1/32", "--log-level", "warning"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            meter = CPUMeter(process.pid)
+            process, meter = start_service(args.imagekit, port)
             try:
-                wait_http(port, "/healthz")
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 
                 def url(source):

@@ -98,6 +98,22 @@ def thumbor_matrix():
     return itertools.product(options, images)
 
 
+def start_thumbor(config, port):
+    """This venv's thumbor on 127.0.0.1:PORT with CONFIG, once it answers its health check."""
+    thumbor = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "thumbor"), "-p", str(port), "-i",
+                                "127.0.0.1", "-c", config, "-l", "error"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthcheck", timeout=1)
+            return thumbor
+        except Exception:
+            if thumbor.poll() is not None:
+                sys.exit(f"thumbor exited with status {thumbor.returncode} before answering")
+            time.sleep(0.1)
+    thumbor.terminate()
+    sys.exit("thumbor did not answer on 127.0.0.1 within 30 s")
+
 class Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -121,19 +137,8 @@ def main():
         with open(config, "w") as f:
             f.write("RESPECT_ORIENTATION = True\nALLOW_UNSAFE_URL = True\nRESULT_STORAGE = None\nQUALITY = 80\n"
                     "MAX_AGE = 0\nALLOWED_SOURCES = []\nAUTO_WEBP = False\nENGINE_THREADPOOL_SIZE = 0\n")
-        thumbor = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "thumbor"), "-p", str(thumbor_port), "-i", "127.0.0.1",
-                                    "-c", config, "-l", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        thumbor = start_thumbor(config, thumbor_port)
         try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{thumbor_port}/healthcheck", timeout=1)
-                    break
-                except Exception:
-                    if thumbor.poll() is not None:
-                        sys.exit(f"thumbor exited with status {thumbor.returncode} before answering")
-                    time.sleep(0.1)
-            else:
-                sys.exit("thumbor did not answer on 127.0.0.1 within 30 s")
             rows = 0
             with open(output, "w") as out:
                 for path, (name, size) in itertools.product(matrix(), sources.items()):

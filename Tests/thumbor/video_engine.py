@@ -10,12 +10,12 @@ thumbor's answers (N.BIN) and rows.jsonl: one object per URL with the path after
 status, the Content-Type, the file, and for a video ffprobe's codec, size, frame count and length.
 Everything listens on 127.0.0.1 at ports the kernel picks; both servers stop at the end.
 """
-import json, os, shutil, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, shutil, subprocess, sys, tempfile, threading, urllib.request
 from http.server import ThreadingHTTPServer
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sizes import Quiet, free_port  # noqa: E402
+from sizes import Quiet, free_port, start_thumbor  # noqa: E402
 
 PATHS = [
     "160x120/filters:still():format(png)/clip.mp4",
@@ -70,20 +70,8 @@ def main():
                     "from thumbor.filters import BUILTIN_FILTERS\n"
                     "FILTERS = BUILTIN_FILTERS + ['thumbor_video_engine.filters.format',"
                     " 'thumbor_video_engine.filters.still']\n")
-        thumbor = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "thumbor"), "-p", str(port), "-i",
-                                    "127.0.0.1", "-c", config, "-l", "error"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        thumbor = start_thumbor(config, port)
         try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/healthcheck", timeout=1)
-                    break
-                except Exception:
-                    if thumbor.poll() is not None:
-                        sys.exit(f"thumbor exited with status {thumbor.returncode} before answering")
-                    time.sleep(0.1)
-            else:
-                sys.exit("thumbor did not answer on 127.0.0.1 within 30 s")
             with open(os.path.join(output, "rows.jsonl"), "w") as rows:
                 for index, path in enumerate(PATHS):
                     head, name = path.rsplit("/", 1)

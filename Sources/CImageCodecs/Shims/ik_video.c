@@ -8,6 +8,7 @@
 
 #ifdef IK_VIDEO
 #include <libavcodec/avcodec.h>
+#include "ik_av_messages.h"
 #include <libavformat/avformat.h>
 #include <libavutil/avstring.h>
 #include <libavutil/display.h>
@@ -44,20 +45,6 @@ struct ik_video {
     /// The decode timestamp of the last packet read (what the index's entries are in).
     int64_t last_read;
 };
-
-static void say(char *message, size_t size, const char *text) {
-    if (message && size) snprintf(message, size, "%s", text);
-}
-
-static void say_av(char *message, size_t size, const char *what, int error) {
-    char reason[AV_ERROR_MAX_STRING_SIZE];
-    av_strerror(error, reason, sizeof reason);
-    if (message && size) snprintf(message, size, "%s: %s", what, reason);
-}
-
-// FFmpeg's libraries log to stderr by default; a library must not.
-static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
-static void quiet(void) { av_log_set_level(AV_LOG_QUIET); }
 
 static int read_bytes(void *opaque, uint8_t *buffer, int wanted) {
     ik_video *video = opaque;
@@ -137,9 +124,9 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
                               ik_video_info *info, char *message, size_t message_size) {
     *out = NULL;
     memset(info, 0, sizeof *info);
-    pthread_once(&quiet_once, quiet);
+    ik_av_quiet();
     ik_video *video = calloc(1, sizeof *video);
-    if (!video) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
+    if (!video) return ik_av_say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
     video->data = data;
     video->size = size;
     ik_video_status status = IK_VIDEO_INTERNAL;
@@ -147,12 +134,12 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     if (buffer) video->io = avio_alloc_context(buffer, IO_BUFFER_SIZE, 0, video, read_bytes, NULL, seek_bytes);
     if (!video->io) {
         av_free(buffer);
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     video->format = avformat_alloc_context();
     if (!video->format) {
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     video->format->pb = video->io;
@@ -161,36 +148,36 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     video->format->format_whitelist = av_strdup(DEMUXERS);
     video->format->protocol_whitelist = av_strdup("none");
     if (!video->format->format_whitelist || !video->format->protocol_whitelist) {
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     int error = avformat_open_input(&video->format, NULL, NULL, NULL);
     if (error < 0) {  // avformat_open_input freed the context
         if (recognised(data, size)) {
-            say_av(message, message_size, "the video container could not be read", error);
+            ik_av_say_error(message, message_size, "the video container could not be read", error);
             status = IK_VIDEO_INVALID;
         } else {
-            say(message, message_size, "not a video container libavformat reads");
+            ik_av_say(message, message_size, "not a video container libavformat reads");
             status = IK_VIDEO_UNRECOGNISED;
         }
         goto fail;
     }
     error = avformat_find_stream_info(video->format, NULL);
     if (error < 0) {
-        say_av(message, message_size, "the container's streams could not be read", error);
+        ik_av_say_error(message, message_size, "the container's streams could not be read", error);
         status = IK_VIDEO_INVALID;
         goto fail;
     }
     int index = av_find_best_stream(video->format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (index < 0 || (video->format->streams[index]->disposition & AV_DISPOSITION_ATTACHED_PIC)) {
-        say(message, message_size, "the container has no video stream");
+        ik_av_say(message, message_size, "the container has no video stream");
         status = IK_VIDEO_NO_VIDEO;
         goto fail;
     }
     video->stream = video->format->streams[index];
     const AVCodecParameters *parameters = video->stream->codecpar;
     if (parameters->width <= 0 || parameters->height <= 0) {
-        say(message, message_size, "the video stream has no frame size");
+        ik_av_say(message, message_size, "the video stream has no frame size");
         status = IK_VIDEO_INVALID;
         goto fail;
     }
@@ -207,7 +194,7 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     }
     video->decoder = avcodec_alloc_context3(codec);
     if (!video->decoder || avcodec_parameters_to_context(video->decoder, parameters) < 0) {
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     // One thread: the service runs one decode per core already, and frame threads would hold a
@@ -215,7 +202,7 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     video->decoder->thread_count = 1;
     error = avcodec_open2(video->decoder, codec, NULL);
     if (error < 0) {
-        say_av(message, message_size, "the decoder refused the stream", error);
+        ik_av_say_error(message, message_size, "the decoder refused the stream", error);
         status = IK_VIDEO_UNSUPPORTED_CODEC;
         goto fail;
     }
@@ -224,7 +211,7 @@ ik_video_status ik_video_open(const void *data, size_t size, int64_t max_pixels,
     video->shown = av_frame_alloc();
     video->pending = av_frame_alloc();
     if (!video->packet || !video->frame || !video->shown || !video->pending) {
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
 
@@ -265,7 +252,7 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
                                double *frame_seconds, char *message, size_t message_size) {
     video->decoded = 0;
     if (out_width <= 0 || out_height <= 0 || stride < (size_t)out_width * (rgb48 ? 6 : 4) || stride > INT32_MAX) {
-        return say(message, message_size, "invalid output size"), IK_VIDEO_INTERNAL;
+        return ik_av_say(message, message_size, "invalid output size"), IK_VIDEO_INTERNAL;
     }
     AVRational base = video->stream->time_base;
     int64_t start = video->stream->start_time != AV_NOPTS_VALUE ? video->stream->start_time : 0;
@@ -294,7 +281,7 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
         av_frame_unref(video->shown);
         av_frame_unref(video->pending);
         if (seek_to(video, target) < 0) {
-            return say(message, message_size, "the stream cannot be sought"), IK_VIDEO_INVALID;
+            return ik_av_say(message, message_size, "the stream cannot be sought"), IK_VIDEO_INVALID;
         }
         avcodec_flush_buffers(video->decoder);
     }
@@ -342,7 +329,7 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
         if (error == AVERROR_EOF) break;
         if (error != AVERROR(EAGAIN)) {
             if (have) break;
-            return say_av(message, message_size, "the video could not be decoded", error), IK_VIDEO_DECODE_FAILED;
+            return ik_av_say_error(message, message_size, "the video could not be decoded", error), IK_VIDEO_DECODE_FAILED;
         }
         if (draining) break;
         error = av_read_frame(video->format, video->packet);
@@ -366,12 +353,12 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
         if (error < 0 && error != AVERROR(EAGAIN)) {
             if (error != AVERROR_INVALIDDATA || ++bad_packets > MAX_BAD_PACKETS) {
                 if (have) break;
-                return say_av(message, message_size, "the video could not be decoded", error), IK_VIDEO_DECODE_FAILED;
+                return ik_av_say_error(message, message_size, "the video could not be decoded", error), IK_VIDEO_DECODE_FAILED;
             }
         }
     }
     if (!have || video->shown->width <= 0 || video->shown->height <= 0) {
-        return say(message, message_size, "no frame could be decoded"), IK_VIDEO_DECODE_FAILED;
+        return ik_av_say(message, message_size, "no frame could be decoded"), IK_VIDEO_DECODE_FAILED;
     }
 
     const AVFrame *shown = video->shown;
@@ -379,7 +366,7 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
     video->scaler = sws_getCachedContext(video->scaler, shown->width, shown->height, shown->format, out_width,
                                          out_height, rgb48 ? AV_PIX_FMT_RGB48 : AV_PIX_FMT_RGBA, shrinks ? SWS_AREA : SWS_BICUBIC, NULL, NULL,
                                          NULL);
-    if (!video->scaler) return say(message, message_size, "no conversion from the frame's pixel format"), IK_VIDEO_DECODE_FAILED;
+    if (!video->scaler) return ik_av_say(message, message_size, "no conversion from the frame's pixel format"), IK_VIDEO_DECODE_FAILED;
     // The frame's own matrix and range (ffmpeg's scale filter does the same), to full-range RGB.
     int full_range = shown->color_range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(video->scaler, sws_getCoefficients(shown->colorspace), full_range,
@@ -391,14 +378,14 @@ ik_video_status ik_video_frame(ik_video *video, double seconds, int keyframe_onl
         av_freep(&video->scratch);
         video->scratch_size = 0;
         video->scratch = av_malloc(needed);
-        if (!video->scratch) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
+        if (!video->scratch) return ik_av_say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
         video->scratch_size = needed;
     }
     uint8_t *planes[4] = {video->scratch, NULL, NULL, NULL};
     int strides[4] = {(int)padded, 0, 0, 0};
     if (sws_scale(video->scaler, (const uint8_t *const *)shown->data, shown->linesize, 0, shown->height, planes,
                   strides) != out_height) {
-        return say(message, message_size, "the frame could not be converted"), IK_VIDEO_DECODE_FAILED;
+        return ik_av_say(message, message_size, "the frame could not be converted"), IK_VIDEO_DECODE_FAILED;
     }
     for (int32_t y = 0; y < out_height; y++) {
         memcpy((uint8_t *)pixels + (size_t)y * stride, video->scratch + (size_t)y * padded, row_bytes);

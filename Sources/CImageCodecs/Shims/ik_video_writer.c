@@ -8,6 +8,7 @@
 
 #ifdef IK_VIDEO
 #include <libavcodec/avcodec.h>
+#include "ik_av_messages.h"
 #include <libavformat/avformat.h>
 #include <libavutil/opt.h>
 #include <libswscale/swscale.h>
@@ -55,19 +56,6 @@ struct ik_video_writer {
     int64_t last_start;
     int header_written;
 };
-
-static void say(char *message, size_t size, const char *text) {
-    if (message && size) snprintf(message, size, "%s", text);
-}
-
-static void say_av(char *message, size_t size, const char *what, int error) {
-    char reason[AV_ERROR_MAX_STRING_SIZE];
-    av_strerror(error, reason, sizeof reason);
-    if (message && size) snprintf(message, size, "%s: %s", what, reason);
-}
-
-static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
-static void quiet(void) { av_log_set_level(AV_LOG_QUIET); }
 
 static int write_bytes(void *opaque, uint8_t *buffer, int count) {
     memory_cursor *cursor = opaque;
@@ -161,9 +149,9 @@ static int even(int32_t side) { return side < 2 ? 2 : side & ~1; }
 ik_video_status ik_video_writer_open(ik_video_container container, int32_t width, int32_t height, int32_t quality,
                                      ik_video_writer **out, char *message, size_t message_size) {
     *out = NULL;
-    pthread_once(&quiet_once, quiet);
+    ik_av_quiet();
     if (width <= 0 || height <= 0 || width > 16384 || height > 16384) {
-        return say(message, message_size, "a video's sides must be 1 to 16384 pixels"), IK_VIDEO_TOO_LARGE;
+        return ik_av_say(message, message_size, "a video's sides must be 1 to 16384 pixels"), IK_VIDEO_TOO_LARGE;
     }
     const char *encoder_name = container == IK_VIDEO_MP4_H264 ? "libx264" : "libvpx-vp9";
     const char *muxer_name = container == IK_VIDEO_MP4_H264 ? "mp4" : "webm";
@@ -173,7 +161,7 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
         return IK_VIDEO_UNSUPPORTED_CODEC;
     }
     ik_video_writer *writer = calloc(1, sizeof *writer);
-    if (!writer) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
+    if (!writer) return ik_av_say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
     writer->container = container;
     writer->source_width = width;
     writer->source_height = height;
@@ -182,7 +170,7 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     ik_video_status status = IK_VIDEO_INTERNAL;
     int error = avformat_alloc_output_context2(&writer->format, NULL, muxer_name, NULL);
     if (error < 0 || !writer->format) {
-        say_av(message, message_size, "no muxer", error);
+        ik_av_say_error(message, message_size, "no muxer", error);
         goto fail;
     }
     uint8_t *buffer = av_malloc(IO_BUFFER_SIZE);
@@ -190,7 +178,7 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
         buffer ? avio_alloc_context(buffer, IO_BUFFER_SIZE, 1, &writer->cursor, NULL, write_bytes, seek_bytes) : NULL;
     if (!io) {
         av_free(buffer);
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     io->seekable = AVIO_SEEKABLE_NORMAL;
@@ -207,7 +195,7 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     writer->scratch_stride = (((size_t)width * 4 + 63) & ~(size_t)63) + 64;
     writer->scratch = av_malloc(writer->scratch_stride * ((size_t)height + 1));
     if (!writer->encoder || !writer->stream || !writer->frame || !writer->packet || !writer->scratch) {
-        say(message, message_size, "out of memory");
+        ik_av_say(message, message_size, "out of memory");
         goto fail;
     }
     AVCodecContext *encoder = writer->encoder;
@@ -241,12 +229,12 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     error = avcodec_open2(encoder, codec, &options);
     av_dict_free(&options);
     if (error < 0) {
-        say_av(message, message_size, "the encoder refused its settings", error);
+        ik_av_say_error(message, message_size, "the encoder refused its settings", error);
         goto fail;
     }
     error = avcodec_parameters_from_context(writer->stream->codecpar, encoder);
     if (error < 0) {
-        say_av(message, message_size, "the stream's parameters", error);
+        ik_av_say_error(message, message_size, "the stream's parameters", error);
         goto fail;
     }
     writer->stream->time_base = encoder->time_base;
@@ -257,13 +245,13 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     writer->frame->colorspace = encoder->colorspace;
     error = av_frame_get_buffer(writer->frame, 0);
     if (error < 0) {
-        say_av(message, message_size, "a frame buffer", error);
+        ik_av_say_error(message, message_size, "a frame buffer", error);
         goto fail;
     }
     writer->scaler = sws_getContext(width, height, AV_PIX_FMT_RGBA, encoder->width, encoder->height,
                                     AV_PIX_FMT_YUV420P, SWS_BICUBIC, NULL, NULL, NULL);
     if (!writer->scaler) {
-        say(message, message_size, "no RGBA to 4:2:0 conversion");
+        ik_av_say(message, message_size, "no RGBA to 4:2:0 conversion");
         goto fail;
     }
     // The BT.709 matrix in limited range, as the stream's parameters say.
@@ -274,7 +262,7 @@ ik_video_status ik_video_writer_open(ik_video_container container, int32_t width
     error = avformat_write_header(writer->format, &muxing);
     av_dict_free(&muxing);
     if (error < 0) {
-        say_av(message, message_size, "the container's header", error);
+        ik_av_say_error(message, message_size, "the container's header", error);
         goto fail;
     }
     writer->header_written = 1;
@@ -296,17 +284,17 @@ static int64_t duration_of(const ik_video_writer *writer, int64_t pts) {
 /// Sends `frame` (NULL: the end) and writes every packet the encoder has ready.
 static ik_video_status drain(ik_video_writer *writer, AVFrame *frame, char *message, size_t message_size) {
     int error = avcodec_send_frame(writer->encoder, frame);
-    if (error < 0) return say_av(message, message_size, "the encoder refused a frame", error), IK_VIDEO_INTERNAL;
+    if (error < 0) return ik_av_say_error(message, message_size, "the encoder refused a frame", error), IK_VIDEO_INTERNAL;
     for (;;) {
         error = avcodec_receive_packet(writer->encoder, writer->packet);
         if (error == AVERROR(EAGAIN) || error == AVERROR_EOF) return IK_VIDEO_OK;
-        if (error < 0) return say_av(message, message_size, "the encoder failed", error), IK_VIDEO_INTERNAL;
+        if (error < 0) return ik_av_say_error(message, message_size, "the encoder failed", error), IK_VIDEO_INTERNAL;
         int64_t duration = duration_of(writer, writer->packet->pts);
         if (duration > 0) writer->packet->duration = duration;
         av_packet_rescale_ts(writer->packet, writer->encoder->time_base, writer->stream->time_base);
         writer->packet->stream_index = writer->stream->index;
         error = av_interleaved_write_frame(writer->format, writer->packet);
-        if (error < 0) return say_av(message, message_size, "the muxer failed", error), IK_VIDEO_INTERNAL;
+        if (error < 0) return ik_av_say_error(message, message_size, "the muxer failed", error), IK_VIDEO_INTERNAL;
     }
 }
 
@@ -321,12 +309,12 @@ static int close_last_time(ik_video_writer *writer, int64_t end) {
 ik_video_status ik_video_writer_add(ik_video_writer *writer, const uint8_t *rgba, size_t stride, int64_t start_ms,
                                     char *message, size_t message_size) {
     if (start_ms <= writer->last_start || start_ms < 0) {
-        return say(message, message_size, "frame times must increase"), IK_VIDEO_INTERNAL;
+        return ik_av_say(message, message_size, "frame times must increase"), IK_VIDEO_INTERNAL;
     }
     if (writer->time_count == writer->time_capacity) {
         size_t capacity = writer->time_capacity ? writer->time_capacity * 2 : 64;
         frame_time *times = realloc(writer->times, capacity * sizeof *times);
-        if (!times) return say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
+        if (!times) return ik_av_say(message, message_size, "out of memory"), IK_VIDEO_INTERNAL;
         writer->times = times;
         writer->time_capacity = capacity;
     }
@@ -335,7 +323,7 @@ ik_video_status ik_video_writer_add(ik_video_writer *writer, const uint8_t *rgba
     writer->last_start = start_ms;
 
     int error = av_frame_make_writable(writer->frame);
-    if (error < 0) return say_av(message, message_size, "a frame buffer", error), IK_VIDEO_INTERNAL;
+    if (error < 0) return ik_av_say_error(message, message_size, "a frame buffer", error), IK_VIDEO_INTERNAL;
     // 4:2:0 has no alpha: pixels that are not opaque are composited onto white on the way.
     int32_t width = writer->source_width, height = writer->source_height;
     for (int32_t y = 0; y < height; y++) {
@@ -360,13 +348,13 @@ ik_video_status ik_video_writer_finish(ik_video_writer *writer, int64_t end_ms, 
                                        char *message, size_t message_size) {
     *bytes = NULL;
     *size = 0;
-    if (writer->time_count == 0) return say(message, message_size, "a video needs a frame"), IK_VIDEO_INTERNAL;
+    if (writer->time_count == 0) return ik_av_say(message, message_size, "a video needs a frame"), IK_VIDEO_INTERNAL;
     close_last_time(writer, end_ms);
     ik_video_status status = drain(writer, NULL, message, message_size);
     if (status != IK_VIDEO_OK) return status;
     int error = av_write_trailer(writer->format);
     writer->header_written = 0;
-    if (error < 0) return say_av(message, message_size, "the container's index", error), IK_VIDEO_INTERNAL;
+    if (error < 0) return ik_av_say_error(message, message_size, "the container's index", error), IK_VIDEO_INTERNAL;
     avio_flush(writer->format->pb);
     *bytes = writer->file.data;
     *size = writer->file.size;
