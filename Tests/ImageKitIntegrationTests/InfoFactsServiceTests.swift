@@ -54,7 +54,16 @@ final class InfoFactsServiceTests: XCTestCase {
             path: "/info/insecure/blurhash:4:3/thumb_hash:1/average:1/palette:5/perceptual_hash:1/plain/\(source)",
             headers: [:])
         XCTAssertEqual(long.body, response.body)
-        for bad in ["bh:10:3", "p:1", "p:300", "th:maybe", "avg:1:2:3"] {
+        let dominant = await service.handle(method: "GET", path: "/info/insecure/dc:1:1/plain/\(source)", headers: [:])
+        let colours = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: dominant.body) as? [String: Any])?["dominant_colors"]
+                as? [String: [String: Int]])
+        let expected = small.dominantColors(buildingMissed: true).named
+        XCTAssertEqual(Set(colours.keys), Set(expected.keys))
+        for (name, colour) in expected {
+            XCTAssertEqual(colours[name], ["R": Int(colour.red), "G": Int(colour.green), "B": Int(colour.blue)], name)
+        }
+        for bad in ["bh:10:3", "p:1", "p:300", "th:maybe", "avg:1:2:3", "dc:x"] {
             let answer = await service.handle(
                 method: "GET", path: "/info/insecure/\(bad)/plain/\(source)", headers: [:])
             XCTAssertEqual(answer.status.code, 400, bad)

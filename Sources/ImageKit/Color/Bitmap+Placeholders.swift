@@ -264,6 +264,11 @@ extension Bitmap {
         guard (2...256).contains(maxColors) else {
             throw ImageError(.invalidArgument, "a palette has 2...256 colours, not \(maxColors)")
         }
+        return swatches(maxColors: maxColors).map(\.color)
+    }
+
+    /// The median cut's boxes: each one's mean colour and how many pixels it holds, most first.
+    func swatches(maxColors: Int) -> [(color: RGBAColor, population: Int)] {
         var pixels: [SIMD4<UInt8>] = []
         pixels.reserveCapacity(width * height)
         withUnsafeBytes { bytes in
@@ -306,7 +311,9 @@ extension Bitmap {
             var sum = SIMD4<Int>(repeating: 0)
             for pixel in box { sum &+= SIMD4<Int>(truncatingIfNeeded: pixel) }
             let mean = (SIMD4<Double>(sum) / Double(box.count)).rounded(.toNearestOrAwayFromZero)
-            return RGBAColor(red: UInt8(mean[0]), green: UInt8(mean[1]), blue: UInt8(mean[2]), alpha: UInt8(mean[3]))
+            let color = RGBAColor(
+                red: UInt8(mean[0]), green: UInt8(mean[1]), blue: UInt8(mean[2]), alpha: UInt8(mean[3]))
+            return (color, box.count)
         }
     }
 

@@ -16,7 +16,7 @@ extension ImgproxyURL {
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
         "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk", "video_thumbnail_tile": "vtt",
         "video_thumbnail_animation": "vta", "blurhash": "bh", "thumb_hash": "th", "average": "avg", "palette": "p",
-        "perceptual_hash": "ph", "phash": "ph",
+        "perceptual_hash": "ph", "phash": "ph", "dominant_colors": "dc",
     ]
 
     static func apply(
@@ -326,6 +326,11 @@ extension ImgproxyURL {
         case "ph":
             try count(arguments, option, 1...1)
             operations.infoFacts.perceptualHash = try bool(arguments[0], option)
+        case "dc":
+            try count(arguments, option, 1...2)
+            operations.infoFacts.dominantColors = try bool(arguments[0], option)
+            operations.infoFacts.buildsMissedColors =
+                arguments.count > 1 && !arguments[1].isEmpty ? try bool(arguments[1], option) : false
         case "vtt", "vta":
             operations.videoStills = try videoStills(arguments, option, sprite: name == "vtt")
         case "pr":

@@ -73,6 +73,7 @@ extension ImgproxyURL {
         if facts.average { options.append(facts.averageIgnoresTransparent ? "avg:1" : "avg:1:0") }
         if facts.paletteColors > 0 { options.append("p:\(facts.paletteColors)") }
         if facts.perceptualHash { options.append("ph:1") }
+        if facts.dominantColors { options.append(facts.buildsMissedColors ? "dc:1:1" : "dc:1") }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =

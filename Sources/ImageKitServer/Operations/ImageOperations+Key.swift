@@ -76,6 +76,7 @@ extension ImageOperations {
         if facts.average { parts.append(facts.averageIgnoresTransparent ? "avg" : "avg-all") }
         if facts.paletteColors > 0 { parts.append("p\(facts.paletteColors)") }
         if facts.perceptualHash { parts.append("ph") }
+        if facts.dominantColors { parts.append(facts.buildsMissedColors ? "dc-built" : "dc") }
         return parts.joined(separator: ",")
     }
 

@@ -378,6 +378,10 @@ public struct ImageOperations: Sendable, Hashable {
         public var paletteColors = 0
         /// The 64-bit perceptual hash, in hex.
         public var perceptualHash = false
+        /// The six dominant colours (vibrant and muted, light, normal and dark).
+        public var dominantColors = false
+        /// Dominant colours no swatch fits are made from found ones (imgproxy's `build_missed`).
+        public var buildsMissedColors = false
 
         /// No fact asked.
         public var isEmpty: Bool { self == InfoFacts() }

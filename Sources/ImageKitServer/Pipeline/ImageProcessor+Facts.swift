@@ -45,6 +45,10 @@ extension ImageProcessor {
                     String(repeating: "0", count: hash.leadingZeroBitCount / 4)
                     + (hash == 0 ? "" : String(hash, radix: 16))
             }
+            if facts.dominantColors {
+                object["dominant_colors"] = bitmap.dominantColors(buildingMissed: facts.buildsMissedColors).named
+                    .mapValues { ["R": Int($0.red), "G": Int($0.green), "B": Int($0.blue)] }
+            }
             return object
         } catch {
             throw ImageServiceError(error)

@@ -138,3 +138,46 @@ final class PlaceholderTests: XCTestCase {
         XCTAssertEqual(original.nonzeroBitCount, 32, accuracy: 2, "half the bits over the median")
     }
 }
+
+/// Dominant colours: blocks of known hue, saturation and lightness each land on their target.
+final class DominantColorTests: XCTestCase {
+    func testEachTargetTakesTheSwatchOfItsKind() throws {
+        let blocks: [(RGBAColor, Int)] = [
+            (RGBAColor(red: 220, green: 30, blue: 40), 30),  // vibrant: saturated, L 0.49
+            (RGBAColor(red: 250, green: 150, blue: 170), 20),  // light vibrant: L 0.78, S 0.9
+            (RGBAColor(red: 20, green: 30, blue: 110), 20),  // dark vibrant: L 0.25, S 0.69
+            (RGBAColor(red: 150, green: 130, blue: 120), 10),  // muted: L 0.53, S 0.12
+            (RGBAColor(red: 210, green: 200, blue: 190), 10),  // light muted: L 0.78, S 0.2
+            (RGBAColor(red: 60, green: 55, blue: 50), 10),  // dark muted: L 0.22, S 0.09
+        ]
+        let buffer = try PixelBuffer(width: 10, height: 100)
+        var y = 0
+        for (colour, rows) in blocks {
+            for row in y..<(y + rows) {
+                for x in 0..<10 {
+                    let pixel = buffer.row(row) + x * 4
+                    pixel[0] = colour.red; pixel[1] = colour.green; pixel[2] = colour.blue; pixel[3] = 255
+                }
+            }
+            y += rows
+        }
+        let colours = buffer.freeze(isOpaque: true).dominantColors()
+        XCTAssertEqual(colours.vibrant, blocks[0].0)
+        XCTAssertEqual(colours.lightVibrant, blocks[1].0)
+        XCTAssertEqual(colours.darkVibrant, blocks[2].0)
+        XCTAssertEqual(colours.muted, blocks[3].0)
+        XCTAssertEqual(colours.lightMuted, blocks[4].0)
+        XCTAssertEqual(colours.darkMuted, blocks[5].0)
+        XCTAssertEqual(colours.named.count, 6)
+
+        // Only vivid reds: the muted ones are missing, or built from a found colour when asked.
+        let red = try PixelBuffer(width: 4, height: 4)
+        red.fill(with: RGBAColor(red: 220, green: 30, blue: 40))
+        let only = red.freeze(isOpaque: true)
+        XCTAssertNil(only.dominantColors().muted)
+        let built = only.dominantColors(buildingMissed: true)
+        XCTAssertEqual(built.named.count, 3, "vibrant kinds built from the one found; no muted one to build from")
+        let (_, _, lightness) = Bitmap.hsl(try XCTUnwrap(built.lightVibrant))
+        XCTAssertEqual(lightness, 0.74, accuracy: 0.01)
+    }
+}
