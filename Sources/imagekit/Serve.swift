@@ -125,6 +125,12 @@ struct Serve: ParsableCommand {
             "imgproxy URLs without a width or DPR take them from client hints (Sec-CH-DPR, Sec-CH-Width, Sec-CH-Viewport-Width; DPR, Width); responses say Vary and Accept-CH. Hints are not signed."
     )
     var clientHints = false
+    @Flag(
+        name: .customLong("best-format"),
+        help:
+            "URLs that ask no format get the best one: each format the client accepts is tried and the smallest answer kept (as f:best, format(best))."
+    )
+    var bestFormat = false
     @Option(
         name: .customLong("preset"),
         help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
@@ -221,6 +227,7 @@ struct Serve: ParsableCommand {
         configuration.resultTimeToLive = resultTtl
         configuration.videoThumbnailSecond = videoThumbnailSecond
         configuration.clientHints = clientHints
+        configuration.bestFormatByDefault = bestFormat
         for preset in presets {
             let parts = preset.split(separator: "=", maxSplits: 1)
             configuration.presets[String(parts[0])] =
@@ -322,7 +329,7 @@ struct Serve: ParsableCommand {
         ("max-source-bytes", .value), ("max-pixels", .value), ("timeout", .value), ("max-redirects", .value),
         ("workers", .value),
         ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value),
-        ("video-thumbnail-second", .value), ("client-hints", .flag), ("preset", .list),
+        ("video-thumbnail-second", .value), ("client-hints", .flag), ("best-format", .flag), ("preset", .list),
         ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
     ]
 

@@ -418,6 +418,9 @@ final class GrammarTests: XCTestCase {
         XCTAssertEqual(key("/_/vtt:0:4:3:160:90/\(source)"), "", "a step of 0 is off")
         XCTAssertNotEqual(key("/_/vtt:2:4:3:160:90/\(source)"), key("/_/vta:2:4:3:160:90/\(source)"))
         XCTAssertEqual(key("/_/\(source)@mp4"), "fmt:mp4")
+        XCTAssertEqual(key("/_/\(source)@best"), "fmt:best")
+        XCTAssertEqual(key("/_/f:best/\(source)"), "fmt:best")
+        XCTAssertEqual(key("/unsafe/filters:format(best)/example.com/a.gif"), "rs:fill;el:1;fmt:best")
         XCTAssertEqual(key("/_/f:mp4/\(source)"), "fmt:mp4")
         XCTAssertEqual(key("/unsafe/filters:gifv()/example.com/a.gif"), "rs:fill;el:1;gifv:mp4")
         XCTAssertEqual(key("/unsafe/filters:gifv(webm)/example.com/a.gif"), "rs:fill;el:1;gifv:webm")
@@ -432,10 +435,13 @@ final class GrammarTests: XCTestCase {
         }
         try assertRoundTrips([
             "/_/vts:0/vtt:-1:4:3:160:90:1:0:1:0.25:0.75/\(source)", "/_/vta:1.5:120:8:320:0/\(source)@mp4",
+            "/_/w:300/\(source)@best",
         ]) {
             "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source)
         }
-        try assertRoundTrips(["/unsafe/160x90/filters:gifv(webm)/example.com/a.gif"]) {
+        try assertRoundTrips([
+            "/unsafe/160x90/filters:gifv(webm)/example.com/a.gif", "/unsafe/filters:format(best)/a.jpg",
+        ]) {
             "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source)
         }
     }

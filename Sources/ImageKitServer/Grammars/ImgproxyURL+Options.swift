@@ -268,6 +268,7 @@ extension ImgproxyURL {
             operations.maxBytes = bytes == 0 ? nil : bytes
         case "f":
             try count(arguments, option, 1...1)
+            operations.bestFormat = arguments[0] == "best"
             operations.format = arguments[0].isEmpty || arguments[0] == "best" ? nil : try format(arguments[0])
         case "sm":
             try count(arguments, option, 1...1)

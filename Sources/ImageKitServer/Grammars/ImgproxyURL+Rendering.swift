@@ -78,7 +78,7 @@ extension ImgproxyURL {
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =
             source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
-        let extensionPart = operations.format.map { "@" + $0.rawValue } ?? ""
+        let extensionPart = operations.format.map { "@" + $0.rawValue } ?? (operations.bestFormat ? "@best" : "")
         return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
     }
 

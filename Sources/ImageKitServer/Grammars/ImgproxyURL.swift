@@ -63,7 +63,11 @@ public enum ImgproxyURL {
             }
             source = try ImageRequest.sourceURL(decoded, addsScheme: false)
         }
-        if let extensionName, !extensionName.isEmpty { operations.format = try format(extensionName) }
+        if extensionName == "best" {
+            (operations.format, operations.bestFormat) = (nil, true)
+        } else if let extensionName, !extensionName.isEmpty {
+            (operations.format, operations.bestFormat) = (try format(extensionName), false)
+        }
         return ImageRequest(
             grammar: .imgproxy, signature: signature, signedPath: signedPath, operations: operations, source: source)
     }

@@ -159,6 +159,10 @@ extension ThumborURL {
         case "format":
             try expect(arguments, name, 1...1)
             let asked = arguments[0].lowercased()
+            if asked == "best" {  // ImageKit's extension: the smallest the client accepts
+                (operations.format, operations.bestFormat) = (nil, true)
+                return
+            }
             let value = asked == "jpg" ? "jpeg" : asked == "heif" ? "heic" : asked
             guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
                 throw ImageServiceError(

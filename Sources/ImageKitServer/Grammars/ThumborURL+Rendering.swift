@@ -55,7 +55,11 @@ extension ThumborURL {
         if operations.resizeMode == .force { filters.append("stretch()") }
         if operations.enlarge != defaultEnlarge { filters.append(operations.enlarge ? "upscale()" : "no_upscale()") }
         if let quality = operations.quality { filters.append("quality(\(quality))") }
-        if let format = operations.format { filters.append("format(\(format.rawValue))") }
+        if let format = operations.format {
+            filters.append("format(\(format.rawValue))")
+        } else if operations.bestFormat {
+            filters.append("format(best)")
+        }
         if let video = operations.animationAsVideo { filters.append("gifv(\(video.rawValue))") }
         if operations.rotate != 0 { filters.append("rotate(\((360 - operations.rotate) % 360))") }  // counter-clockwise
         if let fill = operations.fill { filters.append("fill(\(ImageOperations.describe(fill)))") }

@@ -45,7 +45,7 @@ extension ImageOperations {
         if videoKeyframes { add("vtk", "1") }
         if still { add("still", "1") }
         if let videoStills { add("vst", Self.describe(videoStills)) }
-        if let format { add("fmt", format.rawValue) }
+        if let format { add("fmt", format.rawValue) } else if bestFormat { add("fmt", "best") }
         if let animationAsVideo { add("gifv", animationAsVideo.rawValue) }
         if let quality { add("q", String(quality)) }
         for (format, quality) in formatQuality.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

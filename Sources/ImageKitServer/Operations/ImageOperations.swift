@@ -329,6 +329,12 @@ public struct ImageOperations: Sendable, Hashable {
 
     /// nil: the source's format, or the one negotiated from `Accept`.
     public var format: Format?
+    /// The `best` format (imgproxy `f:best`, thumbor `format(best)`): among the formats the
+    /// client accepts and the service allows, the smallest answer (``format`` stays nil).
+    public var bestFormat = false
+    /// The formats `best` tries for this request, set by the service from `Accept` (empty: `best`
+    /// is not asked).
+    var bestCandidates: [Format] = []
     /// thumbor's `gifv()`: an animated result is written as this video format (``Format/mp4``
     /// or ``Format/webm``) whatever else is asked; a still is not.
     public var animationAsVideo: Format?

@@ -62,6 +62,8 @@ struct ProcessingContext {
     var image: DecodedImage?
     /// The format the answer is written in.
     var outputFormat = ImageOperations.Format.jpeg
+    /// `best` is asked: the encoder tries the request's candidates and keeps the smallest.
+    var triesBestFormat = false
 
     // MARK: Made
 

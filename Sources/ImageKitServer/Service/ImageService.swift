@@ -219,6 +219,7 @@ public final class ImageService: Sendable {
         if let offered = negotiation.offered, Self.negotiates(request, signature) {
             effective.operations.format = offered
         }
+        effective.operations.bestCandidates = negotiation.bestCandidates
         let watermarks = try await loadWatermarks(request.operations, trace: trace)
         let processed = try await process(
             source.data, signature: signature, request: effective, watermarks: watermarks,
@@ -268,8 +269,17 @@ public final class ImageService: Sendable {
         /// hit needs neither the source nor a decode.
         var formatClass: String
 
+        /// The formats `best` tries (empty: `best` is not asked).
+        var bestCandidates: [ImageOperations.Format] = []
+
         init(_ operations: ImageOperations, accept: String?, configuration: ImageServiceConfiguration) {
             let accept = accept?.lowercased() ?? ""
+            if operations.format == nil && (operations.bestFormat || configuration.bestFormatByDefault) {
+                bestCandidates = Self.bestCandidates(accept: accept, allowed: configuration.bestFormats)
+                negotiable = true
+                formatClass = "best:" + bestCandidates.map(\.rawValue).joined(separator: ",")
+                return
+            }
             negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
             if negotiable {
                 // A build without AVIF (the trait off) offers WebP instead of answering 415.
@@ -280,6 +290,15 @@ public final class ImageService: Sendable {
                 }
             }
             formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
+        }
+
+        /// JPEG and PNG (every client), WebP and AVIF when `Accept` lists them (AVIF in a build
+        /// that writes it), GIF for animations — those the operator allows.
+        static func bestCandidates(accept: String, allowed: [ImageOperations.Format]) -> [ImageOperations.Format] {
+            var candidates: [ImageOperations.Format] = [.jpeg, .png, .gif]
+            if accept.utf8Contains("image/webp") { candidates.append(.webp) }
+            if ImageFormat.avif.isCodecSupported, accept.utf8Contains("image/avif") { candidates.append(.avif) }
+            return candidates.filter(allowed.contains)
         }
     }
 

@@ -72,6 +72,12 @@ public struct ImageServiceConfiguration: Sendable {
     /// `Accept-CH`. Off by default: hints are not signed, so a client can ask for sizes the URL
     /// did not.
     public var clientHints = false
+    /// URLs that ask no format are answered in the `best` format (`--best-format`): the smallest
+    /// of ``bestFormats`` that the client's `Accept` allows.
+    public var bestFormatByDefault = false
+    /// The formats `best` may answer in (JPEG, PNG, GIF, WebP, AVIF by default; WebP and AVIF only
+    /// when `Accept` lists them).
+    public var bestFormats: [ImageOperations.Format] = [.jpeg, .png, .gif, .webp, .avif]
     /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
     /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?

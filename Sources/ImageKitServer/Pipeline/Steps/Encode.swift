@@ -3,11 +3,15 @@ import ImageKit
 
 /// The finished image in the chosen format, at the quality asked for that format, else the
 /// request's, else the processor's default; `max_bytes` lowers the quality until it fits.
-/// 415 for a format this build does not write.
+/// 415 for a format this build does not write. `best` goes to ``EncodeBest``.
 enum Encode: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         guard let image = context.image else {
             throw ImageServiceError(.processingFailed, "a step needs the finished image before it is made")
+        }
+        if context.triesBestFormat {
+            try EncodeBest.run(image, &context)
+            return
         }
         let format = context.outputFormat, operations = context.operations
         let quality = operations.formatQuality[format] ?? operations.quality ?? context.processor.defaultQuality

@@ -1,0 +1,74 @@
+import Foundation
+import ImageKit
+
+/// The `best` format: the result encoded in each candidate the client accepts (JPEG, WebP, AVIF;
+/// PNG, and lossless WebP, only for an image of few colours, where lossless wins; only formats
+/// that keep every frame for an animation, and only those with alpha for a transparent image),
+/// the smallest kept. Above ``ruleAbovePixels`` trying them all costs too much: the best format
+/// the client accepts is taken by rule (AVIF, then WebP, then JPEG or PNG).
+enum EncodeBest {
+    /// 4 MP: a 2560 × 1600 answer.
+    static let ruleAbovePixels = 4_000_000
+
+    static func run(_ image: DecodedImage, _ context: inout ProcessingContext) throws(ImageServiceError) {
+        let animated = image.frameCount > 1, opaque = image.isOpaque
+        let candidates = context.operations.bestCandidates.filter { format in
+            format.encodableFormat != nil && (!animated || format.keepsFrames)
+                && (opaque || format != .jpeg) && (animated || format != .gif)
+        }
+        guard !candidates.isEmpty else {
+            throw ImageServiceError(.unsupportedOutputFormat, "no format the client accepts writes this image")
+        }
+        var tries: [(ImageOperations.Format, lossless: Bool)] = []
+        if image.width * image.height > ruleAbovePixels {
+            let preferred: [ImageOperations.Format] = [.avif, .webp, .jpeg, .png, .gif]
+            tries = [(preferred.first(where: candidates.contains) ?? candidates[0], false)]
+        } else {
+            let fewColours = animated ? false : Self.hasFewColours(image.frames[0].bitmap)
+            for format in candidates {
+                switch format {
+                case .png: if fewColours || !opaque { tries.append((.png, true)) }
+                case .webp:
+                    tries.append((.webp, false))
+                    if fewColours { tries.append((.webp, true)) }
+                default: tries.append((format, false))
+                }
+            }
+            if tries.isEmpty { tries = [(candidates[0], candidates[0] == .png)] }
+        }
+        let start = ContinuousClock.now
+        defer { context.encodeTime += ContinuousClock.now - start }
+        var best: (ImageOperations.Format, Data)?
+        for (format, lossless) in tries {
+            guard let target = format.encodableFormat else { continue }
+            let operations = context.operations
+            let quality = operations.formatQuality[format] ?? operations.quality ?? context.processor.defaultQuality
+            var options = ImageEncodingOptions(quality: Double(min(max(quality, 1), 100)) / 100, lossless: lossless)
+            options.maxFileSize = operations.maxBytes
+            guard let data = try? context.processor.coders.encode(image, as: target, options: options) else { continue }
+            if data.count < (best?.1.count ?? .max) { best = (format, data) }
+        }
+        guard let (format, data) = best else {
+            throw ImageServiceError(.processingFailed, "no candidate format could write the image")
+        }
+        context.outputFormat = format
+        context.result = ProcessedImage(
+            data: data, format: format, width: image.width, height: image.height,
+            frameCount: format.keepsFrames ? image.frameCount : 1)
+    }
+
+    /// At most 256 distinct colours: a graphic, a screenshot, a logo — where lossless is small.
+    static func hasFewColours(_ bitmap: Bitmap) -> Bool {
+        var colours = Set<UInt32>()
+        return bitmap.withUnsafeBytes { bytes in
+            for y in 0..<bitmap.height {
+                let row = bytes.baseAddress! + y * bitmap.bytesPerRow
+                for x in 0..<bitmap.width {
+                    colours.insert(row.loadUnaligned(fromByteOffset: x * 4, as: UInt32.self))
+                    if colours.count > 256 { return false }
+                }
+            }
+            return true
+        }
+    }
+}
