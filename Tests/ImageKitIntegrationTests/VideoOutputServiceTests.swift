@@ -179,6 +179,18 @@ final class VideoOutputServiceTests: XCTestCase {
         XCTAssertEqual(probed.duration, 750)
     }
 
+    /// The frames together are bounded by time: past the deadline the sheet stops with 422's error.
+    func testASheetStopsAtItsDeadline() throws {
+        let video = try VideoFrameSource(data: VideoServiceTests.mp4)
+        let layout = VideoStillsLayout(
+            .init(layout: .sprite(columns: 4, rows: 4), step: 0.2, width: 80, height: 60), info: video.info, start: 0)
+        XCTAssertThrowsError(try layout.render(video, mode: .exact, deadline: .now - .seconds(1))) { error in
+            XCTAssertEqual((error as? ImageError)?.code, .decompressionBomb)
+            XCTAssertEqual(ImageServiceError(error as! ImageError).status, 422)
+        }
+        XCTAssertNoThrow(try layout.render(video, mode: .exact, deadline: .now + .seconds(20)))
+    }
+
     func testStillsAreBoundedAndOnlyForVideos() async throws {
         let service = try makeService()
         let tooMany = await service.handle(

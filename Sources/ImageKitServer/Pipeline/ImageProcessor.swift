@@ -70,6 +70,9 @@ public struct ImageProcessor: Sendable {
     /// a video source): 1,800, a minute at 30 fps; more answers 422. All its frames together stay
     /// within ``maxPixels`` too.
     public var maxVideoOutputFrames: Int
+    /// How long the frames of one sheet, preview or video answered as video may take to decode
+    /// (20 s); past it the request answers 422. Each frame is bounded by ``maxVideoFrames``.
+    public var videoDeadline: Duration = .seconds(20)
 
     /// A processor; every parameter has the default documented on its property.
     public init(

@@ -65,7 +65,9 @@ extension ProcessingContext {
                     + "\(processor.maxPixels) pixels")
         }
         do {
-            return try layout.render(video, mode: operations.videoKeyframes ? .keyframe : .exact)
+            return try layout.render(
+                video, mode: operations.videoKeyframes ? .keyframe : .exact,
+                deadline: ContinuousClock.now + processor.videoDeadline)
         } catch {
             throw ImageServiceError(error)
         }

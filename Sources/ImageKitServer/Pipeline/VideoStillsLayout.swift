@@ -106,14 +106,23 @@ struct VideoStillsLayout {
         return canvas.freeze(isOpaque: true)
     }
 
-    /// The sprite sheet or the animation.
-    func render(_ video: VideoFrameSource, mode: VideoFrameSource.SeekMode) throws(ImageError) -> DecodedImage {
+    /// The sprite sheet or the animation; past `deadline` (checked before each frame) it stops
+    /// with a `decompressionBomb` error (422): the frames are each bounded, their sum by time.
+    func render(_ video: VideoFrameSource, mode: VideoFrameSource.SeekMode, deadline: ContinuousClock.Instant)
+        throws(ImageError) -> DecodedImage
+    {
         let times = frameTimes
+        func cell(at time: Double) throws(ImageError) -> Bitmap {
+            guard ContinuousClock.now < deadline else {
+                throw ImageError(.decompressionBomb, "the video's frames take longer than the deadline to decode")
+            }
+            return try self.cell(video, at: time, mode: mode)
+        }
         switch stills.layout {
         case .animation:
             var frames: [ImageFrame] = []
             for time in times {
-                frames.append(ImageFrame(bitmap: try cell(video, at: time, mode: mode), duration: frameDuration))
+                frames.append(ImageFrame(bitmap: try cell(at: time), duration: frameDuration))
             }
             var image = DecodedImage(frames: frames, format: .unknown)
             image.loopCount = 0
@@ -123,7 +132,7 @@ struct VideoStillsLayout {
             let sheet = try PixelBuffer(width: size.width, height: size.height)
             sheet.fill(with: RGBAColor(red: 0, green: 0, blue: 0, alpha: 255))
             for (index, time) in times.enumerated() where index < used {
-                let tile = try cell(video, at: time, mode: mode)
+                let tile = try cell(at: time)
                 sheet.draw(tile, x: (index % columns) * cellSize.width, y: (index / columns) * cellSize.height)
             }
             return DecodedImage(frames: [ImageFrame(bitmap: sheet.freeze(isOpaque: true))], format: .unknown)
