@@ -15,8 +15,10 @@ extension ImageOperations {
     public func outputFormat(sourceFormat: Format?, keepsGIF: Bool, hasAlpha: Bool, isAnimated: Bool = false)
         -> Format
     {
-        // An animation becomes video when asked (`gifv()`, `format(mp4)`), GIF rules or not.
-        if isAnimated, let animationAsVideo { return animationAsVideo }
+        // An animation becomes video when asked (`gifv()`, `format(mp4)`), GIF rules or not; a
+        // build without the Video trait leaves it as it is under `gifv()`, as thumbor does without
+        // its video engine (an explicit `format(mp4)` is still 415).
+        if isAnimated, let animationAsVideo, VideoWriter.isSupported { return animationAsVideo }
         if isAnimated, let format, format.videoFormat != nil { return format }
         if keepsGIF && sourceFormat == .gif { return .gif }
         if let format { return format }
