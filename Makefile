@@ -90,14 +90,14 @@ thumbor-venv:
 REFERENCE_VENV ?= $(HOME)/.cache/imagekit/reference-venv
 REFERENCE_CONSTRAINTS := Tests/placeholders/constraints.txt
 reference-venv:
-	@if cmp -s $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt && $(REFERENCE_VENV)/bin/python -c "import blurhash, thumbhash" 2>/dev/null; then \
-		echo "reference-venv: blurhash and thumbhash-python found in $(REFERENCE_VENV)"; \
+	@if cmp -s $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt && $(REFERENCE_VENV)/bin/python -c "import blurhash, thumbhash, ssimulacra2" 2>/dev/null; then \
+		echo "reference-venv: blurhash, thumbhash-python and ssimulacra2 found in $(REFERENCE_VENV)"; \
 	else \
-		echo "reference-venv: installing blurhash and thumbhash-python into $(REFERENCE_VENV)"; \
+		echo "reference-venv: installing blurhash, thumbhash-python and ssimulacra2 into $(REFERENCE_VENV)"; \
 		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv; }; } && \
 		rm -rf $(REFERENCE_VENV) && python3 -m venv $(REFERENCE_VENV) && \
-		$(REFERENCE_VENV)/bin/pip install -q --disable-pip-version-check -c $(REFERENCE_CONSTRAINTS) blurhash==1.1.5 thumbhash-python==1.0.1 && \
+		$(REFERENCE_VENV)/bin/pip install -q --disable-pip-version-check -c $(REFERENCE_CONSTRAINTS) blurhash==1.1.5 thumbhash-python==1.0.1 ssimulacra2==0.3.0 && \
 		cp $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt; \
 	fi
 
@@ -154,7 +154,7 @@ test-no-traits: test-deps thumbor-sizes reference-venv
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
-TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests
+TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree
 test-tsan: test-deps thumbor-venv
 	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 

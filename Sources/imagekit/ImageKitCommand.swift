@@ -14,12 +14,12 @@ struct ImageKitCommand: ParsableCommand {
     #if Serve
     static let subcommands: [any ParsableCommand.Type] = [
         Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
-        Download.self, Fetch.self, Prefetch.self, Frames.self, Serve.self,
+        Download.self, Fetch.self, Prefetch.self, Frames.self, Compare.self, Serve.self,
     ]
     #else
     static let subcommands: [any ParsableCommand.Type] = [
         Info.self, Convert.self, Thumbnail.self, Transform.self, Cache.self,
-        Download.self, Fetch.self, Prefetch.self, Frames.self,
+        Download.self, Fetch.self, Prefetch.self, Frames.self, Compare.self,
     ]
     #endif
 

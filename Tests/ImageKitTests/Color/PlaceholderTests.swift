@@ -31,9 +31,6 @@ final class PlaceholderTests: XCTestCase {
     }
 
     func testBlurHashAndThumbHashEqualTheReferenceImplementations() throws {
-        let python = try XCTUnwrap(
-            ProcessInfo.processInfo.environment["IMAGEKIT_REFERENCE_PYTHON"],
-            "IMAGEKIT_REFERENCE_PYTHON is not set: run the tests with `make test`, which prepares the reference venv")
         let sizes = [
             (64, 48, false), (30, 80, false), (100, 100, false), (57, 31, true), (1, 1, false), (96, 40, true),
         ]
@@ -49,18 +46,7 @@ final class PlaceholderTests: XCTestCase {
         }
         let listFile = Self.directory.url.appendingPathComponent("list.json")
         try JSONSerialization.data(withJSONObject: list).write(to: listFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("placeholders/reference.py")
-        process.arguments = [script.path, listFile.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .split(separator: "\n")
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        let lines = try ReferencePython.lines(of: "reference.py", [listFile.path])
         XCTAssertEqual(lines.count, sizes.count)
         for (index, line) in lines.enumerated() {
             let reference = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

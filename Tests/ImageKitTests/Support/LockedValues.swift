@@ -14,3 +14,10 @@ final class LockedCounter: @unchecked Sendable {
     func increment() { lock.lock(); count += 1; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
+
+final class LockedList<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var elements: [Element] = []  // guarded by lock
+    func append(_ element: Element) { lock.lock(); elements.append(element); lock.unlock() }
+    var values: [Element] { lock.lock(); defer { lock.unlock() }; return elements }
+}

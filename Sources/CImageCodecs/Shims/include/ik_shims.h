@@ -19,3 +19,4 @@
 #include "ik_pixel_loops.h"
 #include "ik_thread.h"
 #include "ik_tonemap.h"
+#include "ik_quality.h"

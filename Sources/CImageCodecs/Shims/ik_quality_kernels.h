@@ -1,0 +1,157 @@
+// The loops of ik_quality.c, included twice by it: once as they are (SSE2) and once compiled for
+// AVX2 with FMA, chosen at run time. KERNEL(name) names a copy, KERNEL_ATTR is its target.
+// Not a public header.
+
+/// Linear planes into the metric's space, in place.
+KERNEL_ATTR static void KERNEL(to_metric_space)(ik_quality_metric metric, float *planes[3], size_t count) {
+    if (metric == IK_QUALITY_SSIMULACRA2) {
+        const float bias = 0.0037930732552754493f;
+        const float bias_root = cube_root(bias);
+        for (size_t i = 0; i < count; i++) {
+            float r = planes[0][i], g = planes[1][i], b = planes[2][i];
+            float l = 0.30f * r + 0.622f * g + 0.078f * b + bias;
+            float m = 0.23f * r + 0.692f * g + 0.078f * b + bias;
+            float s = 0.24342268924547819f * r + 0.20476744424496821f * g + 0.55180986650955360f * b + bias;
+            l = cube_root(l) - bias_root;
+            m = cube_root(m) - bias_root;
+            s = cube_root(s) - bias_root;
+            float x = 0.5f * (l - m), yy = 0.5f * (l + m);
+            planes[0][i] = x * 14.0f + 0.42f;
+            planes[1][i] = yy + 0.01f;
+            planes[2][i] = (s - yy) + 0.55f;
+        }
+    } else {
+        const float epsilon = 216.0f / 24389.0f, kappa = 24389.0f / 27.0f;
+        for (size_t i = 0; i < count; i++) {
+            float r = planes[0][i], g = planes[1][i], b = planes[2][i];
+            float xyz[3] = {
+                (0.4124564f * r + 0.3575761f * g + 0.1804375f * b) / 0.95047f,
+                0.2126729f * r + 0.7151522f * g + 0.0721750f * b,
+                (0.0193339f * r + 0.1191920f * g + 0.9503041f * b) / 1.08883f,
+            };
+            float f[3];
+            for (int c = 0; c < 3; c++) {
+                f[c] = xyz[c] > epsilon ? cube_root(xyz[c]) : (kappa * xyz[c] + 16) / 116;
+            }
+            planes[0][i] = 1.16f * f[1] - 0.16f;          // L* / 100
+            planes[1][i] = 5.0f * (f[0] - f[1]) + 0.5f;   // a* / 100, centred
+            planes[2][i] = 2.0f * (f[1] - f[2]) + 0.5f;   // b* / 100, centred
+        }
+    }
+}
+
+
+/// Gaussian blur of `source` into `target`: rows see zeros beyond the image, columns mirror at
+/// the top and bottom (d c b a | a b c d), as PyPI's ssimulacra2 does. `row` holds
+/// width + 2 × RADIUS floats, `temp` a plane.
+KERNEL_ATTR static void KERNEL(blur)(const float *restrict source, float *restrict target, int width, int height,
+                 const float kernel[TAPS], float *restrict row, float *restrict temp) {
+    // The kernel is symmetric: pairs of taps share a weight, and each output is one expression
+    // (no read-modify-write of the output per tap).
+    const float w0 = kernel[0], w1 = kernel[1], w2 = kernel[2], w3 = kernel[3], w4 = kernel[4], w5 = kernel[5];
+    memset(row, 0, sizeof(float) * RADIUS);
+    memset(row + RADIUS + width, 0, sizeof(float) * RADIUS);
+    for (int y = 0; y < height; y++) {
+        memcpy(row + RADIUS, source + (size_t)y * width, sizeof(float) * (size_t)width);
+        float *out = temp + (size_t)y * width;
+        for (int x = 0; x < width; x++) {
+            const float *r = row + x;
+            out[x] = w0 * (r[0] + r[10]) + w1 * (r[1] + r[9]) + w2 * (r[2] + r[8]) + w3 * (r[3] + r[7])
+                     + w4 * (r[4] + r[6]) + w5 * r[5];
+        }
+    }
+    for (int y = 0; y < height; y++) {
+        const float *rows[TAPS];
+        for (int k = 0; k < TAPS; k++) {
+            int source_y = y + k - RADIUS;
+            if (source_y < 0) source_y = -source_y - 1;
+            if (source_y >= height) source_y = 2 * height - source_y - 1;
+            rows[k] = temp + (size_t)source_y * width;
+        }
+        const float *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2], *restrict r3 = rows[3];
+        const float *restrict r4 = rows[4], *restrict r5 = rows[5], *restrict r6 = rows[6], *restrict r7 = rows[7];
+        const float *restrict r8 = rows[8], *restrict r9 = rows[9], *restrict r10 = rows[10];
+        float *restrict out = target + (size_t)y * width;
+        for (int x = 0; x < width; x++) {
+            out[x] = w0 * (r0[x] + r10[x]) + w1 * (r1[x] + r9[x]) + w2 * (r2[x] + r8[x]) + w3 * (r3[x] + r7[x])
+                     + w4 * (r4[x] + r6[x]) + w5 * r5[x];
+        }
+    }
+}
+
+KERNEL_ATTR static void KERNEL(multiply)(const float *restrict a, const float *restrict b, float *restrict out, size_t count) {
+    for (size_t i = 0; i < count; i++) out[i] = a[i] * b[i];
+}
+
+
+/// The SSIMULACRA2 maps of one channel at one scale, summed: the SSIM-like map and its 4th
+/// power, ringing and its 4th power, lost detail and its 4th power. Sums run in float over 16
+/// independent lanes per block of 4096 pixels (so the loop vectorises without reassociation; the
+/// last group of a block may be shorter), then in double.
+KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_image,
+                                                const float *restrict reference_mean,
+                                                const float *restrict reference_square_mean, const float *restrict image,
+                                                const float *restrict mean, const float *restrict covariance,
+                                                const float *restrict square_mean, size_t count, double sums[6]) {
+    enum { LANES = 16, BLOCK = 4096 };
+    const float c2 = 0.0009f;
+    for (size_t start = 0; start < count; start += BLOCK) {
+        size_t end = start + BLOCK < count ? start + BLOCK : count;
+        float lanes[6][LANES] = {{0}};
+        for (size_t i = start; i < end; i += LANES) {
+            int n = end - i < LANES ? (int)(end - i) : LANES;
+            for (int l = 0; l < n; l++) {
+                size_t k = i + l;
+                float mu1 = reference_mean[k], mu2 = mean[k];
+                float difference = mu1 - mu2;
+                float numerator_m = 1.0f - difference * difference;
+                float numerator_s = 2 * (covariance[k] - mu1 * mu2) + c2;
+                float denominator_s = (reference_square_mean[k] - mu1 * mu1) + (square_mean[k] - mu2 * mu2) + c2;
+                float d = 1.0f - numerator_m * numerator_s / denominator_s;
+                d = d > 0 ? d : 0;
+                float edge = (1.0f + fabsf(image[k] - mu2)) / (1.0f + fabsf(reference_image[k] - mu1)) - 1.0f;
+                float artifact = edge > 0 ? edge : 0, lost = edge < 0 ? -edge : 0;
+                float d2 = d * d, a2 = artifact * artifact, l2 = lost * lost;
+                lanes[0][l] += d;
+                lanes[1][l] += d2 * d2;
+                lanes[2][l] += artifact;
+                lanes[3][l] += a2 * a2;
+                lanes[4][l] += lost;
+                lanes[5][l] += l2 * l2;
+            }
+        }
+        for (int m = 0; m < 6; m++) {
+            double block = 0;
+            for (int l = 0; l < LANES; l++) block += lanes[m][l];
+            sums[m] += block;
+        }
+    }
+}
+
+/// The mean SSIM of one channel at one scale (DSSIM), summed as above.
+KERNEL_ATTR static double KERNEL(sum_ssim)(const float *restrict reference_mean, const float *restrict reference_square_mean,
+                                           const float *restrict mean, const float *restrict covariance,
+                                           const float *restrict square_mean, size_t count) {
+    enum { LANES = 16, BLOCK = 4096 };
+    const float c1 = 0.0001f, c2 = 0.0009f;
+    double sum = 0;
+    for (size_t start = 0; start < count; start += BLOCK) {
+        size_t end = start + BLOCK < count ? start + BLOCK : count;
+        float lanes[LANES] = {0};
+        for (size_t i = start; i < end; i += LANES) {
+            int n = end - i < LANES ? (int)(end - i) : LANES;
+            for (int l = 0; l < n; l++) {
+                size_t k = i + l;
+                float mu1 = reference_mean[k], mu2 = mean[k];
+                float luminance = (2 * mu1 * mu2 + c1) / (mu1 * mu1 + mu2 * mu2 + c1);
+                float structure = (2 * (covariance[k] - mu1 * mu2) + c2)
+                                  / ((reference_square_mean[k] - mu1 * mu1) + (square_mean[k] - mu2 * mu2) + c2);
+                lanes[l] += luminance * structure;
+            }
+        }
+        double block = 0;
+        for (int l = 0; l < LANES; l++) block += lanes[l];
+        sum += block;
+    }
+    return sum;
+}
