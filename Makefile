@@ -206,6 +206,9 @@ bench-net: test-deps
 # pyvips-binary's 8.18) and Pillow in process on the same files (Benchmarks/serve/bench_formats.py;
 # FORMAT_COUNT sources a format, ROUNDS rounds). Its imagekit is built with the HEVCAVCodec trait
 # (HEVC through libavcodec) and Video, in .build-formats.
+# QUALITY=1: instead, autoquality (aq:ssimulacra2:70) against fixed qualities and `best` against
+# each single format, on FORMAT_COUNT photos and a third as many graphics, scored with SSIMULACRA2
+# (Benchmarks/serve/bench_quality.py).
 # VIDEO=1: instead, video posters (720p H.264, the frame at 2 s fitted in 320x180) through
 # `imagekit serve` beside PyAV doing the same in process, and animated GIFs written as MP4 against
 # their bytes (Benchmarks/serve/bench_video.py; FORMAT_COUNT videos, ROUNDS rounds).
@@ -228,6 +231,13 @@ bench-serve: test-deps peers-venv
 	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits $(FORMATS_TRAITS)
 	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build-formats/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
 		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
+else ifdef QUALITY
+bench-serve: test-deps peers-venv reference-venv
+	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends lomiri-wallpapers; }
+	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits $(FORMATS_TRAITS)
+	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_quality.py --imagekit .build-formats/release/imagekit \
+		--count $(FORMAT_COUNT) --peer-python $(REFERENCE_VENV)/bin/python $(if $(JSON),--json,)
 else ifdef VIDEO
 bench-serve: test-deps peers-venv
 	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

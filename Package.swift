@@ -191,6 +191,7 @@ let package = Package(
             name: "ImageKitIntegrationTests",
             dependencies: [
                 "ImageKit", "ImageKitServer",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

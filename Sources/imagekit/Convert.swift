@@ -30,6 +30,11 @@ struct Convert: ParsableCommand {
             "The most bytes the output may take: the highest quality up to --quality that fits (JPEG, WebP, AVIF, JPEG XL, HEIC)."
     )
     var maxFileSize: Int?
+    @Option(
+        help: ArgumentHelp(
+            "Choose the quality per image instead of --quality: ssimulacra2:TARGET, dssim:TARGET or size:BYTES, then optionally :MIN:MAX qualities (1...100) and :ALLOWED_ERROR.",
+            valueName: "method:target[:min:max[:error]]"))
+    var autoquality: String?
     @Flag(help: "Keep the pixels in the embedded ICC profile's colour space and embed the profile in the output.")
     var keepColorProfile = false
 
@@ -50,14 +55,45 @@ struct Convert: ParsableCommand {
             let options = ImageEncodingOptions(
                 quality: quality > 1 ? quality / 100 : quality, lossless: lossless,
                 speed: speed, maxFileSize: maxFileSize)
-            let encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
+            var chosen = ""
+            let encoded: Data
+            if let autoquality {
+                let result = try ImageCodersManager.shared.encode(
+                    image, as: format, options: options, autoQuality: try Self.autoQuality(autoquality))
+                encoded = result.data
+                chosen =
+                    ", quality \(result.quality)" + (result.score.map { String(format: " (score %.2f)", $0) } ?? "")
+                    + ", \(result.encodes) encode(s)"
+            } else {
+                encoded = try ImageCodersManager.shared.encode(image, as: format, options: options)
+            }
             try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
             print(
-                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes"
+                "\(output): \(format) \(image.width)x\(image.height), \([.jpeg, .jpegXL, .heic].contains(format) ? 1 : image.frameCount) frame(s), \(encoded.count) bytes\(chosen)"
             )
         } catch let error as ImageError {
             FileHandle.standardError.write(Data("imagekit: \(error)\n".utf8))
             throw ExitCode(1)
+        }
+    }
+
+    /// `method:target[:min:max[:error]]`, as imgproxy's `autoquality` option spells it.
+    static func autoQuality(_ text: String) throws -> AutoQuality {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 2, parts.count <= 5, let target = Double(parts[1]) else {
+            throw ValidationError("--autoquality is method:target[:min:max[:error]]")
+        }
+        let low = parts.count > 2 ? Int(parts[2]) : 10, high = parts.count > 3 ? Int(parts[3]) : 95
+        let error = parts.count > 4 ? Double(parts[4]) : nil
+        guard let low, let high, low <= high, parts.count < 5 || error != nil else {
+            throw ValidationError("--autoquality's min and max are qualities 1...100, min ≤ max")
+        }
+        switch parts[0] {
+        case "size": return AutoQuality(.size(bytes: Int(target)), qualities: low...high)
+        case "dssim": return AutoQuality(.dssim(target: target, allowedError: error ?? 0.002), qualities: low...high)
+        case "ssimulacra2":
+            return AutoQuality(.ssimulacra2(target: target, allowedError: error ?? 2), qualities: low...high)
+        default: throw ValidationError("--autoquality's method is ssimulacra2, dssim or size")
         }
     }
 

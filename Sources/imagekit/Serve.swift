@@ -132,6 +132,23 @@ struct Serve: ParsableCommand {
     )
     var bestFormat = false
     @Option(
+        name: .customLong("autoquality"),
+        help: ArgumentHelp(
+            "Choose each answer's quality unless its URL fixes one: ssimulacra2[:TARGET] (default 70), dssim[:TARGET] (0.02) or size:BYTES, then :MIN:MAX qualities and :ALLOWED_ERROR (imgproxy's aq spelling).",
+            valueName: "method[:target[:min[:max[:error]]]]"))
+    var autoquality: String?
+    @Option(
+        name: .customLong("autoquality-format-min"),
+        help: "Autoquality's lowest quality by format, e.g. avif=40,webp=55.")
+    var autoqualityFormatMin: String?
+    @Option(
+        name: .customLong("autoquality-format-max"), help: "Autoquality's highest quality by format, e.g. avif=70.")
+    var autoqualityFormatMax: String?
+    @Option(
+        name: .customLong("autoquality-max-resolution"),
+        help: "Answers of more pixels than this keep the fixed quality (0: no limit).")
+    var autoqualityMaxResolution: Int = 4_000_000
+    @Option(
         name: .customLong("preset"),
         help: "An imgproxy preset NAME=OPTIONS (e.g. thumb=rs:fit:256:256/q:80); repeatable.")
     var presets: [String] = []
@@ -189,6 +206,13 @@ struct Serve: ParsableCommand {
             throw ValidationError("--preset: '\(preset)' is not NAME=OPTIONS")
         }
         if backlog < 1 { throw ValidationError("--backlog must be at least 1") }
+        do {
+            if let autoquality { _ = try AutoQualityDefaults(autoquality) }
+            if let autoqualityFormatMin { _ = try AutoQualityDefaults.formatQualities(autoqualityFormatMin) }
+            if let autoqualityFormatMax { _ = try AutoQualityDefaults.formatQualities(autoqualityFormatMax) }
+        } catch {
+            throw ValidationError(error.message)
+        }
         if let healthPort, !(0...65_535).contains(healthPort) || (healthPort == port && port != 0) {
             throw ValidationError("--health-port must be a port (0-65535) other than --port")
         }
@@ -228,6 +252,17 @@ struct Serve: ParsableCommand {
         configuration.videoThumbnailSecond = videoThumbnailSecond
         configuration.clientHints = clientHints
         configuration.bestFormatByDefault = bestFormat
+        // validate() has read these already.
+        if let autoquality, let defaults = try? AutoQualityDefaults(autoquality) {
+            configuration.autoQuality = defaults
+        }
+        if let autoqualityFormatMin, let qualities = try? AutoQualityDefaults.formatQualities(autoqualityFormatMin) {
+            configuration.autoQuality.formatMinQuality = qualities
+        }
+        if let autoqualityFormatMax, let qualities = try? AutoQualityDefaults.formatQualities(autoqualityFormatMax) {
+            configuration.autoQuality.formatMaxQuality = qualities
+        }
+        configuration.autoQuality.maxResolution = autoqualityMaxResolution
         for preset in presets {
             let parts = preset.split(separator: "=", maxSplits: 1)
             configuration.presets[String(parts[0])] =

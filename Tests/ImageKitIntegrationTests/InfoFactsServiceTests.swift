@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ImageKit
 import XCTest
@@ -54,6 +55,26 @@ final class InfoFactsServiceTests: XCTestCase {
             path: "/info/insecure/blurhash:4:3/thumb_hash:1/average:1/palette:5/perceptual_hash:1/plain/\(source)",
             headers: [:])
         XCTAssertEqual(long.body, response.body)
+        // thumbor's /meta/ takes the same facts as filters, and answers them with the same names.
+        let meta = await service.handle(
+            method: "GET",
+            path:
+                "/unsafe/meta/filters:blurhash(4,3):thumb_hash():average():palette(5):perceptual_hash()/127.0.0.1:\(origin.port)/photo.jpg",
+            headers: [:])
+        let metaObject = try XCTUnwrap(try JSONSerialization.jsonObject(with: meta.body) as? [String: Any])
+        // imgproxy's calc_hashsums: digests of the source's bytes (no pixels needed).
+        let sums = await service.handle(
+            method: "GET", path: "/info/insecure/chs:md5:sha256/plain/\(source)", headers: [:])
+        let hashsums = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: sums.body) as? [String: Any])?["hashsums"] as? [String: String])
+        XCTAssertEqual(hashsums["sha256"], SHA256.hash(data: jpeg).map { String(format: "%02x", $0) }.joined())
+        XCTAssertEqual(hashsums["md5"]?.count, 32)
+        XCTAssertEqual(hashsums.count, 2)
+        for key in ["blurhash", "thumb_hash", "average", "palette", "perceptual_hash"] {
+            XCTAssertEqual(
+                try JSONSerialization.data(withJSONObject: [metaObject[key] as Any], options: .sortedKeys),
+                try JSONSerialization.data(withJSONObject: [object[key] as Any], options: .sortedKeys), key)
+        }
         let dominant = await service.handle(method: "GET", path: "/info/insecure/dc:1:1/plain/\(source)", headers: [:])
         let colours = try XCTUnwrap(
             (try JSONSerialization.jsonObject(with: dominant.body) as? [String: Any])?["dominant_colors"]

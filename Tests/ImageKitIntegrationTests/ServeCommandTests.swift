@@ -48,6 +48,8 @@ final class ServeCommandTests: XCTestCase {
         for arguments in [
             ["serve", "--port", "0"], ["serve", "--port", "0", "--allow-unsafe", "--allow-address", "not-a-cidr"],
             ["serve", "--port", "0", "--key", "abcd"],
+            ["serve", "--port", "0", "--allow-unsafe", "--autoquality", "fast:70"],
+            ["serve", "--port", "0", "--allow-unsafe", "--autoquality-format-min", "avif"],
         ] {
             let (status, _, message) = try ImageKitTool.run(arguments, capturing: .standardError)
             XCTAssertEqual(status, 2, arguments.joined(separator: " "))
@@ -93,6 +95,19 @@ final class ServeCommandTests: XCTestCase {
         let lines = accessLines()
         XCTAssertGreaterThanOrEqual(lines.count, 2, server.output)
         for line in lines.prefix(2) { XCTAssertNotNil(line.wholeMatch(of: pattern), String(line)) }
+    }
+
+    /// `--autoquality`: the quality chosen is in `X-ImageKit-Quality` and in the access line.
+    func testAutoqualityHeaderAndAccessLog() throws {
+        let server = try ServeProcess(["--allow-unsafe", "--autoquality", "ssimulacra2:75"] + allowOrigin)
+        defer { server.stop() }
+        let answer = try server.request("/unsafe/\(host)/a.jpg")
+        XCTAssertEqual(answer.status, 200)
+        let quality = try XCTUnwrap(answer.headers["x-imagekit-quality"])
+        XCTAssertTrue(quality.contains("ssimulacra2=") && quality.contains("encodes="), quality)
+        let deadline = Date().addingTimeInterval(5)
+        while !server.output.contains("quality=\(quality)"), Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(server.output.contains("quality=\(quality)"), server.output)
     }
 
     func testImagesHeadersCachingMetricsAndTheAccessLog() throws {

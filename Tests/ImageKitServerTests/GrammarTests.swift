@@ -160,6 +160,8 @@ final class GrammarTests: XCTestCase {
             "/unsafe/300x200/filters:stretch():no_upscale():fill(00ff00):background_color(112233):proportion(2):max_bytes(1000):max_age(5):strip_icc()/example.com/a.jpg",
             "/unsafe/filters:focal(1x2:3x4):round_corner(3,1,2,3,false):brightness(-5):contrast(5):saturation(0.2):rgb(1,2,3):noise(4):sharpen(1,2,false):grayscale()/example.com/a.jpg",
             "/unsafe/filters:watermark(example.com/wm.png,10,20,30,40,none)/https://example.com/a%20b.jpg?x=1",
+            "/unsafe/meta/filters:blurhash(4,3):thumb_hash():average(0):palette(5):perceptual_hash():dominant_colors(1):calc_hashsums(sha256,md5)/example.com/a.jpg",
+            "/unsafe/filters:autoquality(ssimulacra2,75,20,90,0.5)/example.com/a.jpg",
         ]
         try assertRoundTrips(paths) { "/unsafe/" + ThumborURL.path(for: $0.operations, source: $0.source) }
     }
@@ -373,7 +375,7 @@ final class GrammarTests: XCTestCase {
         let paths = [
             "/_/rs:fill:300:400:1:1/g:sm/plain/http://example.com/a.jpg@png",
             "/_/rt:auto/w:10/h:20/mw:5/mh:6/z:1.5:2/dpr:2/g:fp:0.1:0.9/c:0.5:0.5:soea/t:12/pd:1:2:3:4/ar:0/rot:90/fl:0:1/plain/https://example.com/a%20b.jpg?q=1",
-            "/_/bg:0a0b0c/bl:1.5/sh:2/pix:4/q:55/fq:jpeg:40:webp:70/mb:999/sm:0/scp:1/kcr:1/cb:x/exp:100/fn:my%20file/att:1/plain/http://example.com/a.jpg@avif",
+            "/_/bg:0a0b0c/bl:1.5/sh:2/pix:4/q:55/fq:jpeg:40:webp:70/mb:999/aq:dssim:0.02:70:80:0.001/sm:0/scp:1/kcr:1/cb:x/exp:100/fn:my%20file/att:1/plain/http://example.com/a.jpg@avif",
         ]
         try assertRoundTrips(paths) { "/_" + ImgproxyURL.path(for: $0.operations, source: $0.source) }
     }

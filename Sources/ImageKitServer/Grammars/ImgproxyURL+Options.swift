@@ -11,12 +11,13 @@ extension ImgproxyURL {
         "crop": "c",
         "trim": "t", "padding": "pd", "auto_rotate": "ar", "rotate": "rot", "flip": "fl", "background": "bg",
         "blur": "bl",
-        "sharpen": "sh", "pixelate": "pix", "quality": "q", "format_quality": "fq", "max_bytes": "mb", "format": "f",
+        "sharpen": "sh", "pixelate": "pix", "quality": "q", "format_quality": "fq", "max_bytes": "mb",
+        "autoquality": "aq", "format": "f",
         "ext": "f", "strip_metadata": "sm", "strip_color_profile": "scp", "keep_copyright": "kcr", "cachebuster": "cb",
         "expires": "exp", "filename": "fn", "return_attachment": "att", "preset": "pr",
         "video_thumbnail_second": "vts", "video_thumbnail_keyframes": "vtk", "video_thumbnail_tile": "vtt",
         "video_thumbnail_animation": "vta", "blurhash": "bh", "thumb_hash": "th", "average": "avg", "palette": "p",
-        "perceptual_hash": "ph", "phash": "ph", "dominant_colors": "dc",
+        "perceptual_hash": "ph", "phash": "ph", "dominant_colors": "dc", "calc_hashsums": "chs",
     ]
 
     static func apply(
@@ -27,6 +28,20 @@ extension ImgproxyURL {
             let name = arguments.removeFirst()
             try apply(aliases[name] ?? name, arguments, original: name, to: &operations, presets: presets, depth: depth)
         }
+    }
+
+    /// `calc_hashsums`' types, each once, in the order given (none: empty or left out).
+    static func hashsums(_ arguments: [String], _ option: String) throws(ImageServiceError)
+        -> [ImageOperations.InfoFacts.Hashsum]
+    {
+        var types: [ImageOperations.InfoFacts.Hashsum] = []
+        for text in arguments where !text.isEmpty && text != "none" {
+            guard let type = ImageOperations.InfoFacts.Hashsum(rawValue: text) else {
+                throw invalid(option, "'\(text)' is not md5, sha1, sha256 or sha512")
+            }
+            if !types.contains(type) { types.append(type) }
+        }
+        return types
     }
 
     private static func invalid(_ option: String, _ message: String) -> ImageServiceError {
@@ -262,6 +277,8 @@ extension ImgproxyURL {
                 operations.formatQuality[try format(arguments[index])] = try int(
                     arguments[index + 1], option, in: 1...100)
             }
+        case "aq":
+            operations.autoQuality = try ImageOperations.AutoQualityRequest(arguments: arguments, option: option)
         case "mb":
             try count(arguments, option, 1...1)
             let bytes = try int(arguments[0], option, in: 0...(1 << 30))
@@ -332,6 +349,8 @@ extension ImgproxyURL {
             operations.infoFacts.dominantColors = try bool(arguments[0], option)
             operations.infoFacts.buildsMissedColors =
                 arguments.count > 1 && !arguments[1].isEmpty ? try bool(arguments[1], option) : false
+        case "chs":
+            operations.infoFacts.hashsums = try hashsums(arguments, option)
         case "vtt", "vta":
             operations.videoStills = try videoStills(arguments, option, sprite: name == "vtt")
         case "pr":

@@ -55,6 +55,9 @@ extension ImgproxyURL {
                     }.joined(separator: ":"))
         }
         if let maxBytes = operations.maxBytes { options.append("mb:\(maxBytes)") }
+        if let autoQuality = operations.autoQuality {
+            options.append((["aq"] + autoQuality.arguments).joined(separator: ":"))
+        }
         if !operations.stripMetadata { options.append("sm:0") }
         if operations.stripColorProfile { options.append("scp:1") }
         if operations.keepCopyright { options.append("kcr:1") }
@@ -74,6 +77,7 @@ extension ImgproxyURL {
         if facts.paletteColors > 0 { options.append("p:\(facts.paletteColors)") }
         if facts.perceptualHash { options.append("ph:1") }
         if facts.dominantColors { options.append(facts.buildsMissedColors ? "dc:1:1" : "dc:1") }
+        if !facts.hashsums.isEmpty { options.append((["chs"] + facts.hashsums.map(\.rawValue)).joined(separator: ":")) }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "@?#%")
         let encodedSource =

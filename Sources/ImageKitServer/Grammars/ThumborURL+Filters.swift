@@ -313,6 +313,32 @@ extension ThumborURL {
         case "max_bytes":
             try expect(arguments, name, 1...1)
             operations.maxBytes = try int(arguments[0], name, in: 1...(1 << 30))
+        // `/meta/`'s placeholders and colours, with imgproxy's `/info` names (ImageKit extensions).
+        case "blurhash":
+            try expect(arguments, name, 2...2)
+            let x = try int(arguments[0], name, in: 1...9), y = try int(arguments[1], name, in: 1...9)
+            (operations.infoFacts.blurHashX, operations.infoFacts.blurHashY) = (x, y)
+        case "thumb_hash":
+            try expect(arguments, name, 0...0)
+            operations.infoFacts.thumbHash = true
+        case "average":
+            try expect(arguments, name, 0...1)
+            operations.infoFacts.average = true
+            operations.infoFacts.averageIgnoresTransparent = arguments.isEmpty ? true : try bool(arguments[0], name)
+        case "palette":
+            try expect(arguments, name, 1...1)
+            operations.infoFacts.paletteColors = try int(arguments[0], name, in: 2...256)
+        case "perceptual_hash":
+            try expect(arguments, name, 0...0)
+            operations.infoFacts.perceptualHash = true
+        case "dominant_colors":
+            try expect(arguments, name, 0...1)
+            operations.infoFacts.dominantColors = true
+            operations.infoFacts.buildsMissedColors = arguments.isEmpty ? false : try bool(arguments[0], name)
+        case "calc_hashsums":
+            operations.infoFacts.hashsums = try ImgproxyURL.hashsums(arguments, name)
+        case "autoquality":
+            operations.autoQuality = try ImageOperations.AutoQualityRequest(arguments: arguments, option: name)
         case "max_age":
             try expect(arguments, name, 1...1)
             operations.maxAge = try int(arguments[0], name, in: 0...(10 * 365 * 86_400))

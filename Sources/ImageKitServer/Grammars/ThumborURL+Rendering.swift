@@ -66,6 +66,21 @@ extension ThumborURL {
         if let background = operations.background { filters.append("background_color(\(background.urlHex))") }
         if let proportion = operations.proportion { filters.append("proportion(\(number(proportion)))") }
         if let maxBytes = operations.maxBytes { filters.append("max_bytes(\(maxBytes))") }
+        let facts = operations.infoFacts
+        if facts.blurHashX > 0 { filters.append("blurhash(\(facts.blurHashX),\(facts.blurHashY))") }
+        if facts.thumbHash { filters.append("thumb_hash()") }
+        if facts.average { filters.append(facts.averageIgnoresTransparent ? "average()" : "average(0)") }
+        if facts.paletteColors > 0 { filters.append("palette(\(facts.paletteColors))") }
+        if facts.perceptualHash { filters.append("perceptual_hash()") }
+        if facts.dominantColors {
+            filters.append(facts.buildsMissedColors ? "dominant_colors(1)" : "dominant_colors()")
+        }
+        if !facts.hashsums.isEmpty {
+            filters.append("calc_hashsums(\(facts.hashsums.map(\.rawValue).joined(separator: ",")))")
+        }
+        if let autoQuality = operations.autoQuality {
+            filters.append("autoquality(\(autoQuality.arguments.joined(separator: ",")))")
+        }
         if let maxAge = operations.maxAge { filters.append("max_age(\(maxAge))") }
         if operations.still { filters.append("still(\(number(operations.videoTime ?? 0)))") }
         if operations.stripColorProfile { filters.append("strip_icc()") }

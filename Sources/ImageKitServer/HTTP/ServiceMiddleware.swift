@@ -24,7 +24,8 @@ struct DrainMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// One line per image request at `info`: method, the path with its signature replaced
 /// (``ImageService/loggablePath(_:)``), status, body bytes, duration, the cache tier that
-/// answered and the grammar. The handler tells the last two through `AccessFacts.record(_:)`.
+/// answered and the grammar (the handler tells these two through `AccessFacts.record(_:)`), and
+/// the quality autoquality chose when it did.
 struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
@@ -36,17 +37,17 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let response = try await AccessFacts.$current.withValue(facts) { try await next(request, context) }
         let answer = facts.answer.withLock { $0 }
         let elapsed = ContinuousClock.now - started
-        logger.info(
-            "request",
-            metadata: [
-                "method": .string(request.method.rawValue),
-                "path": .string(ImageService.loggablePath(request.head.path ?? "/")),
-                "status": .stringConvertible(response.status.code),
-                "bytes": .stringConvertible(answer?.bytes ?? 0),
-                "duration_ms": .string(elapsed.accessLogMilliseconds),
-                "cache": .string(answer?.tier?.rawValue ?? "-"),
-                "grammar": .string(answer?.grammar?.rawValue ?? "-"),
-            ])
+        var metadata: Logger.Metadata = [
+            "method": .string(request.method.rawValue),
+            "path": .string(ImageService.loggablePath(request.head.path ?? "/")),
+            "status": .stringConvertible(response.status.code),
+            "bytes": .stringConvertible(answer?.bytes ?? 0),
+            "duration_ms": .string(elapsed.accessLogMilliseconds),
+            "cache": .string(answer?.tier?.rawValue ?? "-"),
+            "grammar": .string(answer?.grammar?.rawValue ?? "-"),
+        ]
+        if let quality = response.headers[ImageService.qualityField] { metadata["quality"] = .string(quality) }
+        logger.info("request", metadata: metadata)
         return response
     }
 }

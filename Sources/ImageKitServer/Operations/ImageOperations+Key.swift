@@ -52,6 +52,7 @@ extension ImageOperations {
             add("fq", "\(format.rawValue),\(quality)")
         }
         if let maxBytes { add("mb", String(maxBytes)) }
+        if let autoQuality { add("aq", autoQuality.arguments.joined(separator: ":")) }
         if !stripMetadata { add("sm", "0") }
         if stripColorProfile { add("scp", "1") }
         if keepCopyright { add("kcr", "1") }
@@ -77,6 +78,7 @@ extension ImageOperations {
         if facts.paletteColors > 0 { parts.append("p\(facts.paletteColors)") }
         if facts.perceptualHash { parts.append("ph") }
         if facts.dominantColors { parts.append(facts.buildsMissedColors ? "dc-built" : "dc") }
+        if !facts.hashsums.isEmpty { parts.append("chs-" + facts.hashsums.map(\.rawValue).joined(separator: "-")) }
         return parts.joined(separator: ",")
     }
 

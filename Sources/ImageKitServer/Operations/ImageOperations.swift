@@ -344,6 +344,8 @@ public struct ImageOperations: Sendable, Hashable {
     public var formatQuality: [Format: Int] = [:]
     /// The most bytes the answer may have: quality is lowered until it fits.
     public var maxBytes: Int?
+    /// imgproxy's `autoquality`: the quality chosen per image (see ``AutoQualityDefaults``).
+    public var autoQuality: AutoQualityRequest?
     /// Drop EXIF and other metadata (default true).
     public var stripMetadata = true
     /// Drop the ICC profile too.
@@ -388,6 +390,27 @@ public struct ImageOperations: Sendable, Hashable {
         public var dominantColors = false
         /// Dominant colours no swatch fits are made from found ones (imgproxy's `build_missed`).
         public var buildsMissedColors = false
+        /// Digests of the source's bytes (imgproxy's `calc_hashsums`), in the order asked.
+        public var hashsums: [Hashsum] = []
+
+        /// A digest `calc_hashsums` can ask for.
+        public enum Hashsum: String, Sendable, Hashable, CaseIterable {
+            /// MD5 (for matching, not for security).
+            case md5
+            /// SHA-1 (for matching, not for security).
+            case sha1
+            /// SHA-256.
+            case sha256
+            /// SHA-512.
+            case sha512
+        }
+
+        /// Whether a fact needs the picture (every one but the hashsums).
+        var needsPixels: Bool {
+            var pixels = self
+            pixels.hashsums = []
+            return !pixels.isEmpty
+        }
 
         /// No fact asked.
         public var isEmpty: Bool { self == InfoFacts() }

@@ -38,23 +38,26 @@ enum EncodeBest {
         }
         let start = ContinuousClock.now
         defer { context.encodeTime += ContinuousClock.now - start }
-        var best: (ImageOperations.Format, Data)?
+        var best: (ImageOperations.Format, Data, AutoQualityChoice?)?
         for (format, lossless) in tries {
             guard let target = format.encodableFormat else { continue }
             let operations = context.operations
             let quality = operations.formatQuality[format] ?? operations.quality ?? context.processor.defaultQuality
             var options = ImageEncodingOptions(quality: Double(min(max(quality, 1), 100)) / 100, lossless: lossless)
             options.maxFileSize = operations.maxBytes
-            guard let data = try? context.processor.coders.encode(image, as: target, options: options) else { continue }
-            if data.count < (best?.1.count ?? .max) { best = (format, data) }
+            // With autoquality, each lossy candidate meets the same target: like is compared with like.
+            guard let (data, choice) = try? Encode.encode(image, as: format, target, options: options, context) else {
+                continue
+            }
+            if data.count < (best?.1.count ?? .max) { best = (format, data, choice) }
         }
-        guard let (format, data) = best else {
+        guard let (format, data, choice) = best else {
             throw ImageServiceError(.processingFailed, "no candidate format could write the image")
         }
         context.outputFormat = format
         context.result = ProcessedImage(
             data: data, format: format, width: image.width, height: image.height,
-            frameCount: format.keepsFrames ? image.frameCount : 1)
+            frameCount: format.keepsFrames ? image.frameCount : 1, autoQuality: choice)
     }
 
     /// At most 256 distinct colours: a graphic, a screenshot, a logo — where lossless is small.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ImageKit
 
@@ -8,11 +9,16 @@ extension ImageProcessor {
 
     /// The placeholders and colours `facts` asks for, in imgproxy's `/info` spellings, computed on
     /// a 100-px decode-time thumbnail of the source (its first frame; a video's frame at the
-    /// default second) — never on the full picture.
+    /// default second) — never on the full picture; and the hashsums of the source's bytes.
     func infoFacts(
         _ facts: ImageOperations.InfoFacts, data: Data, video: VideoFrameSource?, autoRotate: Bool
     ) throws(ImageServiceError) -> [String: Any] {
-        guard !facts.isEmpty else { return [:] }
+        var object: [String: Any] = [:]
+        if !facts.hashsums.isEmpty {
+            object["hashsums"] = Dictionary(
+                uniqueKeysWithValues: facts.hashsums.map { ($0.rawValue, Self.hex($0, data)) })
+        }
+        guard facts.needsPixels else { return object }
         let box = PixelSize(width: Self.factsThumbnailSide, height: Self.factsThumbnailSide)
         do {
             let bitmap: Bitmap
@@ -26,7 +32,6 @@ extension ImageProcessor {
                 options.appliesOrientation = autoRotate
                 bitmap = try coders.decode(data, options: options).frames[0].bitmap
             }
-            var object: [String: Any] = [:]
             if facts.blurHashX > 0 {
                 object["blurhash"] = try bitmap.blurHash(componentsX: facts.blurHashX, componentsY: facts.blurHashY)
             }
@@ -52,6 +57,19 @@ extension ImageProcessor {
             return object
         } catch {
             throw ImageServiceError(error)
+        }
+    }
+
+    /// The digest of `data` in lower-case hex.
+    static func hex(_ hashsum: ImageOperations.InfoFacts.Hashsum, _ data: Data) -> String {
+        func hex<Digest: Sequence<UInt8>>(_ digest: Digest) -> String {
+            digest.map { String(format: "%02x", $0) }.joined()
+        }
+        switch hashsum {
+        case .md5: return hex(Insecure.MD5.hash(data: data))
+        case .sha1: return hex(Insecure.SHA1.hash(data: data))
+        case .sha256: return hex(SHA256.hash(data: data))
+        case .sha512: return hex(SHA512.hash(data: data))
         }
     }
 

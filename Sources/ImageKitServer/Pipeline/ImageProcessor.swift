@@ -13,6 +13,9 @@ public struct ProcessedImage: Sendable {
     public var height: Int
     /// Its frames (an animation keeps all of them).
     public var frameCount: Int
+    /// The quality autoquality chose (nil: a fixed quality, or read back from the result
+    /// cache's disk).
+    public var autoQuality: AutoQualityChoice? = nil
     /// Where the time went (zero when read back from the result cache).
     public var timings = ProcessingTimings()
 }
@@ -73,6 +76,8 @@ public struct ImageProcessor: Sendable {
     /// How long the frames of one sheet, preview or video answered as video may take to decode
     /// (20 s); past it the request answers 422. Each frame is bounded by ``maxVideoFrames``.
     public var videoDeadline: Duration = .seconds(20)
+    /// The quality chosen per image for URLs that do not fix one (off by default).
+    public var autoQuality = AutoQualityDefaults()
 
     /// A processor; every parameter has the default documented on its property.
     public init(

@@ -62,6 +62,7 @@ extension ImageService {
             fields[Self.cacheTagField] = answering.tag
         }
         fields.append(contentsOf: common)
+        if let choice = processed.autoQuality { fields[Self.qualityField] = choice.headerValue }
         if operations.filename != nil || operations.returnAttachment {
             let name =
                 (operations.filename ?? "image") + "." + (processed.format == .jpeg ? "jpg" : processed.format.rawValue)
@@ -73,6 +74,9 @@ extension ImageService {
     }
 
     static let surrogateKeyField = HTTPField.Name("Surrogate-Key")!
+
+    /// The quality autoquality chose, and the metric's value at it (``AutoQualityChoice``).
+    public static let qualityField = HTTPField.Name("X-ImageKit-Quality")!
 
     static let cacheTagField = HTTPField.Name("Cache-Tag")!
 

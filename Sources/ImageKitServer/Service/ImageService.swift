@@ -85,8 +85,10 @@ public final class ImageService: Sendable {
         sources = SourceFetcher(
             downloader: ImageDownloader(configuration: downloads), disk: sourceDisk,
             local: configuration.localRoot.map { LocalRootLoader(root: $0, maxBytes: configuration.maxSourceBytes) })
-        processor = ImageProcessor(
+        var processor = ImageProcessor(
             maxPixels: configuration.maxPixels, videoThumbnailSecond: configuration.videoThumbnailSecond)
+        processor.autoQuality = configuration.autoQuality
+        self.processor = processor
         let metrics = ServiceMetrics()
         self.metrics = metrics
         pool = WorkerPool(

@@ -78,6 +78,9 @@ public struct ImageServiceConfiguration: Sendable {
     /// The formats `best` may answer in (JPEG, PNG, GIF, WebP, AVIF by default; WebP and AVIF only
     /// when `Accept` lists them).
     public var bestFormats: [ImageOperations.Format] = [.jpeg, .png, .gif, .webp, .avif]
+    /// The quality chosen per image (`--autoquality`; imgproxy's `IMGPROXY_AUTOQUALITY_*`): off
+    /// unless set; a URL's `aq:` option asks it per request either way.
+    public var autoQuality = AutoQualityDefaults()
     /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
     /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?

@@ -2,8 +2,9 @@ import Foundation
 import ImageKit
 
 /// The finished image in the chosen format, at the quality asked for that format, else the
-/// request's, else the processor's default; `max_bytes` lowers the quality until it fits.
-/// 415 for a format this build does not write. `best` goes to ``EncodeBest``.
+/// request's, else the processor's default — or at the quality autoquality chooses
+/// (``AutoQualityDefaults``); `max_bytes` lowers the quality until it fits. 415 for a format
+/// this build does not write. `best` goes to ``EncodeBest``.
 enum Encode: ProcessingStep {
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         guard let image = context.image else {
@@ -27,14 +28,36 @@ enum Encode: ProcessingStep {
         options.maxFileSize = operations.maxBytes
         let start = ContinuousClock.now
         defer { context.encodeTime += ContinuousClock.now - start }
-        let data: Data
+        let (data, choice) = try encode(image, as: format, target, options: options, context)
+        context.result = ProcessedImage(
+            data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount,
+            autoQuality: choice)
+    }
+
+    /// `image` as `format` at `options`' quality, or at the one autoquality chooses for it.
+    static func encode(
+        _ image: DecodedImage, as format: ImageOperations.Format, _ target: ImageFormat,
+        options: ImageEncodingOptions, _ context: ProcessingContext
+    ) throws(ImageServiceError) -> (Data, AutoQualityChoice?) {
+        let operations = context.operations
+        let coders = context.processor.coders
         do {
-            data = try context.processor.coders.encode(image, as: target, options: options)
+            guard !options.lossless,
+                let search = context.processor.autoQuality.search(
+                    for: operations.autoQuality,
+                    hasOwnQuality: operations.quality != nil || operations.formatQuality[format] != nil,
+                    format: format, pixels: image.width * image.height)
+            else { return (try coders.encode(image, as: target, options: options), nil) }
+            let chosen = try coders.encode(image, as: target, options: options, autoQuality: search)
+            return (
+                chosen.data,
+                AutoQualityChoice(
+                    quality: chosen.quality, metric: search.method.metric, score: chosen.score,
+                    encodes: chosen.encodes)
+            )
         } catch {
             throw ImageServiceError(error)
         }
-        context.result = ProcessedImage(
-            data: data, format: format, width: image.width, height: image.height, frameCount: image.frameCount)
     }
 
     /// An animation (or a still) as H.264 MP4 or VP9 WebM; 415 in a build without the `Video` trait.
