@@ -365,6 +365,8 @@ struct Serve: ParsableCommand {
         ("workers", .value),
         ("queue", .value), ("grace", .value), ("max-age", .value), ("result-ttl", .value),
         ("video-thumbnail-second", .value), ("client-hints", .flag), ("best-format", .flag), ("preset", .list),
+        ("autoquality", .value), ("autoquality-format-min", .value), ("autoquality-format-max", .value),
+        ("autoquality-max-resolution", .value),
         ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
     ]
 

@@ -97,9 +97,11 @@ final class ServeCommandTests: XCTestCase {
         for line in lines.prefix(2) { XCTAssertNotNil(line.wholeMatch(of: pattern), String(line)) }
     }
 
-    /// `--autoquality`: the quality chosen is in `X-ImageKit-Quality` and in the access line.
+    /// `--autoquality` (here from its `IMAGEKIT_SERVE_` variable): the quality chosen is in
+    /// `X-ImageKit-Quality` and in the access line.
     func testAutoqualityHeaderAndAccessLog() throws {
-        let server = try ServeProcess(["--allow-unsafe", "--autoquality", "ssimulacra2:75"] + allowOrigin)
+        let server = try ServeProcess(
+            ["--allow-unsafe"] + allowOrigin, environment: ["IMAGEKIT_SERVE_AUTOQUALITY": "ssimulacra2:75"])
         defer { server.stop() }
         let answer = try server.request("/unsafe/\(host)/a.jpg")
         XCTAssertEqual(answer.status, 200)

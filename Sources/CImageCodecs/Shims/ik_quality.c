@@ -114,8 +114,6 @@ static void halve(float *const in[3], int width, int height, float *out[3]) {
 
 // MARK: - Kernels
 
-static void make_kernel(float kernel[TAPS]);
-
 #define KERNEL(name) name##_generic
 #define KERNEL_ATTR
 #include "ik_quality_kernels.h"
@@ -241,11 +239,7 @@ ik_quality_reference *ik_quality_reference_create(ik_quality_metric metric, cons
             k.blur(square, scale->square_mean[c], scale_width, scale_height, reference->kernel, row, temp);
         }
     }
-    free(linear_storage);
-    free(halved_storage);
-    free(square);
-    free(row);
-    free(temp);
+    free(linear_storage), free(halved_storage), free(square), free(row), free(temp);
     if (!ok) {
         ik_quality_reference_free(reference);
         return NULL;
