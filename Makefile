@@ -85,19 +85,20 @@ thumbor-venv:
 		cp $(THUMBOR_CONSTRAINTS) $(THUMBOR_VENV)/constraints.txt; \
 	fi
 
-# The placeholder tests' reference implementations (PyPI's blurhash and thumbhash-python),
-# pinned likewise; run by Tests/placeholders/reference.py.
+# The placeholder tests' reference implementations (PyPI's blurhash and thumbhash-python), the
+# SSIMULACRA2 tests' (ssimulacra2) and the OTLP receiver's decoder (opentelemetry-proto), pinned
+# likewise; run by Tests/placeholders/*.py and Tests/otel/otlp_receiver.py.
 REFERENCE_VENV ?= $(HOME)/.cache/imagekit/reference-venv
 REFERENCE_CONSTRAINTS := Tests/placeholders/constraints.txt
 reference-venv:
-	@if cmp -s $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt && $(REFERENCE_VENV)/bin/python -c "import blurhash, thumbhash, ssimulacra2" 2>/dev/null; then \
-		echo "reference-venv: blurhash, thumbhash-python and ssimulacra2 found in $(REFERENCE_VENV)"; \
+	@if cmp -s $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt && $(REFERENCE_VENV)/bin/python -c "import blurhash, thumbhash, ssimulacra2, opentelemetry.proto" 2>/dev/null; then \
+		echo "reference-venv: blurhash, thumbhash-python, ssimulacra2 and opentelemetry-proto found in $(REFERENCE_VENV)"; \
 	else \
-		echo "reference-venv: installing blurhash, thumbhash-python and ssimulacra2 into $(REFERENCE_VENV)"; \
+		echo "reference-venv: installing blurhash, thumbhash-python, ssimulacra2 and opentelemetry-proto into $(REFERENCE_VENV)"; \
 		{ python3 -c "import venv, ensurepip" 2>/dev/null || { $(SUDO) apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3 python3-venv; }; } && \
 		rm -rf $(REFERENCE_VENV) && python3 -m venv $(REFERENCE_VENV) && \
-		$(REFERENCE_VENV)/bin/pip install -q --disable-pip-version-check -c $(REFERENCE_CONSTRAINTS) blurhash==1.1.5 thumbhash-python==1.0.1 ssimulacra2==0.3.0 && \
+		$(REFERENCE_VENV)/bin/pip install -q --disable-pip-version-check -c $(REFERENCE_CONSTRAINTS) blurhash==1.1.5 thumbhash-python==1.0.1 ssimulacra2==0.3.0 opentelemetry-proto==1.45.2 && \
 		cp $(REFERENCE_CONSTRAINTS) $(REFERENCE_VENV)/constraints.txt; \
 	fi
 
@@ -154,7 +155,7 @@ test-no-traits: test-deps thumbor-sizes reference-venv
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
 # --sanitize=thread. The suites that exercise threads and locks:
-TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree
+TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree|ImageManagerTracingTests
 test-tsan: test-deps thumbor-venv
 	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
 

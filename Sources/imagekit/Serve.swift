@@ -159,6 +159,12 @@ struct Serve: ParsableCommand {
         inversion: .prefixedNo,
         help: "Answer AVIF when Accept lists image/avif and no format is asked (default: off; ~10× the CPU).")
     var autoAvif: Bool?
+    @Option(
+        help: """
+            Send traces (OTLP/HTTP) to this collector, e.g. http://127.0.0.1:4318 (default: \
+            OTEL_EXPORTER_OTLP_ENDPOINT; neither set: no traces).
+            """)
+    var otelEndpoint: String?
     @Option(help: "trace, debug, info, notice, warning or error.") var logLevel = "info"
     @Option(help: "text or json (one object per line).") var logFormat = "text"
 
@@ -191,6 +197,11 @@ struct Serve: ParsableCommand {
             guard let url = URL(string: s3Endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
                 url.host != nil
             else { throw ValidationError("--s3-endpoint: '\(s3Endpoint)' is not an http(s) URL") }
+        }
+        if let otelEndpoint {
+            guard let url = URL(string: otelEndpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host != nil
+            else { throw ValidationError("--otel-endpoint: '\(otelEndpoint)' is not an http(s) URL") }
         }
         for url in purgeNotify {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
@@ -309,10 +320,13 @@ struct Serve: ParsableCommand {
         let banner =
             "grammars: \(grammars.joined(separator: ", ")); cache: \(cacheDir ?? "none (memory only)"); "
             + "workers: \(configuration.workers), queue: \(configuration.queueLimit)"
-        let server = ImageServer(
+        var server = ImageServer(
             service: service, host: host, port: port, backlog: backlog, gracePeriod: .milliseconds(Int64(grace * 1000)),
             registry: registry, logger: Logger(label: "imagekit.serve"), accessLog: Logger(label: "imagekit.access"),
             healthPort: healthPort)
+        if let tracing = try traceExporter(environment: ProcessInfo.processInfo.environment) {
+            server.companions.append(tracing)
+        }
         let outcome = Locked<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
@@ -367,7 +381,8 @@ struct Serve: ParsableCommand {
         ("video-thumbnail-second", .value), ("client-hints", .flag), ("best-format", .flag), ("preset", .list),
         ("autoquality", .value), ("autoquality-format-min", .value), ("autoquality-format-max", .value),
         ("autoquality-max-resolution", .value),
-        ("auto-webp", .switchable), ("auto-avif", .switchable), ("log-level", .value), ("log-format", .value),
+        ("auto-webp", .switchable), ("auto-avif", .switchable), ("otel-endpoint", .value), ("log-level", .value),
+        ("log-format", .value),
     ]
 
     /// `arguments` (after `serve`) with an option added for each `IMAGEKIT_SERVE_<NAME>` whose
@@ -397,110 +412,6 @@ struct Serve: ParsableCommand {
             }
         }
         return result
-    }
-}
-
-/// Log lines on standard output, rendered when a line is written.
-///
-/// - `text`: swift-log's `StreamLogHandler` layout (`time level label: key=value … [source]
-///   message`). `StreamLogHandler` renders its metadata again each time a key is set
-///   (Hummingbird sets one on every request, logged or not) and asks for the time zone on each
-///   line; this one renders the metadata with the line and formats the time once a second.
-/// - `json`: one object per line: `time`, `level`, `label`, `message` and the metadata's keys.
-///
-/// A line is written whole with `write(2)`, as `fputs` would: a failed write (a full or
-/// non-blocking output) loses the line, where `FileHandle.write(_:)` would trap.
-struct StandardOutputLogHandler: LogHandler {
-    enum Format {
-        case text
-        case json
-    }
-
-    let label: String
-    let format: Format
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
-    /// Lines written so far; the lock keeps a line's `write(2)` calls together. (A `Locked(())`
-    /// did the same, but ThreadSanitizer reports the zero-sized value's accesses as a race.)
-    private static let output = Locked(0)
-    private static let clock = Locked<(second: Int, text: String)>((-1, ""))
-
-    init(label: String, format: Format) {
-        self.label = label
-        self.format = format
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        var merged = metadata
-        if let explicit { merged.merge(explicit, uniquingKeysWith: { $1 }) }
-        let bytes: [UInt8]
-        switch format {
-        case .text:
-            var text = Self.timestamp() + " \(level) \(label):"
-            for (key, value) in merged.sorted(by: { $0.key < $1.key }) { text += " \(key)=\(value)" }
-            text += " [\(source)] \(message)\n"
-            bytes = Array(text.utf8)
-        case .json:
-            var object: [String: Any] = [
-                "time": Date().formatted(.iso8601), "level": level.rawValue, "label": label,
-                "message": message.description,
-            ]
-            for (key, value) in merged { object[key] = Self.json(value) }
-            guard
-                let line = try? JSONSerialization.data(
-                    withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-            else { return }
-            bytes = Array(line) + [UInt8(ascii: "\n")]
-        }
-        Self.output.withLock { lines in
-            Self.write(bytes)
-            lines &+= 1
-        }
-    }
-
-    /// The local time as `StreamLogHandler` writes it (`%Y-%m-%dT%H:%M:%S%z`), made once a second.
-    static func timestamp() -> String {
-        let now = time(nil)
-        return clock.withLock { clock in
-            if clock.second == now { return clock.text }
-            var seconds = now
-            var parts = tm()
-            localtime_r(&seconds, &parts)
-            var buffer = [CChar](repeating: 0, count: 64)
-            let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
-            let text = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            clock = (now, text)
-            return text
-        }
-    }
-
-    private static func json(_ value: Logger.Metadata.Value) -> Any {
-        switch value {
-        case .string(let string): return Int(string) ?? Double(string).map { $0 as Any } ?? string
-        case .stringConvertible(let convertible): return Int(convertible.description) ?? convertible.description
-        case .array(let array): return array.map(json)
-        case .dictionary(let dictionary): return dictionary.mapValues(json)
-        }
-    }
-
-    private static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
     }
 }
 #endif

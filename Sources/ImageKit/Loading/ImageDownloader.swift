@@ -2,6 +2,7 @@ internal import CCurl
 import DequeModule
 import Foundation
 import Logging
+import Tracing
 
 /// Downloads image bytes over HTTP(S) with libcurl (SDWebImage's `SDWebImageDownloader`).
 ///
@@ -65,9 +66,13 @@ public final class ImageDownloader: ImageLoading {
         /// Whether the transfer reports progress (only when some caller asked for it: curl
         /// calls the progress function for every handle on every pass otherwise).
         var reportsProgress = false
-        init(key: String, request: ImageLoadRequest) {
+        /// The trace of the caller that started the transfer: each attempt is a client span in
+        /// it, and the origin receives that span's `traceparent`.
+        let serviceContext: ServiceContext?
+        init(key: String, request: ImageLoadRequest, serviceContext: ServiceContext?) {
             self.key = key
             self.request = request
+            self.serviceContext = serviceContext
         }
 
         /// The highest priority among the callers (the request's own when none is left).
@@ -379,7 +384,7 @@ public final class ImageDownloader: ImageLoading {
                 operation.subscribers[id] = subscriber
                 state.waiting.reprioritize(operation)
             } else {
-                operation = Operation(key: key, request: request)
+                operation = Operation(key: key, request: request, serviceContext: ServiceContext.current)
                 operation.subscribers[id] = subscriber
                 state.operations[key] = operation
                 state.waiting.append(operation)
@@ -421,22 +426,26 @@ public final class ImageDownloader: ImageLoading {
         let request = operation.request
         let now = DispatchTime.now()
         // Under the state lock: `finish` reads it there when it decides on a retry.
-        let remaining = state.withLock { _ -> TimeInterval? in
+        let (remaining, attempt) = state.withLock { _ -> (TimeInterval?, Int) in
             if operation.firstStart == nil { operation.firstStart = now }
-            return remainingTime(of: operation, now: now)
+            return (remainingTime(of: operation, now: now), operation.attempt)
         }
         // Checked when the request was queued: an s3:// URL has an address and an access.
         guard let target = try? transferTarget(for: request.url) else {
             finish(operation, .failure(ImageError(.invalidURL, "cannot download \(request.url)")))
             return
         }
+        let span = operation.serviceContext.map { Self.startClientSpan(in: $0, url: target.url, attempt: attempt) }
+        let traceHeaders = span.map { ImageKitTracing.propagationHeaders(for: $0.context) } ?? [:]
         var headerList = baseHeaderList
         var userAgent: String?
         let resume =
             configuration.resumableDataLimit > 0 && request.cachedValidators == nil
             ? resumable.take(operation.key) : nil
-        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil || target.s3 != nil {
-            var headers = baseHeaders.merging(request.headers) { $1 }
+        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil || target.s3 != nil
+            || !traceHeaders.isEmpty
+        {
+            var headers = baseHeaders.merging(request.headers) { $1 }.merging(traceHeaders) { $1 }
             if let s3 = target.s3 {
                 headers.merge(s3.signedHeaders) { $1 }
                 // curl signs every header of the list; signers (botocore, hence moto) leave
@@ -483,8 +492,13 @@ public final class ImageDownloader: ImageLoading {
                 of: operation, progress.offset(by: Int64(resume?.data.count ?? 0)), resumedFrom: resume?.data)
         }
         transfer.onComplete = { [weak self] transfer, code in
-            guard let self else { return }
-            finish(operation, self.outcome(of: transfer, code: code, request: request, resumedFrom: resume))
+            guard let self else {
+                span?.end()
+                return
+            }
+            let outcome = self.outcome(of: transfer, code: code, request: request, resumedFrom: resume)
+            if let span { Self.endClientSpan(span, outcome) }
+            finish(operation, outcome)
         }
         let host = target.url.host ?? ""
         let multiplexes = target.url.scheme?.lowercased() == "https"
@@ -498,6 +512,7 @@ public final class ImageDownloader: ImageLoading {
             return (operation.subscribers.isEmpty, engine)
         }
         if cancelledMeanwhile {
+            span?.end()
             finish(operation, .failure(ImageError(.cancelled, "cancelled before it started")))
             return
         }

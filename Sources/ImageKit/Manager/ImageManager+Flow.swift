@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Tracing
 
 // Spec: DESIGN §5, steps 6–10.
 /// The load flow of one job: disk, original-cache fallback, loader,
@@ -24,17 +25,32 @@ extension ImageManager {
     /// The flow as its table of contents (SDWebImage's stage chain): each stage either hands
     /// the next what it needs or has ended the job (answered, failed, or stopped because the last
     /// caller left) and returns nil.
+    /// Each stage that runs is a span under `imagekit.load` (``ImageKitTracing``).
     func run(_ job: ImageLoadJob) async {
-        var flow = FlowRun(job: job, started: Self.now(), logger: jobLogger(job))
-        let cached = await queryCaches(&flow)
-        if Task.isCancelled { return }
-        guard let revalidating = await answerFromCache(cached, &flow) else { return }
-        guard let (response, decoding) = await download(revalidating: revalidating ? cached : nil, &flow) else {
-            return
+        await withSpan("imagekit.load") { span in
+            span.attributes["url.full"] = ImageKitTracing.spanURL(job.plan.url)
+            var flow = FlowRun(job: job, started: Self.now(), logger: jobLogger(job))
+            let cached = await withSpan("imagekit.cache.query") { span in
+                let cached = await queryCaches(&flow)
+                span.attributes["imagekit.cache.hit"] = cached.map { "\($0.cacheType)" } ?? "none"
+                return cached
+            }
+            if Task.isCancelled { return }
+            guard let revalidating = await answerFromCache(cached, &flow) else { return }
+            guard
+                let (response, decoding) = await withSpan(
+                    "imagekit.download", { _ in await download(revalidating: revalidating ? cached : nil, &flow) })
+            else { return }
+            guard
+                let produced = await withSpan(
+                    "imagekit.decode", { _ in await decodeAndTransform(response, decoding: decoding, &flow) })
+            else { return }
+            guard
+                let storeError = await withSpan(
+                    "imagekit.cache.store", { _ in await store(produced, from: response, decoding: decoding, &flow) })
+            else { return }
+            deliver(produced, from: response, storeError: storeError, &flow)
         }
-        guard let produced = await decodeAndTransform(response, decoding: decoding, &flow) else { return }
-        guard let storeError = await store(produced, from: response, decoding: decoding, &flow) else { return }
-        deliver(produced, from: response, storeError: storeError, &flow)
     }
 
     private func jobLogger(_ job: ImageLoadJob) -> Logger {

@@ -49,6 +49,9 @@ public struct ImageServer: Sendable {
     /// listener's connections are accepted and answered on the event loops, with no task and no
     /// queue shared with image work: point liveness and readiness probes at it.
     public var healthPort: Int?
+    /// Services that run beside the server and stop after it, such as a trace exporter (swift-otel's
+    /// `OTel.bootstrap()`), which then sends the spans of the last requests before the process exits.
+    public var companions: [any Service] = []
 
     /// A server for `service`; nothing listens until ``run(onStarted:onHealthListening:)``.
     public init(
@@ -137,7 +140,9 @@ public struct ImageServer: Sendable {
         // Shut down in reverse order: draining starts first, then the server stops accepting
         // and waits for its requests.
         var configuration = ServiceGroupConfiguration(
-            services: [.init(service: app), .init(service: DrainOnShutdown(health: health))],
+            services: companions.map { .init(service: $0) } + [
+                .init(service: app), .init(service: DrainOnShutdown(health: health)),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         configuration.maximumGracefulShutdownDuration = gracePeriod
         let group = ServiceGroup(configuration: configuration)

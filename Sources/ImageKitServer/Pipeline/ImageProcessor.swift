@@ -1,5 +1,6 @@
 import Foundation
 import ImageKit
+import Tracing
 
 /// An encoded result of the pipeline.
 public struct ProcessedImage: Sendable {
@@ -20,7 +21,7 @@ public struct ProcessedImage: Sendable {
     public var timings = ProcessingTimings()
 }
 
-/// The CPU stages of one ``ImageProcessor/process(_:request:watermarks:signature:)``, for the service's stage metrics.
+/// The CPU stages of one ``ImageProcessor/process(_:request:watermarks:signature:serviceContext:)``, for the service's stage metrics.
 public struct ProcessingTimings: Sendable {
     /// Decoding, including decode-time scaling.
     public var decode: Duration = .zero
@@ -102,16 +103,25 @@ public struct ImageProcessor: Sendable {
     ///   - watermarks: the bytes of each `watermark()` and `frame()` filter's image, by the URL
     ///     the filter names (the service fetches them through the same rules as the source).
     ///   - signature: the source's signature when the caller sniffed it already; nil: read here.
+    ///   - serviceContext: the trace to make the spans in (`imagekit.process`, a child per step);
+    ///     nil: none made.
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image or video this build reads,
     ///   422 for a source over ``maxPixels`` (or a video frame over ``maxVideoFrames`` decodes away),
     ///   400 for a bad argument, 500 otherwise.
     public func process(
-        _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:], signature: ImageSignature? = nil
+        _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:], signature: ImageSignature? = nil,
+        serviceContext: ServiceContext? = nil
     ) throws(ImageServiceError) -> ProcessedImage {
         let start = ContinuousClock.now
         var context = ProcessingContext(data: data, request: request, overlayBytes: watermarks, processor: self)
         context.signature = signature ?? ImageSignature(data)
-        try ProcessingPipeline.run(&context)
+        if let serviceContext {
+            try ImageKitTracing.span("imagekit.process", context: serviceContext) { span throws(ImageServiceError) in
+                try ProcessingPipeline.run(&context, tracing: span.context)
+            }
+        } else {
+            try ProcessingPipeline.run(&context)
+        }
         guard var result = context.result else {
             throw ImageServiceError(.processingFailed, "the pipeline ended without an answer")
         }

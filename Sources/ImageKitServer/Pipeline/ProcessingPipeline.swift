@@ -1,10 +1,18 @@
 import Foundation
 import ImageKit
+import Tracing
 
 /// One step of the pipeline: reads what the steps before it left in the context and adds its
 /// part. A step is a type in a file of its own under `Pipeline/Steps`.
 protocol ProcessingStep: SendableMetatype {
+    /// Whether the step has anything to do for this request (a step that does not is skipped,
+    /// and makes no span); true unless the step says otherwise.
+    static func applies(to context: ProcessingContext) -> Bool
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError)
+}
+
+extension ProcessingStep {
+    static func applies(to context: ProcessingContext) -> Bool { true }
 }
 
 /// The order a source goes through to become the answer, top to bottom. Adding a step is a
@@ -27,6 +35,16 @@ enum ProcessingPipeline {
     ]
 
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
-        for step in steps { try step.run(&context) }
+        for step in steps where step.applies(to: context) { try step.run(&context) }
     }
+
+    /// ``run(_:)`` with a span per step that applies, children of `trace`.
+    static func run(_ context: inout ProcessingContext, tracing trace: ServiceContext) throws(ImageServiceError) {
+        for (step, name) in zip(steps, spanNames) where step.applies(to: context) {
+            try ImageKitTracing.span(name, context: trace) { _ throws(ImageServiceError) in try step.run(&context) }
+        }
+    }
+
+    /// The steps' span names: `imagekit.step.` and the type's name.
+    static let spanNames = steps.map { "imagekit.step." + String(describing: $0) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ImageKit
+import Tracing
 
 // Processing: one joined job per result on the bounded worker pool, its place taken before the
 // source is fetched.
@@ -53,12 +54,15 @@ extension ImageService {
                 }
             }
             let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
+                // The pool's threads do not carry the task's trace: it is handed over.
+                let trace = ServiceContext.current
                 let outcome = await pool.run(reservation: reservation) {
                     () -> Result<ProcessedImage, ImageServiceError> in
                     do throws(ImageServiceError) {
                         return .success(
                             try processor.process(
-                                source, request: request, watermarks: watermarks, signature: signature))
+                                source, request: request, watermarks: watermarks, signature: signature,
+                                serviceContext: trace))
                     } catch {
                         return .failure(error)
                     }

@@ -35,6 +35,16 @@ extension ImageService {
 
     /// The source's bytes (the source cache, else the origin: address policy, limits, deadline).
     func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
+        try await ImageKitTracing.span("imagekit.fetch") { span throws(ImageServiceError) in
+            span.attributes["url.full"] = ImageKitTracing.spanURL(url)
+            let source = try await fetchSource(url, trace: trace)
+            span.attributes["imagekit.cache_tier"] = trace.tier?.rawValue
+            span.attributes["imagekit.source.bytes"] = source.data.count
+            return source
+        }
+    }
+
+    private func fetchSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
         let started = ContinuousClock.now
         do {
             let fetched = try await sources.fetch(url)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import ImageKit
+import Tracing
 
 /// The image service without its HTTP framework: a swift-http-types `HTTPRequest` in, an
 /// ``ImageServiceResponse`` out. The Hummingbird layer (`ImageServiceRoutes`) and tests call
@@ -112,7 +113,27 @@ public final class ImageService: Sendable {
     /// let response = await service.handle(request)
     /// response.status   // .ok
     /// ```
+    ///
+    /// Each request is a server span (``ImageKitTracing``): a child of `ServiceContext.current`
+    /// when the caller has one, else of the request's `traceparent`, else a new trace.
     public func handle(_ request: HTTPRequest) async -> ImageServiceResponse {
+        var parent = ServiceContext.current ?? .topLevel
+        if ServiceContext.current == nil {
+            InstrumentationSystem.instrument.extract(request.headerFields, into: &parent, using: HTTPFieldsExtractor())
+        }
+        return await ImageKitTracing.span(request.method.rawValue, context: parent, ofKind: .server) { span in
+            let response = await serve(request)
+            span.attributes["http.request.method"] = request.method.rawValue
+            span.attributes["url.path"] = Self.loggablePath(request.path ?? "/")
+            span.attributes["http.response.status_code"] = response.status.code
+            if let grammar = response.grammar { span.attributes["imagekit.grammar"] = grammar.rawValue }
+            if let tier = response.cacheTier { span.attributes["imagekit.cache_tier"] = tier.rawValue }
+            if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            return response
+        }
+    }
+
+    private func serve(_ request: HTTPRequest) async -> ImageServiceResponse {
         let started = ContinuousClock.now
         metrics.requestStarted()
         let path = request.path ?? "/"
@@ -184,7 +205,8 @@ public final class ImageService: Sendable {
             ifNoneMatch: headers[.ifNoneMatch], now: now)
 
         let stale: CachedResult?
-        switch results.get(resultKey, source: parsedPath.source) {
+        let lookup = withSpan("imagekit.result_cache.lookup") { _ in results.get(resultKey, source: parsedPath.source) }
+        switch lookup {
         case .fresh(let hit, let tier):
             trace.tier = tier
             return respond(with: hit, answering)
@@ -389,4 +411,11 @@ final class RequestTrace {
     var grammar: ImageRequest.Grammar?
     var source: String?
     var tier: ImageServiceCacheTier?
+}
+
+/// Reads propagation headers (`traceparent`, `tracestate`) from a request's fields.
+struct HTTPFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: HTTPFields) -> String? {
+        HTTPField.Name(key).flatMap { carrier[$0] }
+    }
 }

@@ -4,6 +4,8 @@ import ImageKit
 /// cut off, and the trimmed image stands in for the source from here on (a manual crop moves
 /// with it, as thumbor moves it).
 enum TrimBorders: ProcessingStep {
+    static func applies(to context: ProcessingContext) -> Bool { context.operations.trim != nil }
+
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         guard let trim = context.operations.trim else { return }
         var decoded = try context.decode(context.decoding)
