@@ -299,7 +299,7 @@ final class GrammarTests: XCTestCase {
             ),
             (
                 "/_/bg:255:0:0/bl:2/sh:0.5/pix:8/plain/http://example.com/a.jpg",
-                "bg:ff0000;f:blur(0,2);f:sharpen(0.5,0,0);f:pixelate(8)"
+                "bg:ff0000;f:blur(0,2);f:sharpen(1,0.5,0);f:pixelate(8)"
             ),
             (
                 "/_/q:70/fq:webp:60:avif:50/mb:50000/f:avif/plain/http://example.com/a.jpg",

@@ -24,9 +24,14 @@ extension ImgproxyURL {
         _ options: [String], to operations: inout ImageOperations, presets: [String: [String]], depth: Int
     ) throws(ImageServiceError) {
         for option in options {
-            var arguments = option.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            let name = arguments.removeFirst()
-            try apply(aliases[name] ?? name, arguments, original: name, to: &operations, presets: presets, depth: depth)
+            var values = option.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            let name = values.removeFirst()
+            guard let reader = optionReaders[aliases[name] ?? name] else {
+                throw ImageServiceError(.unknownOption, "unknown option '\(name)'")
+            }
+            let arguments = OptionArguments(option: name, values: values, presets: presets, depth: depth)
+            if let counts = reader.counts { try count(values, name, counts) }
+            try reader.read(arguments, &operations)
         }
     }
 
@@ -44,11 +49,11 @@ extension ImgproxyURL {
         return types
     }
 
-    private static func invalid(_ option: String, _ message: String) -> ImageServiceError {
+    static func invalid(_ option: String, _ message: String) -> ImageServiceError {
         ImageServiceError(.invalidOption, "\(option): \(message)")
     }
 
-    private static func int(_ text: String, _ option: String, in range: ClosedRange<Int> = 0...100_000)
+    static func int(_ text: String, _ option: String, in range: ClosedRange<Int> = 0...100_000)
         throws(ImageServiceError) -> Int
     {
         guard let value = Int(text), range.contains(value) else {
@@ -57,7 +62,7 @@ extension ImgproxyURL {
         return value
     }
 
-    private static func double(_ text: String, _ option: String, in range: ClosedRange<Double> = 0...100_000)
+    static func double(_ text: String, _ option: String, in range: ClosedRange<Double> = 0...100_000)
         throws(ImageServiceError) -> Double
     {
         guard let value = Double(text), value.isFinite, range.contains(value) else {
@@ -67,7 +72,7 @@ extension ImgproxyURL {
     }
 
     /// Go's `strconv.ParseBool`, which imgproxy uses.
-    private static func bool(_ text: String, _ option: String) throws(ImageServiceError) -> Bool {
+    static func bool(_ text: String, _ option: String) throws(ImageServiceError) -> Bool {
         switch text {
         case "1", "t", "T", "true", "TRUE", "True": return true
         case "0", "f", "F", "false", "FALSE", "False": return false
@@ -75,7 +80,7 @@ extension ImgproxyURL {
         }
     }
 
-    private static func count(_ arguments: [String], _ option: String, _ range: ClosedRange<Int>)
+    static func count(_ arguments: [String], _ option: String, _ range: ClosedRange<Int>)
         throws(ImageServiceError)
     {
         guard range.contains(arguments.count) else {
@@ -153,7 +158,7 @@ extension ImgproxyURL {
         }
     }
 
-    private static func size(_ arguments: ArraySlice<String>, _ option: String, into operations: inout ImageOperations)
+    static func size(_ arguments: ArraySlice<String>, _ option: String, into operations: inout ImageOperations)
         throws(ImageServiceError)
     {
         let values = Array(arguments)
@@ -163,208 +168,4 @@ extension ImgproxyURL {
         if values.count > 3, !values[3].isEmpty { operations.extend = try bool(values[3], option) }
         if values.count > 4 { throw invalid(option, "extend gravity is not supported") }
     }
-
-    static func apply(
-        _ name: String, _ arguments: [String], original: String, to operations: inout ImageOperations,
-        presets: [String: [String]], depth: Int
-    ) throws(ImageServiceError) {
-        let option = original
-        switch name {
-        case "rs":
-            try count(arguments, option, 1...5)
-            if !arguments[0].isEmpty { operations.resizeMode = try resizeMode(arguments[0], option) }
-            try size(arguments.dropFirst(), option, into: &operations)
-        case "s":
-            try count(arguments, option, 1...4)
-            try size(arguments[...], option, into: &operations)
-        case "rt":
-            try count(arguments, option, 1...1)
-            operations.resizeMode = try resizeMode(arguments[0], option)
-        case "w":
-            try count(arguments, option, 1...1)
-            operations.width = try int(arguments[0], option)
-        case "h":
-            try count(arguments, option, 1...1)
-            operations.height = try int(arguments[0], option)
-        case "mw":
-            try count(arguments, option, 1...1)
-            operations.minWidth = try int(arguments[0], option)
-        case "mh":
-            try count(arguments, option, 1...1)
-            operations.minHeight = try int(arguments[0], option)
-        case "z":
-            try count(arguments, option, 1...2)
-            operations.zoomX = try double(arguments[0], option, in: 0.0001...100)
-            operations.zoomY =
-                arguments.count > 1 ? try double(arguments[1], option, in: 0.0001...100) : operations.zoomX
-        case "dpr":
-            try count(arguments, option, 1...1)
-            operations.dpr = try double(arguments[0], option, in: 0.0001...8)
-        case "el":
-            try count(arguments, option, 1...1)
-            operations.enlarge = try bool(arguments[0], option)
-        case "ex":
-            try count(arguments, option, 1...1)
-            operations.extend = try bool(arguments[0], option)
-        case "g":
-            operations.gravity = try gravity(arguments, option)
-        case "c":
-            try count(arguments, option, 2...5)
-            let width = try double(arguments[0], option), height = try double(arguments[1], option)
-            let gravity = arguments.count > 2 ? try self.gravity(Array(arguments.dropFirst(2)), option) : nil
-            operations.crop = .size(width: width, height: height, gravity: gravity)
-        case "t":
-            try count(arguments, option, 1...1)
-            operations.trim = ImageOperations.Trim(tolerance: try double(arguments[0], option, in: 0...442))
-        case "pd":
-            try count(arguments, option, 1...4)
-            let values = try arguments.map { (text: String) throws(ImageServiceError) -> Int in
-                try int(text.isEmpty ? "0" : text, option)
-            }
-            switch values.count {
-            case 1: operations.padding = [values[0], values[0], values[0], values[0]]
-            case 2: operations.padding = [values[0], values[1], values[0], values[1]]
-            case 3: operations.padding = [values[0], values[1], values[2], values[1]]
-            default: operations.padding = values
-            }
-            if operations.padding == [0, 0, 0, 0] { operations.padding = nil }
-        case "ar":
-            try count(arguments, option, 1...1)
-            operations.autoRotate = try bool(arguments[0], option)
-        case "rot":
-            try count(arguments, option, 1...1)
-            let angle = try int(arguments[0], option, in: -3600...3600)
-            guard angle % 90 == 0 else { throw invalid(option, "the angle must be a multiple of 90") }
-            operations.rotate = (angle % 360 + 360) % 360
-        case "fl":
-            try count(arguments, option, 1...2)
-            operations.flipHorizontal = try bool(arguments[0], option)
-            operations.flipVertical = arguments.count > 1 ? try bool(arguments[1], option) : false
-        case "bg":
-            if arguments.count == 3 {
-                operations.background = .init(
-                    red: UInt8(try int(arguments[0], option, in: 0...255)),
-                    green: UInt8(try int(arguments[1], option, in: 0...255)),
-                    blue: UInt8(try int(arguments[2], option, in: 0...255)))
-            } else if arguments.count == 1, let color = ImageOperations.Color(urlText: arguments[0]) {
-                operations.background = color
-            } else if arguments.isEmpty || arguments == [""] {
-                operations.background = nil
-            } else {
-                throw invalid(option, "is R:G:B or a hex colour")
-            }
-        case "bl":
-            try count(arguments, option, 1...1)
-            let sigma = try double(arguments[0], option, in: 0...1000)
-            if sigma > 0 { operations.filters.append(.blur(radius: 0, sigma: sigma)) }
-        case "sh":
-            try count(arguments, option, 1...1)
-            let sigma = try double(arguments[0], option, in: 0...1000)
-            if sigma > 0 { operations.filters.append(.sharpen(amount: sigma, radius: 0, luminanceOnly: false)) }
-        case "pix":
-            try count(arguments, option, 1...1)
-            let size = try int(arguments[0], option, in: 0...10_000)
-            if size > 1 { operations.filters.append(.pixelate(size: size)) }
-        case "q":
-            try count(arguments, option, 1...1)
-            let quality = try int(arguments[0], option, in: 0...100)
-            operations.quality = quality == 0 ? nil : quality  // 0: the default
-        case "fq":
-            guard !arguments.isEmpty, arguments.count % 2 == 0 else {
-                throw invalid(option, "takes format:quality pairs")
-            }
-            for index in stride(from: 0, to: arguments.count, by: 2) {
-                operations.formatQuality[try format(arguments[index])] = try int(
-                    arguments[index + 1], option, in: 1...100)
-            }
-        case "aq":
-            operations.autoQuality = try ImageOperations.AutoQualityRequest(arguments: arguments, option: option)
-        case "mb":
-            try count(arguments, option, 1...1)
-            let bytes = try int(arguments[0], option, in: 0...(1 << 30))
-            operations.maxBytes = bytes == 0 ? nil : bytes
-        case "f":
-            try count(arguments, option, 1...1)
-            operations.bestFormat = arguments[0] == "best"
-            operations.format = arguments[0].isEmpty || arguments[0] == "best" ? nil : try format(arguments[0])
-        case "sm":
-            try count(arguments, option, 1...1)
-            operations.stripMetadata = try bool(arguments[0], option)
-        case "scp":
-            try count(arguments, option, 1...1)
-            operations.stripColorProfile = try bool(arguments[0], option)
-        case "kcr":
-            try count(arguments, option, 1...1)
-            operations.keepCopyright = try bool(arguments[0], option)
-        case "cb":
-            try count(arguments, option, 1...1)
-            operations.cacheBuster = arguments[0].isEmpty ? nil : arguments[0]
-        case "exp":
-            try count(arguments, option, 1...1)
-            operations.expires = try int(arguments[0], option, in: 0...Int(Int32.max) * 2)
-        case "fn":
-            try count(arguments, option, 1...2)
-            var name = arguments[0]
-            if arguments.count > 1, try bool(arguments[1], option) {
-                guard let data = Base64URL.decode(name), let decoded = String(data: data, encoding: .utf8) else {
-                    throw invalid(option, "the encoded file name is not base64url")
-                }
-                name = decoded
-            }
-            guard !name.contains("/"), !name.contains("\""), !name.contains("\n"), name.utf8.count <= 255 else {
-                throw invalid(option, "the file name may not hold '/', quotes or newlines")
-            }
-            operations.filename = name.isEmpty ? nil : name
-        case "att":
-            try count(arguments, option, 1...1)
-            operations.returnAttachment = try bool(arguments[0], option)
-        case "vts":
-            try count(arguments, option, 1...1)
-            operations.videoTime = try double(arguments[0], option, in: 0...864_000)
-        case "vtk":
-            try count(arguments, option, 1...1)
-            operations.videoKeyframes = try bool(arguments[0], option)
-        case "bh":
-            try count(arguments, option, 2...2)
-            let x = try int(arguments[0], option, in: 0...9), y = try int(arguments[1], option, in: 0...9)
-            (operations.infoFacts.blurHashX, operations.infoFacts.blurHashY) = x > 0 && y > 0 ? (x, y) : (0, 0)
-        case "th":
-            try count(arguments, option, 1...1)
-            operations.infoFacts.thumbHash = try bool(arguments[0], option)
-        case "avg":
-            try count(arguments, option, 1...2)
-            operations.infoFacts.average = try bool(arguments[0], option)
-            operations.infoFacts.averageIgnoresTransparent =
-                arguments.count < 2 || arguments[1].isEmpty ? true : try bool(arguments[1], option)
-        case "p":
-            try count(arguments, option, 1...1)
-            let colours = try int(arguments[0], option, in: 0...256)
-            guard colours != 1 else { throw invalid(option, "a palette has 2 to 256 colours") }
-            operations.infoFacts.paletteColors = colours
-        case "ph":
-            try count(arguments, option, 1...1)
-            operations.infoFacts.perceptualHash = try bool(arguments[0], option)
-        case "dc":
-            try count(arguments, option, 1...2)
-            operations.infoFacts.dominantColors = try bool(arguments[0], option)
-            operations.infoFacts.buildsMissedColors =
-                arguments.count > 1 && !arguments[1].isEmpty ? try bool(arguments[1], option) : false
-        case "chs":
-            operations.infoFacts.hashsums = try hashsums(arguments, option)
-        case "vtt", "vta":
-            operations.videoStills = try videoStills(arguments, option, sprite: name == "vtt")
-        case "pr":
-            guard depth < 4 else { throw invalid(option, "presets nest too deep") }
-            for presetName in arguments {
-                guard let preset = presets[presetName] else {
-                    throw ImageServiceError(.unknownPreset, "unknown preset '\(presetName)'")
-                }
-                try apply(preset, to: &operations, presets: presets, depth: depth + 1)
-            }
-        default:
-            throw ImageServiceError(.unknownOption, "unknown option '\(original)'")
-        }
-    }
-
-    // MARK: Rendering
 }

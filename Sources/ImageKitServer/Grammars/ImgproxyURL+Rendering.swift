@@ -41,7 +41,8 @@ extension ImgproxyURL {
         for filter in operations.filters {
             switch filter {
             case .blur(_, let sigma?): options.append("bl:\(number(sigma))")
-            case .sharpen(let amount, _, _): options.append("sh:\(number(amount))")
+            // imgproxy's sharpen has strength 1: another strength has no spelling here.
+            case .sharpen(1, let sigma, _): options.append("sh:\(number(sigma))")
             case .pixelate(let size): options.append("pix:\(size)")
             default: break  // not in this grammar
             }

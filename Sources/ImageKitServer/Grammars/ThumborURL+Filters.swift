@@ -45,42 +45,19 @@ extension ThumborURL {
     }
 
     static func applyFilters(_ list: Substring, to operations: inout ImageOperations) throws(ImageServiceError) {
-        for (name, arguments) in try splitFilters(list) {
-            try apply(name, arguments, to: &operations)
-        }
-    }
-
-    private static func int(_ text: String?, _ filter: String, in range: ClosedRange<Int>) throws(ImageServiceError)
-        -> Int
-    {
-        guard let text, let value = Int(text), range.contains(value) else {
-            throw ImageServiceError(
-                .invalidFilterArgument, "\(filter): '\(text ?? "")' is not a whole number in \(range)")
-        }
-        return value
-    }
-
-    private static func double(_ text: String?, _ filter: String, in range: ClosedRange<Double>)
-        throws(ImageServiceError) -> Double
-    {
-        guard let text, let value = Double(text), value.isFinite, range.contains(value) else {
-            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text ?? "")' is not a number in \(range)")
-        }
-        return value
-    }
-
-    private static func bool(_ text: String?, _ filter: String) throws(ImageServiceError) -> Bool {
-        switch text?.lowercased() {
-        case "true"?, "1"?: return true
-        case "false"?, "0"?, nil: return false
-        default:
-            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text ?? "")' is not true or false")
+        for (name, values) in try splitFilters(list) {
+            guard let reader = filterReaders[name] else {
+                throw ImageServiceError(.unknownFilter, "unknown filter '\(name)'")
+            }
+            let arguments = FilterArguments(filter: name, values: values)
+            if let counts = reader.counts { try arguments.expect(counts) }
+            try reader.read(arguments, &operations)
         }
     }
 
     /// `curve([(x,y),…],[…],[…],[…])`: the list split on commas comes back as four bracketed
     /// lists of points, x rising within 0…255.
-    private static func curve(_ arguments: [String]) throws(ImageServiceError) -> ImageOperations.Filter {
+    static func curve(_ arguments: [String]) throws(ImageServiceError) -> ImageOperations.Filter {
         let text = arguments.joined(separator: ",").filter { !$0.isWhitespace }
         var lists: [[Int]] = []
         var current: [Int]?
@@ -130,234 +107,82 @@ extension ThumborURL {
         if negative { return 0 }
         return seconds <= 864_000 ? seconds : nil
     }
+}
 
-    private static func expect(_ arguments: [String], _ name: String, _ counts: ClosedRange<Int>)
-        throws(ImageServiceError)
-    {
-        guard counts.contains(arguments.count) else {
-            throw ImageServiceError(
-                .invalidFilterArgument,
-                "\(name) takes \(counts.lowerBound == counts.upperBound ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)") arguments"
-            )
+/// One thumbor filter's reader: how many arguments it takes (nil: it checks them itself) and what
+/// it sets in the operations. A filter is a row of ``ThumborURL/filterReaders`` and its
+/// spelling back in `ThumborURL+Rendering.swift`.
+struct ThumborFilterReader: Sendable {
+    var counts: ClosedRange<Int>?
+    var read: @Sendable (FilterArguments, inout ImageOperations) throws(ImageServiceError) -> Void
+
+    init(
+        _ counts: ClosedRange<Int>?,
+        _ read: @escaping @Sendable (FilterArguments, inout ImageOperations) throws(ImageServiceError) -> Void
+    ) {
+        self.counts = counts
+        self.read = read
+    }
+}
+
+/// A filter's arguments, read with the filter's name in every error (a 400 before anything is fetched).
+struct FilterArguments {
+    var filter: String
+    var values: [String]
+
+    var count: Int { values.count }
+    var isEmpty: Bool { values.isEmpty }
+    subscript(index: Int) -> String { values[index] }
+
+    func expect(_ counts: ClosedRange<Int>) throws(ImageServiceError) {
+        guard counts.contains(values.count) else {
+            let range =
+                counts.lowerBound == counts.upperBound
+                ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)"
+            throw ImageServiceError(.invalidFilterArgument, "\(filter) takes \(range) arguments")
         }
     }
 
-    private static func color(_ text: String, _ filter: String) throws(ImageServiceError) -> ImageOperations.Color {
-        guard let color = ImageOperations.Color(urlText: text) else {
-            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(text)' is not a colour")
+    func int(_ text: String?, in range: ClosedRange<Int>) throws(ImageServiceError) -> Int {
+        guard let text, let value = Int(text), range.contains(value) else {
+            throw ImageServiceError(
+                .invalidFilterArgument, "\(filter): '\(text ?? "")' is not a whole number in \(range)")
+        }
+        return value
+    }
+
+    func int(_ index: Int, in range: ClosedRange<Int>) throws(ImageServiceError) -> Int {
+        try int(values[index], in: range)
+    }
+
+    func double(_ index: Int, in range: ClosedRange<Double>) throws(ImageServiceError) -> Double {
+        guard let value = Double(values[index]), value.isFinite, range.contains(value) else {
+            throw ImageServiceError(
+                .invalidFilterArgument, "\(filter): '\(values[index])' is not a number in \(range)")
+        }
+        return value
+    }
+
+    /// The argument at `index` when given and not `none`.
+    func optionalDouble(_ index: Int, in range: ClosedRange<Double>) throws(ImageServiceError) -> Double? {
+        index < values.count && values[index] != "none" ? try double(index, in: range) : nil
+    }
+
+    /// `true`/`1` or `false`/`0`; `absent` when the argument is not given.
+    func bool(_ index: Int, absent: Bool = false) throws(ImageServiceError) -> Bool {
+        guard index < values.count else { return absent }
+        switch values[index].lowercased() {
+        case "true", "1": return true
+        case "false", "0": return false
+        default:
+            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(values[index])' is not true or false")
+        }
+    }
+
+    func color(_ index: Int) throws(ImageServiceError) -> ImageOperations.Color {
+        guard let color = ImageOperations.Color(urlText: values[index]) else {
+            throw ImageServiceError(.invalidFilterArgument, "\(filter): '\(values[index])' is not a colour")
         }
         return color
-    }
-
-    static func apply(_ name: String, _ arguments: [String], to operations: inout ImageOperations)
-        throws(ImageServiceError)
-    {
-        switch name {
-        case "quality":
-            try expect(arguments, name, 1...1)
-            operations.quality = try int(arguments[0], name, in: 0...100)
-        case "format":
-            try expect(arguments, name, 1...1)
-            let asked = arguments[0].lowercased()
-            if asked == "best" {  // ImageKit's extension: the smallest the client accepts
-                (operations.format, operations.bestFormat) = (nil, true)
-                return
-            }
-            let value = asked == "jpg" ? "jpeg" : asked == "heif" ? "heic" : asked
-            guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
-                throw ImageServiceError(
-                    .invalidFilterArgument,
-                    "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif), jxl, mp4 or webm")
-            }
-            operations.format = format
-        case "blur":
-            try expect(arguments, name, 1...2)
-            let radius = try double(arguments[0], name, in: 0...150)
-            let sigma = arguments.count > 1 ? try double(arguments[1], name, in: 0...150) : nil
-            operations.filters.append(.blur(radius: radius, sigma: sigma))
-        case "rotate":
-            try expect(arguments, name, 1...1)
-            let angle = try int(arguments[0], name, in: -3600...3600)
-            guard angle % 90 == 0 else {
-                throw ImageServiceError(.invalidFilterArgument, "rotate: the angle must be a multiple of 90")
-            }
-            // thumbor turns counter-clockwise (PIL's convention); the operations, clockwise.
-            operations.rotate = ((operations.rotate - angle) % 360 + 360) % 360
-        case "grayscale":
-            try expect(arguments, name, 0...0)
-            operations.filters.append(.grayscale)
-        case "round_corner":
-            try expect(arguments, name, 4...5)
-            let radii = arguments[0].split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-            guard radii.count <= 2 else {
-                throw ImageServiceError(.invalidFilterArgument, "round_corner: 'a|b' at most")
-            }
-            let a = try int(radii[0], name, in: 0...10_000)
-            let b = radii.count > 1 ? try int(radii[1], name, in: 0...10_000) : a
-            let red = try int(arguments[1], name, in: 0...255), green = try int(arguments[2], name, in: 0...255)
-            let blue = try int(arguments[3], name, in: 0...255)
-            let transparent = arguments.count > 4 ? try bool(arguments[4], name) : false
-            operations.filters.append(
-                .roundCorner(
-                    a: a, b: b, color: .init(red: UInt8(red), green: UInt8(green), blue: UInt8(blue)),
-                    transparent: transparent))
-        case "fill":
-            try expect(arguments, name, 1...2)
-            switch arguments[0].lowercased() {
-            case "blur": operations.fill = .blur
-            case "auto": operations.fill = .auto
-            default: operations.fill = .color(try color(arguments[0], name))
-            }
-            operations.extend = true
-        case "background_color":
-            try expect(arguments, name, 1...1)
-            operations.background = try color(arguments[0], name)
-        case "brightness":
-            try expect(arguments, name, 1...1)
-            operations.filters.append(.brightness(try int(arguments[0], name, in: -100...100)))
-        case "contrast":
-            try expect(arguments, name, 1...1)
-            operations.filters.append(.contrast(try int(arguments[0], name, in: -100...100)))
-        case "saturation":
-            try expect(arguments, name, 1...1)
-            operations.filters.append(.saturation(try double(arguments[0], name, in: 0...100)))
-        case "rgb":
-            try expect(arguments, name, 3...3)
-            operations.filters.append(
-                .rgb(
-                    red: try int(arguments[0], name, in: -100...100),
-                    green: try int(arguments[1], name, in: -100...100),
-                    blue: try int(arguments[2], name, in: -100...100)))
-        case "sharpen":
-            try expect(arguments, name, 3...3)
-            operations.filters.append(
-                .sharpen(
-                    amount: try double(arguments[0], name, in: 0...100),
-                    radius: try double(arguments[1], name, in: 0...100),
-                    luminanceOnly: try bool(arguments[2], name)))
-        case "noise":
-            try expect(arguments, name, 1...1)
-            operations.filters.append(.noise(try int(arguments[0], name, in: 0...100)))
-        case "strip_exif":
-            try expect(arguments, name, 0...0)
-            operations.stripMetadata = true
-        case "strip_icc":
-            try expect(arguments, name, 0...0)
-            operations.stripColorProfile = true
-        case "upscale":
-            try expect(arguments, name, 0...0)
-            operations.enlarge = true
-        case "no_upscale":
-            try expect(arguments, name, 0...0)
-            operations.enlarge = false
-        case "stretch":
-            try expect(arguments, name, 0...0)
-            // thumbor: stretch() replaces the auto crop of a plain WxH; fit-in ignores it.
-            if operations.resizeMode == .fill { operations.resizeMode = .force }
-        case "proportion":
-            try expect(arguments, name, 1...1)
-            operations.proportion = try double(arguments[0], name, in: 0.001...100)
-        case "focal" where arguments.isEmpty || arguments == [""]:
-            break  // thumbor ignores a focal() without a region
-        case "gifv":
-            // thumbor's (and thumbor-video-engine's): an animated result becomes a video, MP4
-            // unless webm is asked; a still stays an image.
-            try expect(arguments, name, 0...1)
-            switch arguments.first?.lowercased() ?? "" {
-            case "", "mp4": operations.animationAsVideo = .mp4
-            case "webm": operations.animationAsVideo = .webm
-            default: throw ImageServiceError(.invalidFilterArgument, "gifv: '\(arguments[0])' is not mp4 or webm")
-            }
-        case "still":
-            // thumbor-video-engine's: a still of an animation or video, at a position given as
-            // seconds or [HH:]MM:SS[.fraction] (the first frame without one).
-            try expect(arguments, name, 0...1)
-            operations.still = true
-            if let position = arguments.first, !position.isEmpty {
-                guard let seconds = Self.position(position) else {
-                    throw ImageServiceError(
-                        .invalidFilterArgument, "still: '\(position)' is not seconds or [HH:]MM:SS[.fraction]")
-                }
-                operations.videoTime = seconds
-            } else {
-                operations.videoTime = 0
-            }
-        case "redeye":
-            // thumbor's redeye() acts only inside eyes its OpenCV detector finds, and does nothing
-            // without a detector configured (its default). ImageKit has no eye detector: it does
-            // the same nothing rather than redden or grey whatever is red.
-            try expect(arguments, name, 0...0)
-        case "extract_focal":
-            // Handled with the source (an inner thumbor URL's crop becomes the focal region).
-            try expect(arguments, name, 0...0)
-            operations.extractsFocal = true
-        case "frame":
-            try expect(arguments, name, 1...1)
-            guard !arguments[0].isEmpty else {
-                throw ImageServiceError(.invalidFilterArgument, "frame: the picture's URL is empty")
-            }
-            operations.filters.append(.frame(url: arguments[0]))
-        case "equalize":
-            try expect(arguments, name, 0...0)
-            operations.filters.append(.equalize)
-        case "curve":
-            operations.filters.append(try curve(arguments))
-        case "focal":
-            try expect(arguments, name, 1...1)
-            guard case .region(let left, let top, let right, let bottom)? = parseCrop(arguments[0]), right > left,
-                bottom > top
-            else {
-                throw ImageServiceError(.invalidFilterArgument, "focal: '\(arguments[0])' is not AxB:CxD")
-            }
-            operations.gravity = .focalRegion(left: left, top: top, right: right, bottom: bottom)
-        case "max_bytes":
-            try expect(arguments, name, 1...1)
-            operations.maxBytes = try int(arguments[0], name, in: 1...(1 << 30))
-        // `/meta/`'s placeholders and colours, with imgproxy's `/info` names (ImageKit extensions).
-        case "blurhash":
-            try expect(arguments, name, 2...2)
-            let x = try int(arguments[0], name, in: 1...9), y = try int(arguments[1], name, in: 1...9)
-            (operations.infoFacts.blurHashX, operations.infoFacts.blurHashY) = (x, y)
-        case "thumb_hash":
-            try expect(arguments, name, 0...0)
-            operations.infoFacts.thumbHash = true
-        case "average":
-            try expect(arguments, name, 0...1)
-            operations.infoFacts.average = true
-            operations.infoFacts.averageIgnoresTransparent = arguments.isEmpty ? true : try bool(arguments[0], name)
-        case "palette":
-            try expect(arguments, name, 1...1)
-            operations.infoFacts.paletteColors = try int(arguments[0], name, in: 2...256)
-        case "perceptual_hash":
-            try expect(arguments, name, 0...0)
-            operations.infoFacts.perceptualHash = true
-        case "dominant_colors":
-            try expect(arguments, name, 0...1)
-            operations.infoFacts.dominantColors = true
-            operations.infoFacts.buildsMissedColors = arguments.isEmpty ? false : try bool(arguments[0], name)
-        case "calc_hashsums":
-            operations.infoFacts.hashsums = try ImgproxyURL.hashsums(arguments, name)
-        case "autoquality":
-            operations.autoQuality = try ImageOperations.AutoQualityRequest(arguments: arguments, option: name)
-        case "max_age":
-            try expect(arguments, name, 1...1)
-            operations.maxAge = try int(arguments[0], name, in: 0...(10 * 365 * 86_400))
-        case "watermark":
-            try expect(arguments, name, 4...6)
-            // The position is read here, so that a bad one is a 400 before anything is fetched.
-            let x = try ImageOperations.WatermarkPosition(arguments[1])
-            let y = try ImageOperations.WatermarkPosition(arguments[2])
-            let alpha = try int(arguments[3], name, in: 0...100)
-            let widthRatio =
-                arguments.count > 4 && arguments[4] != "none" ? try double(arguments[4], name, in: 0...100) : nil
-            let heightRatio =
-                arguments.count > 5 && arguments[5] != "none" ? try double(arguments[5], name, in: 0...100) : nil
-            operations.filters.append(
-                .watermark(
-                    url: arguments[0], x: x, y: y, alpha: alpha, widthRatio: widthRatio,
-                    heightRatio: heightRatio))
-        default:
-            throw ImageServiceError(.unknownFilter, "unknown filter '\(name)'")
-        }
     }
 }

@@ -88,8 +88,8 @@ extension ThumborURL {
             switch filter {
             case .blur(let radius, let sigma):
                 filters.append("blur(\(number(radius))" + (sigma.map { ",\(number($0))" } ?? "") + ")")
-            case .sharpen(let amount, let radius, let luminanceOnly):
-                filters.append("sharpen(\(number(amount)),\(number(radius)),\(luminanceOnly))")
+            case .sharpen(let strength, let sigma, let luminanceOnly):
+                filters.append("sharpen(\(number(strength)),\(number(sigma)),\(luminanceOnly))")
             case .grayscale: filters.append("grayscale()")
             case .brightness(let value): filters.append("brightness(\(value))")
             case .contrast(let value): filters.append("contrast(\(value))")

@@ -131,8 +131,8 @@ extension ImageOperations {
         switch filter {
         case .blur(let radius, let sigma):
             return "blur(" + number(radius) + (sigma.map { "," + number($0) } ?? "") + ")"
-        case .sharpen(let amount, let radius, let luminanceOnly):
-            return "sharpen(\(number(amount)),\(number(radius)),\(luminanceOnly ? 1 : 0))"
+        case .sharpen(let strength, let sigma, let luminanceOnly):
+            return "sharpen(\(number(strength)),\(number(sigma)),\(luminanceOnly ? 1 : 0))"
         case .pixelate(let size): return "pixelate(\(size))"
         case .grayscale: return "grayscale()"
         case .brightness(let value): return "brightness(\(value))"

@@ -109,8 +109,10 @@ public struct ImageOperations: Sendable, Hashable {
     public enum Filter: Sendable, Hashable {
         /// A Gaussian blur; `sigma` when given, else `radius` as the sigma (thumbor `blur(r,s)`, imgproxy `bl`).
         case blur(radius: Double, sigma: Double?)
-        /// An unsharp mask: thumbor's `sharpen(amount,radius,luminance_only)`; imgproxy's `sh:sigma` has radius 0.
-        case sharpen(amount: Double, radius: Double, luminanceOnly: Bool)
+        /// An unsharp mask: the image plus `strength` × its difference from a Gaussian blur of
+        /// `sigma` (thumbor `sharpen(amount,radius,luminance_only)` is strength `amount`, sigma
+        /// `radius`; imgproxy `sh:sigma` is strength 1).
+        case sharpen(strength: Double, sigma: Double, luminanceOnly: Bool)
         /// Blocks of `size` × `size` pixels, each its mean colour.
         case pixelate(size: Int)
         /// Luma only, kept as RGB.

@@ -42,10 +42,7 @@ enum ApplyFilters: FrameStep {
             case .roundCorner(let a, _, let color, let transparent):
                 bitmap = try bitmap.roundingCorners(radius: Double(a))
                 if !transparent { bitmap = try bitmap.flattened(onto: color) }
-            case .sharpen(let amount, let radius, let luminanceOnly):
-                // thumbor: an unsharp mask of `amount` over a Gaussian of `radius`; imgproxy
-                // (radius 0): `amount` is the Gaussian's sigma at strength 1.
-                let (strength, sigma) = radius > 0 ? (amount, radius) : (1, amount)
+            case .sharpen(let strength, let sigma, let luminanceOnly):
                 if strength > 0, sigma > 0 {
                     bitmap = try bitmap.sharpened(
                         strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
