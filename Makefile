@@ -232,6 +232,14 @@ bench-serve: test-deps peers-venv
 	$(SWIFTPM) build -c release --product imagekit --scratch-path .build-formats --traits $(FORMATS_TRAITS)
 	$(PEERS_VENV)/bin/python Benchmarks/serve/bench_formats.py --imagekit .build-formats/release/imagekit --vips-python $(VIPS_VENV)/bin/python \
 		--count $(FORMAT_COUNT) --rounds $(ROUNDS) $(if $(JSON),--json,)
+else ifdef TRACING
+bench-serve: test-deps thumbor-venv reference-venv
+	@command -v nginx >/dev/null 2>&1 && ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends nginx lomiri-wallpapers; }
+	$(SWIFTPM) build -c release --product imagekit
+	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_tracing.py --imagekit .build/release/imagekit \
+		--receiver-python $(REFERENCE_VENV)/bin/python --count $(or $(TRACING_COUNT),300) --rounds $(or $(ROUNDS),5) \
+		$(if $(BASE_IMAGEKIT),--base-imagekit $(BASE_IMAGEKIT),)
 else ifdef QUALITY
 bench-serve: test-deps peers-venv reference-venv
 	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

@@ -103,8 +103,8 @@ public struct ImageProcessor: Sendable {
     ///   - watermarks: the bytes of each `watermark()` and `frame()` filter's image, by the URL
     ///     the filter names (the service fetches them through the same rules as the source).
     ///   - signature: the source's signature when the caller sniffed it already; nil: read here.
-    ///   - serviceContext: the trace to make the spans in (`imagekit.process`, a child per step);
-    ///     nil: none made.
+    ///   - serviceContext: the trace to make the steps' spans in (`imagekit.decode`,
+    ///     `imagekit.transform`, `imagekit.encode` …); nil: none made.
     /// - Throws: ``ImageServiceError``: 415 for bytes that are no image or video this build reads,
     ///   422 for a source over ``maxPixels`` (or a video frame over ``maxVideoFrames`` decodes away),
     ///   400 for a bad argument, 500 otherwise.
@@ -116,9 +116,7 @@ public struct ImageProcessor: Sendable {
         var context = ProcessingContext(data: data, request: request, overlayBytes: watermarks, processor: self)
         context.signature = signature ?? ImageSignature(data)
         if let serviceContext {
-            try ImageKitTracing.span("imagekit.process", context: serviceContext) { span throws(ImageServiceError) in
-                try ProcessingPipeline.run(&context, tracing: span.context)
-            }
+            try ProcessingPipeline.run(&context, tracing: serviceContext)
         } else {
             try ProcessingPipeline.run(&context)
         }

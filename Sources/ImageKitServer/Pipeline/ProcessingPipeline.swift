@@ -8,11 +8,16 @@ protocol ProcessingStep: SendableMetatype {
     /// Whether the step has anything to do for this request (a step that does not is skipped,
     /// and makes no span); true unless the step says otherwise.
     static func applies(to context: ProcessingContext) -> Bool
+    /// The span a traced request makes for the step (`imagekit.decode` …); nil: none. The steps
+    /// that decode, transform or encode have one; one that plans in microseconds would cost a
+    /// trace more than it tells.
+    static var spanName: String? { get }
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError)
 }
 
 extension ProcessingStep {
     static func applies(to context: ProcessingContext) -> Bool { true }
+    static var spanName: String? { nil }
 }
 
 /// The order a source goes through to become the answer, top to bottom. Adding a step is a
@@ -38,13 +43,14 @@ enum ProcessingPipeline {
         for step in steps where step.applies(to: context) { try step.run(&context) }
     }
 
-    /// ``run(_:)`` with a span per step that applies, children of `trace`.
+    /// ``run(_:)`` with a span, child of `trace`, for each step that applies and has a ``ProcessingStep/spanName``.
     static func run(_ context: inout ProcessingContext, tracing trace: ServiceContext) throws(ImageServiceError) {
-        for (step, name) in zip(steps, spanNames) where step.applies(to: context) {
+        for step in steps where step.applies(to: context) {
+            guard let name = step.spanName else {
+                try step.run(&context)
+                continue
+            }
             try ImageKitTracing.span(name, context: trace) { _ throws(ImageServiceError) in try step.run(&context) }
         }
     }
-
-    /// The steps' span names: `imagekit.step.` and the type's name.
-    static let spanNames = steps.map { "imagekit.step." + String(describing: $0) }
 }

@@ -4,6 +4,8 @@ import ImageKit
 /// The images of `watermark()` and `frame()` filters, decoded once (an animation lays them on
 /// every frame), under the source's pixel limit.
 enum DecodeOverlays: ProcessingStep {
+    static let spanName: String? = "imagekit.decode_overlays"
+
     static func applies(to context: ProcessingContext) -> Bool {
         // No filter runs on a kept GIF.
         !context.keepsGIF && context.operations.filters.contains { overlayURL(of: $0) != nil }

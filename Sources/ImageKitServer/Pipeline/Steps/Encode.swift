@@ -6,6 +6,8 @@ import ImageKit
 /// (``AutoQualityDefaults``); `max_bytes` lowers the quality until it fits. 415 for a format
 /// this build does not write. `best` goes to ``EncodeBest``.
 enum Encode: ProcessingStep {
+    static let spanName: String? = "imagekit.encode"
+
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         guard let image = context.image else {
             throw ImageServiceError(.processingFailed, "a step needs the finished image before it is made")

@@ -6,6 +6,8 @@ import ImageKit
 /// processor's default), scaled in the conversion to what the plan needs; the rest of the pipeline
 /// treats that frame as any still image. Bytes that only look like a container answer 415.
 enum OpenVideo: ProcessingStep {
+    static let spanName: String? = "imagekit.video.open"
+
     static func applies(to context: ProcessingContext) -> Bool { context.signature.format == .unknown }
 
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {

@@ -6,6 +6,8 @@ import ImageKit
 /// at the size the plan needs, larger or smaller than its own; an animation, or a source
 /// decoded earlier, is used as it is.
 enum ScaleOnLoad: ProcessingStep {
+    static let spanName: String? = "imagekit.decode"
+
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {
         if let early = context.earlyDecode {
             context.decoded = early

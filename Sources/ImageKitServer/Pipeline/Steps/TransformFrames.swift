@@ -9,6 +9,8 @@ protocol FrameStep: SendableMetatype {
 /// Every frame through the frame steps, in this order (an animation keeps every frame; a
 /// still has one).
 enum TransformFrames: ProcessingStep {
+    static let spanName: String? = "imagekit.transform"
+
     static let frameSteps: [any FrameStep.Type] = [
         CropAndScale.self,  // the region, resampled exactly to the plan's size
         Canvas.self,  // thumbor fill() / imgproxy extend: the box, the image centred

@@ -4,6 +4,8 @@ import ImageKit
 /// cut off, and the trimmed image stands in for the source from here on (a manual crop moves
 /// with it, as thumbor moves it).
 enum TrimBorders: ProcessingStep {
+    static let spanName: String? = "imagekit.trim"
+
     static func applies(to context: ProcessingContext) -> Bool { context.operations.trim != nil }
 
     static func run(_ context: inout ProcessingContext) throws(ImageServiceError) {

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""`make bench-serve TRACING=1`: what OpenTelemetry tracing costs `imagekit serve`, on bench-serve's
+photos and cold request (`fit-in/256x256` JPEG q80, no result or source cache, concurrency 1).
+
+Variants, alternated round by round (a fresh process each, pinned to core 0; nginx, the client
+and the OTLP receiver on core 1):
+  base  --base-imagekit, when given: a build from before tracing (tracing cannot be on)
+  off   --imagekit without --otel-endpoint: no tracer is bootstrapped
+  on    --imagekit --otel-endpoint to Tests/otel/otlp_receiver.py (OTLP/HTTP protobuf, every span
+        sampled and exported; the receiver decodes each batch)
+The service's CPU per thumbnail (user + system, its exporter included) is the figure; each
+variant's median over --rounds and each ratio against `off` are printed. Spans received are
+counted to show the exporter was working.
+
+    python3 Benchmarks/serve/bench_tracing.py --imagekit .build/release/imagekit \\
+        [--base-imagekit OLD/imagekit] [--count 300] [--rounds 5] --receiver-python VENV/bin/python
+"""
+import argparse, os, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_serve import Service, fit, free_port, log, make_photos, run_load, start_origin  # noqa: E402
+from PIL import Image  # noqa: E402
+
+
+def start_receiver(python, output):
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "otel", "otlp_receiver.py")
+    process = subprocess.Popen(["taskset", "-c", "1", python, script, output], stdout=subprocess.PIPE, text=True)
+    port = int(process.stdout.readline().split()[1])
+    return process, port
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--imagekit", required=True)
+    parser.add_argument("--base-imagekit")
+    parser.add_argument("--receiver-python", required=True)
+    parser.add_argument("--count", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--photos", default=os.path.expanduser("~/.cache/imagekit/bench-serve-photos"))
+    args = parser.parse_args()
+    make_photos(args.photos, args.count)
+    names = sorted(name for name in os.listdir(args.photos) if name.endswith(".jpg"))[: args.count]
+    dimensions = {name: Image.open(os.path.join(args.photos, name)).size for name in names}
+    work = tempfile.mkdtemp(prefix="bench-tracing-")
+    origin_port = free_port()
+    nginx, _ = start_origin(work, args.photos, origin_port, core=1)
+    spans_file = os.path.join(work, "spans.jsonl")
+    receiver, receiver_port = start_receiver(args.receiver_python, spans_file)
+    jobs = [(f"/unsafe/fit-in/256x256/filters:quality(80)/127.0.0.1:{origin_port}/{name}",
+             fit(*dimensions[name], 256, 256) + ("JPEG",)) for name in names]
+    variants = [("off", args.imagekit, ()), ("on", args.imagekit, ("--otel-endpoint", f"http://127.0.0.1:{receiver_port}"))]
+    if args.base_imagekit:
+        variants.insert(0, ("base", args.base_imagekit, ()))
+    cpu = {name: [] for name, _, _ in variants}
+    try:
+        for round_index in range(args.rounds):
+            # Each round starts with another variant, so none is always first after a pause.
+            shift = round_index % len(variants)
+            for name, binary, extra in variants[shift:] + variants[:shift]:
+                service = Service("imagekit", work, binary, origin_port, extra=extra)
+                try:
+                    row = run_load(service, jobs, 1)
+                finally:
+                    service.stop()
+                if row["errors"] or row["wrong_size"]:
+                    raise SystemExit(f"{name}: {row['errors']} errors, {row['wrong_size']} wrong sizes")
+                cpu[name].append(row["cpu_ms_per_thumbnail"])
+                log(f"round {round_index + 1}/{args.rounds} {name}: {row['cpu_ms_per_thumbnail']:.3f} ms CPU per thumbnail")
+    finally:
+        receiver.terminate()
+        nginx.terminate()
+    spans = sum(1 for _ in open(spans_file)) if os.path.exists(spans_file) else 0
+    off = statistics.median(cpu["off"])
+    print(f"{len(names)} photos, {args.rounds} rounds, concurrency 1; CPU ms per thumbnail (median; runs)")
+    for name, _, _ in variants:
+        median = statistics.median(cpu[name])
+        runs = ", ".join(f"{value:.3f}" for value in cpu[name])
+        print(f"  {name:5} {median:7.3f}  ×{median / off:.3f} of off   [{runs}]")
+    print(f"  spans received with tracing on: {spans} ({spans / (args.rounds * len(names)):.1f} per request)")
+
+
+if __name__ == "__main__":
+    main()
