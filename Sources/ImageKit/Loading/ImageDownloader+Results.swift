@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import Tracing
 
 /// What a transfer produced before any caller's hooks: the status, headers and body, or the
 /// transport's error.
@@ -206,28 +205,4 @@ final class ResumableDataStore: Sendable {
 
     /// Bytes kept now.
     var byteCount: Int { state.withLock { $0.bytes } }
-}
-
-// The transfer as a client span (OpenTelemetry's HTTP conventions): one per attempt.
-extension ImageDownloader {
-    static func startClientSpan(in context: ServiceContext, url: URL, attempt: Int) -> any Span {
-        let span = InstrumentationSystem.tracer.startSpan("GET", context: context, ofKind: .client)
-        span.attributes["http.request.method"] = "GET"
-        span.attributes["url.full"] = ImageKitTracing.spanURL(url)
-        if let host = url.host { span.attributes["server.address"] = host }
-        if attempt > 0 { span.attributes["http.request.resend_count"] = attempt }
-        return span
-    }
-
-    static func endClientSpan(_ span: any Span, _ outcome: Result<RawResponse, ImageError>) {
-        switch outcome {
-        case .success(let response):
-            span.attributes["http.response.status_code"] = response.statusCode
-            if response.statusCode >= 400 { span.setStatus(SpanStatus(code: .error)) }
-        case .failure(let error):
-            span.recordError(error)
-            span.setStatus(SpanStatus(code: .error))
-        }
-        span.end()
-    }
 }

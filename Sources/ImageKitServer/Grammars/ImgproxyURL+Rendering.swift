@@ -4,6 +4,19 @@ extension ImgproxyURL {
     /// The path (after the signature) of `operations` and `source` in this grammar, with a
     /// plain percent-encoded source: parsing it gives the same operations back.
     public static func path(for operations: ImageOperations, source: URL) -> String {
+        let options =
+            geometryOptions(operations) + operations.filters.compactMap(filterOption) + outputOptions(operations)
+            + factOptions(operations.infoFacts)
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "@?#%")
+        let encodedSource =
+            source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
+        let extensionPart = operations.format.map { "@" + $0.rawValue } ?? (operations.bestFormat ? "@best" : "")
+        return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
+    }
+
+    /// Size, gravity, crop, trim, padding, turns and background.
+    static func geometryOptions(_ operations: ImageOperations) -> [String] {
         var options: [String] = []
         let number = ImageOperations.number
         if operations.resizeMode == .cover {
@@ -38,15 +51,24 @@ extension ImgproxyURL {
             options.append("fl:\(operations.flipHorizontal ? 1 : 0):\(operations.flipVertical ? 1 : 0)")
         }
         if let background = operations.background { options.append("bg:\(background.urlHex)") }
-        for filter in operations.filters {
-            switch filter {
-            case .blur(_, let sigma?): options.append("bl:\(number(sigma))")
-            // imgproxy's sharpen has strength 1: another strength has no spelling here.
-            case .sharpen(1, let sigma, _): options.append("sh:\(number(sigma))")
-            case .pixelate(let size): options.append("pix:\(size)")
-            default: break  // not in this grammar
-            }
+        return options
+    }
+
+    /// A pixel filter as imgproxy spells it; nil for one its grammar cannot say.
+    static func filterOption(_ filter: ImageOperations.Filter) -> String? {
+        let number = ImageOperations.number
+        switch filter {
+        case .blur(_, let sigma?): return "bl:\(number(sigma))"
+        // imgproxy's sharpen has strength 1: another strength has no spelling here.
+        case .sharpen(1, let sigma, _): return "sh:\(number(sigma))"
+        case .pixelate(let size): return "pix:\(size)"
+        default: return nil
         }
+    }
+
+    /// Quality, format-specific options, metadata, the response's headers and the video options.
+    static func outputOptions(_ operations: ImageOperations) -> [String] {
+        var options: [String] = []
         if let quality = operations.quality { options.append("q:\(quality)") }
         if !operations.formatQuality.isEmpty {
             options.append(
@@ -71,7 +93,12 @@ extension ImgproxyURL {
         if let videoTime = operations.videoTime { options.append("vts:\(ImageOperations.number(videoTime))") }
         if operations.videoKeyframes { options.append("vtk:1") }
         if let stills = operations.videoStills { options.append(videoStillsOption(stills)) }
-        let facts = operations.infoFacts
+        return options
+    }
+
+    /// `/info`'s placeholders and colours.
+    static func factOptions(_ facts: ImageOperations.InfoFacts) -> [String] {
+        var options: [String] = []
         if facts.blurHashX > 0 { options.append("bh:\(facts.blurHashX):\(facts.blurHashY)") }
         if facts.thumbHash { options.append("th:1") }
         if facts.average { options.append(facts.averageIgnoresTransparent ? "avg:1" : "avg:1:0") }
@@ -79,12 +106,7 @@ extension ImgproxyURL {
         if facts.perceptualHash { options.append("ph:1") }
         if facts.dominantColors { options.append(facts.buildsMissedColors ? "dc:1:1" : "dc:1") }
         if !facts.hashsums.isEmpty { options.append((["chs"] + facts.hashsums.map(\.rawValue)).joined(separator: ":")) }
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "@?#%")
-        let encodedSource =
-            source.absoluteString.addingPercentEncoding(withAllowedCharacters: allowed) ?? source.absoluteString
-        let extensionPart = operations.format.map { "@" + $0.rawValue } ?? (operations.bestFormat ? "@best" : "")
-        return "/" + (options + ["plain", encodedSource]).joined(separator: "/") + extensionPart
+        return options
     }
 
     /// `vtt:…` or `vta:…` with every argument written out.

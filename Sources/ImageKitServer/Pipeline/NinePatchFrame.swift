@@ -43,26 +43,7 @@ enum NinePatchFrame {
         }
 
         // Runs of rows and of columns that stretch or not, from the top and left markers.
-        func runs(_ count: Int, _ stretchy: (Int) -> Bool) -> [(start: Int, length: Int, stretches: Bool)] {
-            var result: [(Int, Int, Bool)] = []
-            var index = 1
-            while index < count - 1 {
-                let stretches = stretchy(index)
-                var end = index + 1
-                while end < count - 1, stretchy(end) == stretches { end += 1 }
-                result.append((index, end - index, stretches))
-                index = end
-            }
-            return result
-        }
         let columns = runs(width) { isMarker($0, 0) }, rows = runs(height) { isMarker(0, $0) }
-        func sizes(_ runs: [(start: Int, length: Int, stretches: Bool)], target: Int) -> [Int] {
-            let stretchy = runs.filter(\.stretches).reduce(0) { $0 + $1.length }
-            let room = max(0, target - (runs.reduce(0) { $0 + $1.length } - stretchy))
-            return runs.map { run in
-                run.stretches ? Int(Double(run.length) / Double(stretchy) * Double(room) + 0.5) : run.length
-            }
-        }
         let columnSizes = sizes(columns, target: targetWidth), rowSizes = sizes(rows, target: targetHeight)
         var targetY = 0
         for (row, rowSize) in zip(rows, rowSizes) {
@@ -76,6 +57,31 @@ enum NinePatchFrame {
             targetY += rowSize
         }
         return canvas.freeze(isOpaque: false)
+    }
+
+    typealias Run = (start: Int, length: Int, stretches: Bool)
+
+    /// The runs of `count - 2` border pixels (the corners left out) that stretch or not.
+    static func runs(_ count: Int, _ stretchy: (Int) -> Bool) -> [Run] {
+        var result: [Run] = []
+        var index = 1
+        while index < count - 1 {
+            let stretches = stretchy(index)
+            var end = index + 1
+            while end < count - 1, stretchy(end) == stretches { end += 1 }
+            result.append((index, end - index, stretches))
+            index = end
+        }
+        return result
+    }
+
+    /// Each run's size at `target`: fixed runs their own length, stretchy ones sharing the rest.
+    static func sizes(_ runs: [Run], target: Int) -> [Int] {
+        let stretchy = runs.filter(\.stretches).reduce(0) { $0 + $1.length }
+        let room = max(0, target - (runs.reduce(0) { $0 + $1.length } - stretchy))
+        return runs.map { run in
+            run.stretches ? Int(Double(run.length) / Double(stretchy) * Double(room) + 0.5) : run.length
+        }
     }
 
     /// One cell of the patch scaled (bilinear) to the target cell and blended over it; a cell

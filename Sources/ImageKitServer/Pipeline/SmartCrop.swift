@@ -17,29 +17,7 @@ enum SmartCrop {
         let step = max(1, max(bounds.width, bounds.height) / 160)
         let columns = bounds.width / step, rows = bounds.height / step
         guard columns >= 3, rows >= 3 else { return centred }
-        var luma = [Float](repeating: 0, count: columns * rows)
-        var score = [Float](repeating: 0, count: columns * rows)
-        for row in 0..<rows {
-            for column in 0..<columns {
-                let pixel = bitmap[bounds.x + column * step, bounds.y + row * step]
-                let r = Float(pixel.r), g = Float(pixel.g), b = Float(pixel.b)
-                let y = 0.299 * r + 0.587 * g + 0.114 * b
-                luma[row * columns + column] = y
-                let high = max(r, g, b), low = min(r, g, b)
-                // Saturated colour counts where it is neither too dark nor washed out.
-                var value = (y > 20 && y < 235) ? (high - low) * 0.5 : 0
-                if r > 95, g > 40, b > 20, high - low > 15, r - g > 15, r > b { value += 60 }  // skin
-                score[row * columns + column] = value * Float(pixel.a) / 255
-            }
-        }
-        for row in 1..<(rows - 1) {
-            for column in 1..<(columns - 1) {
-                let index = row * columns + column
-                let laplacian =
-                    4 * luma[index] - luma[index - 1] - luma[index + 1] - luma[index - columns] - luma[index + columns]
-                score[index] += abs(laplacian)
-            }
-        }
+        let score = scores(of: bitmap, within: bounds, step: step, columns: columns, rows: rows)
         // Summed-area table: any window's sum in four lookups.
         let stride = columns + 1
         var table = [Double](repeating: 0, count: stride * (rows + 1))
@@ -69,5 +47,33 @@ enum SmartCrop {
         return PixelRect(
             x: bounds.x + (freeX > 0 ? x : freeX / 2), y: bounds.y + (freeY > 0 ? y : freeY / 2),
             width: size.width, height: size.height)
+    }
+
+    /// Each sample's interest: saturation and skin tones, then the Laplacian of the luma.
+    static func scores(of bitmap: Bitmap, within bounds: PixelRect, step: Int, columns: Int, rows: Int) -> [Float] {
+        var luma = [Float](repeating: 0, count: columns * rows)
+        var score = [Float](repeating: 0, count: columns * rows)
+        for row in 0..<rows {
+            for column in 0..<columns {
+                let pixel = bitmap[bounds.x + column * step, bounds.y + row * step]
+                let r = Float(pixel.r), g = Float(pixel.g), b = Float(pixel.b)
+                let y = 0.299 * r + 0.587 * g + 0.114 * b
+                luma[row * columns + column] = y
+                let high = max(r, g, b), low = min(r, g, b)
+                // Saturated colour counts where it is neither too dark nor washed out.
+                var value = (y > 20 && y < 235) ? (high - low) * 0.5 : 0
+                if r > 95, g > 40, b > 20, high - low > 15, r - g > 15, r > b { value += 60 }  // skin
+                score[row * columns + column] = value * Float(pixel.a) / 255
+            }
+        }
+        for row in 1..<(rows - 1) {
+            for column in 1..<(columns - 1) {
+                let index = row * columns + column
+                let laplacian =
+                    4 * luma[index] - luma[index - 1] - luma[index + 1] - luma[index - columns] - luma[index + columns]
+                score[index] += abs(laplacian)
+            }
+        }
+        return score
     }
 }

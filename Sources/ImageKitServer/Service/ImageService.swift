@@ -239,18 +239,29 @@ public final class ImageService: Sendable {
                     hinted: readsClientHints(request), answering.request.operations,
                     now: now))
         }
+        let processed = try await makeResult(
+            request, from: source, negotiation: negotiation, key: resultKey + "|" + source.identity,
+            placeKey: claimsPlace ? resultKey : nil, trace: trace)
+        let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
+        results.set(resultKey, result)
+        return respond(with: result, answering)
+    }
+
+    /// A new result from the source's bytes: in the format `Accept` chose, with the watermarks
+    /// fetched, joined with identical work in flight or run on the pool.
+    private func makeResult(
+        _ request: ImageRequest, from source: Source, negotiation: Negotiation, key: String, placeKey: String?,
+        trace: RequestTrace
+    ) async throws(ImageServiceError) -> ProcessedImage {
         var effective = request
-        if let offered = negotiation.offered, Self.negotiates(request, signature) {
+        if let offered = negotiation.offered, Self.negotiates(request, source.signature) {
             effective.operations.format = offered
         }
         effective.operations.bestCandidates = negotiation.bestCandidates
         let watermarks = try await loadWatermarks(request.operations, trace: trace)
-        let processed = try await process(
-            source.data, signature: signature, request: effective, watermarks: watermarks,
-            key: resultKey + "|" + source.identity, placeKey: claimsPlace ? resultKey : nil)
-        let result = CachedResult(image: processed, etag: etag, lastModified: source.lastModified, expires: expiry)
-        results.set(resultKey, result)
-        return respond(with: result, answering)
+        return try await process(
+            source.data, signature: source.signature, request: effective, watermarks: watermarks, key: key,
+            placeKey: placeKey)
     }
 
     /// The path read and let in: a valid signature (or unsigned URLs allowed), not expired, a

@@ -6,76 +6,89 @@ enum ApplyFilters: FrameStep {
     static func apply(_ frame: Bitmap, _ context: ProcessingContext) throws(ImageError) -> Bitmap {
         guard !context.keepsGIF else { return frame }
         var bitmap = frame
-        for filter in context.operations.filters {
-            switch filter {
-            case .blur(let radius, let sigma):
-                let value = min(Bitmap.maximumBlurSigma, sigma ?? radius)
-                if value > 0 { bitmap = try bitmap.blurred(sigma: value) }
-            case .grayscale:
-                bitmap = try bitmap.grayscaled()
-            case .equalize:
-                let tables = equalizingTables(bitmap)
-                bitmap = try bitmap.mappingColors { (tables[0][$0], tables[1][$1], tables[2][$2]) }
-            case .curve(let all, let red, let green, let blue):
-                let common = splineTable(all), r = splineTable(red), g = splineTable(green),
-                    b = splineTable(blue)
-                bitmap = try bitmap.mappingColors { (common[r[$0]], common[g[$1]], common[b[$2]]) }
-            case .brightness(let amount):
-                let delta = 255 * amount / 100  // C's truncating division, as thumbor's filter
-                bitmap = try bitmap.mappingColors { ($0 + delta, $1 + delta, $2 + delta) }
-            case .rgb(let red, let green, let blue):
-                let (dr, dg, db) = (255 * red / 100, 255 * green / 100, 255 * blue / 100)
-                bitmap = try bitmap.mappingColors { ($0 + dr, $1 + dg, $2 + db) }
-            case .contrast(let amount):
-                let factor = (amount + 100) * (amount + 100) / 100
-                bitmap = try bitmap.mappingColors {
-                    (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128)
-                }
-            case .saturation(let change):
-                let amount = Float(change)
-                bitmap = try bitmap.mappingColors { red, green, blue in
-                    // thumbor's: the perceived brightness p, each channel moved from p by `change` (floats, truncated).
-                    let (r, g, b) = (Float(red), Float(green), Float(blue))
-                    let p = (r * r * 0.299 + g * g * 0.587 + b * b * 0.114).squareRoot()
-                    return (Int(p + (r - p) * amount), Int(p + (g - p) * amount), Int(p + (b - p) * amount))
-                }
-            case .roundCorner(let a, _, let color, let transparent):
-                bitmap = try bitmap.roundingCorners(radius: Double(a))
-                if !transparent { bitmap = try bitmap.flattened(onto: color) }
-            case .sharpen(let strength, let sigma, let luminanceOnly):
-                if strength > 0, sigma > 0 {
-                    bitmap = try bitmap.sharpened(
-                        strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
-                }
-            case .pixelate(let size):
-                if size > 1 { bitmap = try bitmap.pixelated(blockSize: size) }
-            case .noise(let amount):
-                // thumbor's noise: each channel moved by a random amount in ±`amount`; the
-                // generator is seeded with the image's size so one URL always gives the same bytes.
-                guard amount > 0 else { continue }
-                var state =
-                    UInt64(bitmap.width) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitmap.height) &+ 0xD1B5_4A32_D192_ED03
-                func next() -> Int {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
-                    return Int(state % UInt64(2 * amount + 1)) - amount
-                }
-                bitmap = try bitmap.mappingColors { ($0 + next(), $1 + next(), $2 + next()) }
-            case .frame(let url):
-                guard let patch = context.overlays[url] else {
-                    throw ImageError(.invalidArgument, "the frame's picture was not given")
-                }
-                bitmap = try NinePatchFrame.apply(bitmap, patch: patch, maxPixels: context.processor.maxPixels)
-            case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
-                guard let mark = context.overlays[url] else {
-                    throw ImageError(.invalidArgument, "the watermark's image was not given")
-                }
-                bitmap = try Watermark.apply(
-                    bitmap, mark: mark, x: x, y: y, alpha: alpha, widthRatio: widthRatio, heightRatio: heightRatio)
+        for filter in context.operations.filters { bitmap = try applying(filter, to: bitmap, context) }
+        return bitmap
+    }
+
+    static func applying(_ filter: ImageOperations.Filter, to frame: Bitmap, _ context: ProcessingContext)
+        throws(ImageError) -> Bitmap
+    {
+        var bitmap = frame
+        switch filter {
+        case .blur(let radius, let sigma):
+            let value = min(Bitmap.maximumBlurSigma, sigma ?? radius)
+            if value > 0 { bitmap = try bitmap.blurred(sigma: value) }
+        case .grayscale:
+            bitmap = try bitmap.grayscaled()
+        case .equalize:
+            let tables = equalizingTables(bitmap)
+            bitmap = try bitmap.mappingColors { (tables[0][$0], tables[1][$1], tables[2][$2]) }
+        case .curve(let all, let red, let green, let blue):
+            let common = splineTable(all), r = splineTable(red), g = splineTable(green),
+                b = splineTable(blue)
+            bitmap = try bitmap.mappingColors { (common[r[$0]], common[g[$1]], common[b[$2]]) }
+        case .brightness(let amount):
+            let delta = 255 * amount / 100  // C's truncating division, as thumbor's filter
+            bitmap = try bitmap.mappingColors { ($0 + delta, $1 + delta, $2 + delta) }
+        case .rgb(let red, let green, let blue):
+            let (dr, dg, db) = (255 * red / 100, 255 * green / 100, 255 * blue / 100)
+            bitmap = try bitmap.mappingColors { ($0 + dr, $1 + dg, $2 + db) }
+        case .contrast(let amount):
+            let factor = (amount + 100) * (amount + 100) / 100
+            bitmap = try bitmap.mappingColors {
+                (factor * ($0 - 128) / 100 + 128, factor * ($1 - 128) / 100 + 128, factor * ($2 - 128) / 100 + 128)
             }
+        case .saturation(let change):
+            bitmap = try saturated(bitmap, by: change)
+        case .roundCorner(let a, _, let color, let transparent):
+            bitmap = try bitmap.roundingCorners(radius: Double(a))
+            if !transparent { bitmap = try bitmap.flattened(onto: color) }
+        case .sharpen(let strength, let sigma, let luminanceOnly):
+            if strength > 0, sigma > 0 {
+                bitmap = try bitmap.sharpened(
+                    strength: strength, sigma: min(Bitmap.maximumBlurSigma, sigma), luminanceOnly: luminanceOnly)
+            }
+        case .pixelate(let size):
+            if size > 1 { bitmap = try bitmap.pixelated(blockSize: size) }
+        case .noise(let amount):
+            if amount > 0 { bitmap = try noised(bitmap, amount: amount) }
+        case .frame(let url):
+            guard let patch = context.overlays[url] else {
+                throw ImageError(.invalidArgument, "the frame's picture was not given")
+            }
+            bitmap = try NinePatchFrame.apply(bitmap, patch: patch, maxPixels: context.processor.maxPixels)
+        case .watermark(let url, let x, let y, let alpha, let widthRatio, let heightRatio):
+            guard let mark = context.overlays[url] else {
+                throw ImageError(.invalidArgument, "the watermark's image was not given")
+            }
+            bitmap = try Watermark.apply(
+                bitmap, mark: mark, x: x, y: y, alpha: alpha, widthRatio: widthRatio, heightRatio: heightRatio)
         }
         return bitmap
+    }
+
+    /// thumbor's saturation: the perceived brightness p, each channel moved from p by `change`
+    /// (floats, truncated).
+    static func saturated(_ bitmap: Bitmap, by change: Double) throws(ImageError) -> Bitmap {
+        let amount = Float(change)
+        return try bitmap.mappingColors { red, green, blue in
+            let (r, g, b) = (Float(red), Float(green), Float(blue))
+            let p = (r * r * 0.299 + g * g * 0.587 + b * b * 0.114).squareRoot()
+            return (Int(p + (r - p) * amount), Int(p + (g - p) * amount), Int(p + (b - p) * amount))
+        }
+    }
+
+    /// thumbor's noise: each channel moved by a random amount in ±`amount`; the generator is
+    /// seeded with the image's size so one URL always gives the same bytes.
+    static func noised(_ bitmap: Bitmap, amount: Int) throws(ImageError) -> Bitmap {
+        var state = UInt64(bitmap.width) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitmap.height) &+ 0xD1B5_4A32_D192_ED03
+        func next() -> Int {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Int(state % UInt64(2 * amount + 1)) - amount
+        }
+        return try bitmap.mappingColors { ($0 + next(), $1 + next(), $2 + next()) }
     }
 
     /// Per channel, each value's place in the cumulative histogram stretched to 0…255 (the
