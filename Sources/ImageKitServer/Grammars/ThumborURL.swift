@@ -36,44 +36,9 @@ public enum ThumborURL {
             operations.crop = crop
             rest = rest.dropFirst(segment.count + 1)
         }
-        var fitIn = false, full = false
-        if let segment = segment(of: rest), segment.hasSuffix("fit-in") {
-            var name = Substring(segment)
-            if name.hasPrefix("adaptive-") {
-                operations.adaptive = true
-                name = name.dropFirst("adaptive-".count)
-            }
-            if name.hasPrefix("full-") {
-                full = true
-                name = name.dropFirst("full-".count)
-            }
-            if name == "fit-in" {
-                fitIn = true
-                rest = rest.dropFirst(segment.count + 1)
-            } else {
-                operations.adaptive = false
-                full = false
-            }
-        }
-        var hasSize = false
-        if let segment = segment(of: rest), let size = parseSize(segment) {
-            (operations.width, operations.widthIsOriginal, operations.flipHorizontal) = size.width
-            (operations.height, operations.heightIsOriginal, operations.flipVertical) = size.height
-            hasSize = true
-            rest = rest.dropFirst(segment.count + 1)
-        }
-        var horizontal = "center", vertical = "middle"
-        if let segment = segment(of: rest), ["left", "right", "center"].contains(segment) {
-            horizontal = segment
-            rest = rest.dropFirst(segment.count + 1)
-        }
-        if let segment = segment(of: rest), ["top", "bottom", "middle"].contains(segment) {
-            vertical = segment
-            rest = rest.dropFirst(segment.count + 1)
-        }
-        operations.gravity = gravity(horizontal: horizontal, vertical: vertical)
-        if take("smart/", from: &rest) { operations.gravity = .smart }
-
+        let (fitIn, full) = takeFitIn(from: &rest, into: &operations)
+        let hasSize = takeSize(from: &rest, into: &operations)
+        takeAlignment(from: &rest, into: &operations)
         if fitIn {
             operations.resizeMode = full ? .cover : .fit
             operations.enlarge = full  // thumbor: fit-in never upscales; full-fit-in does
@@ -106,6 +71,47 @@ public enum ThumborURL {
     }
 
     // MARK: Parts
+
+    /// `[adaptive-][full-]fit-in/`: whether it is there and `full-`; a segment that only ends in
+    /// `fit-in` is left for the parts after it.
+    private static func takeFitIn(from rest: inout Substring, into operations: inout ImageOperations)
+        -> (fitIn: Bool, full: Bool)
+    {
+        guard let segment = segment(of: rest), segment.hasSuffix("fit-in") else { return (false, false) }
+        var name = Substring(segment)
+        let adaptive = name.hasPrefix("adaptive-")
+        if adaptive { name = name.dropFirst("adaptive-".count) }
+        let full = name.hasPrefix("full-")
+        if full { name = name.dropFirst("full-".count) }
+        guard name == "fit-in" else { return (false, false) }
+        operations.adaptive = adaptive
+        rest = rest.dropFirst(segment.count + 1)
+        return (true, full)
+    }
+
+    /// `[-]Wx[-]H/` (`orig` for a side, `-` to flip it): whether it is there.
+    private static func takeSize(from rest: inout Substring, into operations: inout ImageOperations) -> Bool {
+        guard let segment = segment(of: rest), let size = parseSize(segment) else { return false }
+        (operations.width, operations.widthIsOriginal, operations.flipHorizontal) = size.width
+        (operations.height, operations.heightIsOriginal, operations.flipVertical) = size.height
+        rest = rest.dropFirst(segment.count + 1)
+        return true
+    }
+
+    /// `[left|center|right/][top|middle|bottom/][smart/]`: the gravity.
+    private static func takeAlignment(from rest: inout Substring, into operations: inout ImageOperations) {
+        var horizontal = "center", vertical = "middle"
+        if let segment = segment(of: rest), ["left", "right", "center"].contains(segment) {
+            horizontal = segment
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        if let segment = segment(of: rest), ["top", "bottom", "middle"].contains(segment) {
+            vertical = segment
+            rest = rest.dropFirst(segment.count + 1)
+        }
+        operations.gravity = gravity(horizontal: horizontal, vertical: vertical)
+        if take("smart/", from: &rest) { operations.gravity = .smart }
+    }
 
     private static func segment(of rest: Substring) -> String? {
         // Bytes, not Characters: "/" is ASCII, and the search runs several times a request.

@@ -114,7 +114,7 @@ public final class ImageService: Sendable {
     /// response.status   // .ok
     /// ```
     ///
-    /// Each request is a server span (``ImageKitTracing``): a child of `ServiceContext.current`
+    /// Each request is a server span (ImageKit's `ImageKitTracing`): a child of `ServiceContext.current`
     /// when the caller has one, else of the request's `traceparent`, else a new trace.
     public func handle(_ request: HTTPRequest) async -> ImageServiceResponse {
         var parent = ServiceContext.current ?? .topLevel
