@@ -223,20 +223,8 @@ extension ImgproxyURL {
     }
 }
 
-/// One imgproxy option's reader: how many arguments it takes (nil: it checks them itself) and
-/// what it sets in the operations.
-struct ImgproxyOptionReader: Sendable {
-    var counts: ClosedRange<Int>?
-    var read: @Sendable (OptionArguments, inout ImageOperations) throws(ImageServiceError) -> Void
-
-    init(
-        _ counts: ClosedRange<Int>?,
-        _ read: @escaping @Sendable (OptionArguments, inout ImageOperations) throws(ImageServiceError) -> Void
-    ) {
-        self.counts = counts
-        self.read = read
-    }
-}
+/// One imgproxy option's reader (a row of ``ImgproxyURL/optionReaders``).
+typealias ImgproxyOptionReader = OptionReader<OptionArguments>
 
 /// An option's arguments as the URL spelled them, read with the option's name (as written) in
 /// every error; the presets for `pr`.

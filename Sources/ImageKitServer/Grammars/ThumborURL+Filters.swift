@@ -109,16 +109,19 @@ extension ThumborURL {
     }
 }
 
-/// One thumbor filter's reader: how many arguments it takes (nil: it checks them itself) and what
-/// it sets in the operations. A filter is a row of ``ThumborURL/filterReaders`` and its
-/// spelling back in `ThumborURL+Rendering.swift`.
-struct ThumborFilterReader: Sendable {
+/// One thumbor filter's reader (a row of ``ThumborURL/filterReaders``; its spelling back is in
+/// `ThumborURL+Rendering.swift`).
+typealias ThumborFilterReader = OptionReader<FilterArguments>
+
+/// One option's reader in a grammar's table: how many arguments it takes (nil: it checks them
+/// itself) and what it sets in the operations.
+struct OptionReader<Arguments>: Sendable {
     var counts: ClosedRange<Int>?
-    var read: @Sendable (FilterArguments, inout ImageOperations) throws(ImageServiceError) -> Void
+    var read: @Sendable (Arguments, inout ImageOperations) throws(ImageServiceError) -> Void
 
     init(
         _ counts: ClosedRange<Int>?,
-        _ read: @escaping @Sendable (FilterArguments, inout ImageOperations) throws(ImageServiceError) -> Void
+        _ read: @escaping @Sendable (Arguments, inout ImageOperations) throws(ImageServiceError) -> Void
     ) {
         self.counts = counts
         self.read = read
