@@ -58,7 +58,7 @@ release: deps
 # Every trait on, PDF, HEVCAVCodec and Video too (off by default: poppler is GPL, FFmpeg's libraries
 # bring many more), so that every coder's tests run; `test-no-traits` checks the build and the tests with none.
 TEST_TRAITS := HEIF,AVIF,JXL,SVG,PDF,HEVCAVCodec,Video
-TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits $(TEST_TRAITS),Serve
+TEST_FLAGS := -c release -Xswiftc -enable-testing --scratch-path .build-test --traits $(TEST_TRAITS),Serve,OTel
 
 # The image service's output sizes are compared with a real thumbor 7.8 asked for the same URLs
 # in the same run (Tests/thumbor/sizes.py, loopback only). thumbor lives in a venv outside the
@@ -154,10 +154,11 @@ test-no-traits: test-deps thumbor-sizes reference-venv
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
-# --sanitize=thread. The suites that exercise threads and locks:
+# --sanitize=thread; the OTel trait is off (swift-otel 1.6 does not compile under the sanitizer:
+# "sending 'logger' risks causing data races"). The suites that exercise threads and locks:
 TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree|ImageManagerTracingTests
 test-tsan: test-deps thumbor-venv
-	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
+	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --traits HEIF,AVIF,JXL,SVG,Serve --filter "$(TSAN_SUITES)"
 
 bench: deps
 	$(SWIFTPM) build -c release --product bench
@@ -332,7 +333,7 @@ fuzz-smoke: test-deps
 # follows its life cycle on a bare Debian 12 root (deploy/debian/test-deb.sh).
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ImageKit/ImageKit.swift)
 BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-DIST_TRAITS := HEIF,AVIF,JXL,SVG,Serve,HEVCAVCodec,Video
+DIST_TRAITS := HEIF,AVIF,JXL,SVG,Serve,OTel,HEVCAVCodec,Video
 DIST_FLAGS := -c release --scratch-path .build-dist --static-swift-stdlib --traits $(DIST_TRAITS) -Xcc '-DIK_BUILD_COMMIT="$(BUILD_COMMIT)"'
 DIST_PACKAGES := libavcodec-dev libavformat-dev libswscale-dev
 dist: deps

@@ -46,7 +46,11 @@ let package = Package(
         // Off by default for the same reason: video sources (MP4/MOV, WebM/MKV) through FFmpeg's
         // libavformat, libavcodec and libswscale.
         .trait(name: "Video", description: "Frames of MP4, MOV, WebM and MKV videos with FFmpeg's libraries"),
-        .default(enabledTraits: ["HEIF", "AVIF", "JXL", "SVG", "Serve"]),
+        // OpenTelemetry trace export in `imagekit serve` (swift-otel, OTLP/HTTP). A trait of its own
+        // because swift-otel 1.6 does not compile under ThreadSanitizer with Swift 6.3
+        // (`make test-tsan` builds without it), and it adds minutes to a first build.
+        .trait(name: "OTel", description: "OpenTelemetry trace export in `imagekit serve` (swift-otel)", enabledTraits: ["Serve"]),
+        .default(enabledTraits: ["HEIF", "AVIF", "JXL", "SVG", "Serve", "OTel"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -156,7 +160,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
-                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["Serve"])),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTel"])),
             ]
         ),
         // Straight C decoders used by the benchmark as the "raw library" baseline.

@@ -1,7 +1,9 @@
 #if Serve
 import ArgumentParser
 import Logging
+#if OTel
 import OTel
+#endif
 import ServiceLifecycle
 
 extension Serve {
@@ -9,12 +11,13 @@ extension Serve {
     /// or `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector; nil (no tracer: spans cost nothing)
     /// otherwise. Traces only: metrics stay on `/metrics` and logs on standard output. The other
     /// `OTEL_*` variables (`OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER` …) apply as the
-    /// OpenTelemetry specification says.
+    /// OpenTelemetry specification says. A build without the `OTel` trait refuses an endpoint.
     func traceExporter(environment: [String: String]) throws -> (any Service)? {
         let fromEnvironment = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].contains {
             !(environment[$0] ?? "").isEmpty
         }
         guard otelEndpoint != nil || fromEnvironment else { return nil }
+        #if OTel
         var configuration = OTel.Configuration.default
         configuration.serviceName = "imagekit"
         configuration.diagnosticLogger = .custom(Logger(label: "imagekit.otel"))
@@ -37,6 +40,9 @@ extension Serve {
         } catch {
             throw ValidationError("--otel-endpoint: cannot start the trace exporter: \(error)")
         }
+        #else
+        throw ValidationError("traces: this imagekit was built without the OTel trait (no trace exporter)")
+        #endif
     }
 }
 #endif

@@ -1,4 +1,4 @@
-#if Serve
+#if Serve && OTel
 import Foundation
 import NIOHTTP1
 import XCTest
