@@ -121,7 +121,6 @@ public struct DecodedImage: Sendable {
         return eager
     }
 
-    // Spec: DESIGN §2.
     /// Memory cost in bytes: `bytesPerRow × height × frameCount` for an eager image;
     /// for a lazy one what it holds: the encoded bytes and the decoder's canvases (the poster
     /// is the decoder's last frame, so it is not counted twice).

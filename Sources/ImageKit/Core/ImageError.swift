@@ -90,7 +90,6 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         self.httpStatusCode = httpStatusCode
     }
 
-    // Spec: DESIGN §6.
     /// Whether trying again later may succeed: timeouts, DNS and connection
     /// failures, 5xx, 408 and 429, cancellation. Everything else (other 4xx, bad data) is
     /// permanent and may be remembered as a failed URL.

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Tracing
 
-// Spec: DESIGN §5, steps 6–10.
 /// The load flow of one job: disk, original-cache fallback, loader,
 /// decode, transform, store. Every `await` is a point where the job may have been stopped by
 /// its last caller; then nothing more is delivered or stored.

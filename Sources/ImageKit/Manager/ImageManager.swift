@@ -50,7 +50,6 @@ public struct ImageManagerConfiguration: Sendable {
     }
 }
 
-// Spec: DESIGN §5.
 /// Loads images by URL: memory cache, joined loads, disk cache, loader, decode, transform,
 /// store (SDWebImage's `SDWebImageManager`).
 ///

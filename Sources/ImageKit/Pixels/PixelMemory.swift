@@ -13,18 +13,10 @@ import Darwin
 ///
 /// A freed mapping is kept as a *spare* for the next buffer of about its size (at most
 /// `spareLimitCount` spares and `spareLimitBytes` bytes, process-wide, the oldest dropped
-/// first, each for at most `spareLifetime` seconds), because fresh memory is what large images cost most: the kernel
-/// zero-fills every page on first touch. Measured on a 12 MP photo (`bench --filter transform/`):
-/// a centre crop took 2.7 ms into fresh memory, most of it `clear_page`, and a grayscale 12.6 ms;
-/// a 4000×3000 JPEG decode 110 ms into fresh memory and 76 ms into reused memory. glibc does not
-/// help here: it maps blocks this large itself on worker threads and unmaps them when freed.
-/// Mappings (not malloc) also keep a played animation bounded: glibc kept freed 4 MB frames in
-/// its heaps and arenas, so playing a 1000×1000 animation held 90–170 MB resident; mapped, 46 MB.
-/// Small images and animations pay it too: from 1 MiB down to 128 KiB, and with 64 spares instead
-/// of 4, a 256×256 lossless WebP decoded at 460–477 MP/s where malloc's trimming and re-faulting
-/// gave 217–460 depending on what ran before, and a 24-frame 480×360 GIF whose frames are small
-/// rectangles (each frame a full-canvas copy) at 2600 MP/s instead of 565 with 4 spares
-/// (`make bench-peers`).
+/// first, each for at most `spareLifetime` seconds): fresh memory is what large images cost most,
+/// since the kernel zero-fills every page on first touch, and mappings (not malloc's heaps) keep a
+/// played animation's memory bounded. The measurements behind these choices are in the Decisions
+/// article ("Pixel memory").
 /// ``releaseSpares()`` unmaps the spares at once (the memory cache's trim calls it).
 public enum PixelMemory {
     /// Buffers at least this large get huge-page advice (two huge pages).
@@ -113,10 +105,8 @@ public enum PixelMemory {
     static let spareLimitBytes = 64 << 20
     /// … for at most this many seconds (checked whenever pixel memory is allocated or freed).
     static let spareLifetime = 10.0
-    /// A spare serves a request up to this factor smaller than itself, whole: trimmed to each
-    /// request, spares shrank until the next slightly larger image missed them all (a GIF canvas
-    /// of 2.0–2.7 MB was a fresh, zero-filled mapping on most requests: 12 % of an animated
-    /// GIF's thumbnail in `imagekit serve`).
+    /// A spare serves a request up to this factor smaller than itself, whole: a spare trimmed to
+    /// each request would shrink until the next slightly larger image missed them all.
     static let spareReuseFactor = 1.5
 
     struct Spare {
@@ -161,8 +151,7 @@ public enum PixelMemory {
     /// The mapping for `byteCount` bytes, with room for the largest ``colourOffset(_:)``, rounded
     /// up to an eighth of its power of two (at most 12.5 % more address space, and no more
     /// memory until touched): images of about one size then share a few lengths, so a freed one
-    /// serves the next even when it is a little larger — every request larger than all spares
-    /// so far was a fresh, zero-filled mapping (6 of 30 animated GIFs of 2.0–2.7 MB canvases).
+    /// serves the next even when it is a little larger.
     static func mappedLength(_ byteCount: Int) -> Int {
         let page = 4096
         let needed = (byteCount + colourSpan + page - 1) / page * page
@@ -176,8 +165,7 @@ public enum PixelMemory {
     /// mapping's length is kept in its first bytes). Every mapping starts
     /// on a 2 MiB boundary, so without this a source and the buffer made from it share their
     /// addresses' low 12 bits, and loads from one falsely wait on stores to the other (4K
-    /// aliasing). Measured on a 1 MP quarter turn with the scalar kernel: 2.81 ms median with the
-    /// offsets, 3.55 without (five runs each; malloc'd memory gave 0.77).
+    /// aliasing).
     private static let colour = Locked(0)
 
     private static func colourOffset() -> Int {

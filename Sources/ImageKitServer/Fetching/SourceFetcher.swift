@@ -9,8 +9,8 @@ import ImageKit
 /// background write to the origin. A URL the origin refused for good (a 4xx but 408 and 429) is
 /// answered with the same error, without asking again, for ``failedTimeToLive``.
 ///
-/// The service used a client-side `ImageManager` for this (memory cache off, decoding off),
-/// whose job machinery, caches and hops between threads a source load does not need.
+/// It is not an `ImageManager`: a source load needs none of its jobs, memory cache, decoding or
+/// thread hops.
 final class SourceFetcher: Sendable {
     /// A source's bytes and what the origin said about them.
     struct Fetched: Sendable {

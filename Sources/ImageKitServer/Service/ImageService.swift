@@ -8,15 +8,10 @@ import Tracing
 /// ``ImageServiceResponse`` out. The Hummingbird layer (`ImageServiceRoutes`) and tests call
 /// ``handle(_:)``.
 ///
-/// One request: parse (either grammar, memoised per path) → signature (constant time) → expiry,
-/// allowed source → the result cache, keyed by the canonical operations, the source URL and the
-/// class of client (`Accept`), which answers a hit without touching the source → on a miss or
-/// once the result's time to live is over, the source's bytes through an `ImageManager`
-/// (disk-cached and revalidated, private addresses refused after DNS and on every redirect, size
-/// and time limits) → `ETag` from the source's identity (its strong `ETag`, else a digest of its
-/// bytes), the canonical operations and the format, so `If-None-Match` answers 304 with nothing
-/// decoded → one joined job per result on the bounded worker pool (full: 503 + `Retry-After`) →
-/// headers (`Cache-Control`, `Last-Modified`, `Vary: Accept`, `Content-Disposition`).
+/// A request is parsed and admitted (signature in constant time, expiry, allowed source), then
+/// answered from the result cache, or its source is fetched (private addresses refused) and
+/// processed on the bounded worker pool, one job per result however many ask for it; a full pool
+/// answers 503. `docs/Architecture.md` follows one request through these steps.
 ///
 /// ```swift
 /// var configuration = ImageServiceConfiguration()
