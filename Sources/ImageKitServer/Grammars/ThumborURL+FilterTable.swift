@@ -139,10 +139,10 @@ extension ThumborURL {
             return
         }
         let value = asked == "jpg" ? "jpeg" : asked == "heif" ? "heic" : asked
-        guard let format = ImageOperations.Format(rawValue: value), format != .tiff, format != .bmp else {
+        guard let format = ImageOperations.Format(rawValue: value), format.capabilities.isOutput else {
             throw ImageServiceError(
                 .invalidFilterArgument,
-                "format: '\(arguments[0])' is not jpeg, png, webp, avif, gif, heic (heif), jxl, mp4 or webm")
+                "format: '\(arguments[0])' is not \(ImageOperations.Format.outputNames) (jpg and heif too)")
         }
         operations.format = format
     }

@@ -14,15 +14,15 @@ enum EncodeBest {
         let animated = image.frameCount > 1, opaque = image.isOpaque
         let candidates = context.operations.bestCandidates.filter { format in
             format.encodableFormat != nil && (!animated || format.keepsFrames)
-                && (opaque || format != .jpeg) && (animated || format != .gif)
+                && (opaque || format.capabilities.hasAlpha) && (animated || format != .gif)
         }
         guard !candidates.isEmpty else {
             throw ImageServiceError(.unsupportedOutputFormat, "no format the client accepts writes this image")
         }
         var tries: [(ImageOperations.Format, lossless: Bool)] = []
         if image.width * image.height > ruleAbovePixels {
-            let preferred: [ImageOperations.Format] = [.avif, .webp, .jpeg, .png, .gif]
-            tries = [(preferred.first(where: candidates.contains) ?? candidates[0], false)]
+            let ranked = candidates.min { ($0.capabilities.bestRank ?? .max) < ($1.capabilities.bestRank ?? .max) }
+            tries = [(ranked ?? candidates[0], false)]
         } else {
             let fewColours = animated ? false : Self.hasFewColours(image.frames[0].bitmap)
             for format in candidates {

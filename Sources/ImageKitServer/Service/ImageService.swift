@@ -305,7 +305,8 @@ public final class ImageService: Sendable {
         init(_ operations: ImageOperations, accept: String?, configuration: ImageServiceConfiguration) {
             let accept = accept?.lowercased() ?? ""
             if operations.format == nil && (operations.bestFormat || configuration.bestFormatByDefault) {
-                bestCandidates = Self.bestCandidates(accept: accept, allowed: configuration.bestFormats)
+                bestCandidates = ImageOperations.Format.bestCandidates(
+                    accept: accept, allowed: configuration.bestFormats)
                 negotiable = true
                 formatClass = "best:" + bestCandidates.map(\.rawValue).joined(separator: ",")
                 return
@@ -322,14 +323,6 @@ public final class ImageService: Sendable {
             formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
         }
 
-        /// JPEG and PNG (every client), WebP and AVIF when `Accept` lists them (AVIF in a build
-        /// that writes it), GIF for animations — those the operator allows.
-        static func bestCandidates(accept: String, allowed: [ImageOperations.Format]) -> [ImageOperations.Format] {
-            var candidates: [ImageOperations.Format] = [.jpeg, .png, .gif]
-            if accept.utf8Contains("image/webp") { candidates.append(.webp) }
-            if ImageFormat.avif.isCodecSupported, accept.utf8Contains("image/avif") { candidates.append(.avif) }
-            return candidates.filter(allowed.contains)
-        }
     }
 
     /// What the answer to one request needs besides its result.
