@@ -114,3 +114,14 @@ extension String {
     /// usual text with no `%` in it (a few microseconds a request): nil when an escape is broken.
     var percentDecoded: String? { utf8.contains(UInt8(ascii: "%")) ? removingPercentEncoding : self }
 }
+
+extension ImageRequest {
+    /// Whether `signature` signs this request in its grammar: thumbor's HMAC-SHA1 or imgproxy's
+    /// HMAC-SHA256, compared in constant time; false when the grammar has no key configured.
+    func isSigned(with signature: String, thumbor: ThumborSigner?, imgproxy: ImgproxySigner?) -> Bool {
+        switch grammar {
+        case .thumbor: thumbor?.isValid(signature, for: signedPath) ?? false
+        case .imgproxy: imgproxy?.isValid(signature, for: signedPath) ?? false
+        }
+    }
+}

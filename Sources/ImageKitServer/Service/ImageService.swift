@@ -289,65 +289,6 @@ public final class ImageService: Sendable {
         return .json(.ok, body, cacheControl: cacheControl(request.operations, now: now))
     }
 
-    /// The format a request's answer is negotiated to and the class of client it is kept for.
-    struct Negotiation {
-        /// Whether `Accept` may choose the format (none asked, and automatic formats are on).
-        var negotiable: Bool
-        /// The format `Accept` allows, best first (AVIF, then WebP); nil: the default rule.
-        var offered: ImageOperations.Format?
-        /// The asked format, or the class of client: results are kept per class, so a result
-        /// hit needs neither the source nor a decode.
-        var formatClass: String
-
-        /// The formats `best` tries (empty: `best` is not asked).
-        var bestCandidates: [ImageOperations.Format] = []
-
-        init(_ operations: ImageOperations, accept: String?, configuration: ImageServiceConfiguration) {
-            let accept = accept?.lowercased() ?? ""
-            if operations.format == nil && (operations.bestFormat || configuration.bestFormatByDefault) {
-                bestCandidates = ImageOperations.Format.bestCandidates(
-                    accept: accept, allowed: configuration.bestFormats)
-                negotiable = true
-                formatClass = "best:" + bestCandidates.map(\.rawValue).joined(separator: ",")
-                return
-            }
-            negotiable = operations.format == nil && (configuration.autoWebP || configuration.autoAVIF)
-            if negotiable {
-                // A build without AVIF (the trait off) offers WebP instead of answering 415.
-                if configuration.autoAVIF, ImageFormat.avif.isCodecSupported, accept.utf8Contains("image/avif") {
-                    offered = .avif
-                } else if configuration.autoWebP, accept.utf8Contains("image/webp") {
-                    offered = .webp
-                }
-            }
-            formatClass = operations.format.map { $0.rawValue } ?? "auto:" + (offered?.rawValue ?? "none")
-        }
-
-    }
-
-    /// What the answer to one request needs besides its result.
-    struct Answering {
-        var request: ImageRequest
-        /// The source's `Surrogate-Key`.
-        var tag: String
-        var negotiable: Bool
-        var ifNoneMatch: String?
-        var now: Int
-    }
-
-    /// A path read, with what every request for it needs and its configuration decides once.
-    struct ParsedPath: Sendable {
-        var request: ImageRequest
-        /// The result key without the format.
-        var key: String
-        /// The source URL as a string (`URL.absoluteString` is not free).
-        var source: String
-        /// The source's `Surrogate-Key`.
-        var tag: String
-        /// Whether the configuration serves the source (hosts, buckets, local root).
-        var isAllowed: Bool
-    }
-
     /// `parsedPath` with the request's client hints as its defaults (the result key follows).
     private func hinted(_ parsedPath: ParsedPath, _ headers: HTTPFields) -> ParsedPath {
         let hints = ClientHints { name in HTTPField.Name(name).flatMap { headers[$0] } }
@@ -395,14 +336,10 @@ public final class ImageService: Sendable {
             }
             return
         }
-        let valid: Bool
-        switch request.grammar {
-        case .thumbor: valid = thumbor?.isValid(signature, for: request.signedPath) ?? false
-        case .imgproxy: valid = imgproxy?.isValid(signature, for: request.signedPath) ?? false
+        guard request.isSigned(with: signature, thumbor: thumbor, imgproxy: imgproxy) else {
+            throw ImageServiceError.badSignature("the URL's signature does not match")
         }
-        guard valid else { throw ImageServiceError.badSignature("the URL's signature does not match") }
     }
-
 }
 
 /// One request's facts for the metrics and the access log, filled in as it is answered.
