@@ -135,9 +135,10 @@ test: test-deps thumbor-sizes deploy-venv reference-venv
 # Codec tests under AddressSanitizer (the C boundary), concurrency tests under ThreadSanitizer.
 # The ASan build leaves out the Serve trait (the HTTP layer: Hummingbird, pure Swift, tested by
 # `make test` through the real binary), so a CI run compiles Hummingbird once.
-# A build without the Serve trait resolves without Hummingbird and its dependencies, and SwiftPM
-# writes that pruned pin set back to Package.resolved: the two targets below put the committed
-# file back when they end (pass or fail), so that committing after them never drops 30 pins.
+# A build without the Serve trait resolves without Hummingbird and its dependencies (without OTel,
+# without swift-otel's), and SwiftPM writes that pruned pin set back to Package.resolved: the
+# targets that build so (test-asan, test-no-traits, test-tsan) put the committed file back when
+# they end (pass or fail), so that committing after them never drops pins.
 RESOLVED_KEEP := .build-resolved-keep/Package.resolved
 
 test-asan: test-deps thumbor-sizes reference-venv
@@ -158,7 +159,9 @@ test-no-traits: test-deps thumbor-sizes reference-venv
 # "sending 'logger' risks causing data races"). The suites that exercise threads and locks:
 TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree|ImageManagerTracingTests
 test-tsan: test-deps thumbor-venv
-	IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --traits HEIF,AVIF,JXL,SVG,Serve --filter "$(TSAN_SUITES)"
+	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
+	status=0; IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --traits HEIF,AVIF,JXL,SVG,Serve --filter "$(TSAN_SUITES)" || status=$$?; \
+		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 bench: deps
 	$(SWIFTPM) build -c release --product bench
