@@ -346,6 +346,13 @@ final class ImageServiceTests: XCTestCase {
             ("/unsafe/filters:sepia()/\(host)/a.jpg", 400, "unknownFilter"),
             ("/nonsense/a.jpg", 400, "malformedURL"),
             ("/_/exp:1/plain/http://\(host)/a.jpg", 404, "expired"),
+            // A scheme no loader serves (s3 and local are not configured here).
+            ("/unsafe/300x200/file:///etc/passwd", 400, "unsupportedScheme"),
+            ("/unsafe/300x200/ftp://example.com/a.jpg", 400, "unsupportedScheme"),
+            ("/_/w:10/plain/file:///etc/passwd", 400, "unsupportedScheme"),
+            ("/unsafe/100x0/s3://photos/cat.jpg", 400, "unsupportedScheme"),
+            ("/unsafe/100x0/local:///cat.jpg", 400, "unsupportedScheme"),
+            ("/unsafe/100x0/http:/other.test/a.jpg", 403, "sourceNotAllowed"),
         ]
         for (path, status, code) in cases {
             let response = await service.handle(method: "GET", path: path, headers: [:])

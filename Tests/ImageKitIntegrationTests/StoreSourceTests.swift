@@ -105,6 +105,54 @@ final class StoreSourceTests: XCTestCase {
         }
     }
 
+    // MARK: Schemes
+
+    /// Each scheme's loader reads a source as a request path carries it (a proxy's merged `//`
+    /// restored) and says what its configuration serves; a host outside the downloader's allowed
+    /// ones is refused before anything is sent.
+    func testSourceLoadersReadTheirSchemesAndSayWhatIsServed() async throws {
+        let downloader = ImageDownloader(
+            configuration: {
+                var configuration = ImageDownloaderConfiguration(retryPolicy: .none)
+                configuration.allowedHosts = ["*.example.com", "127.0.0.1"]
+                return configuration
+            }())
+        let s3 = S3Loader(
+            access: S3Access(accessKeyID: "AKID", secretAccessKey: "secret", buckets: ["photos"]),
+            downloader: downloader)
+        let local = LocalRootLoader(root: directory)
+        XCTAssertEqual(downloader.schemes, ["http", "https"])
+        XCTAssertEqual(
+            try downloader.sourceURL("https:/img.example.com/a.jpg").absoluteString, "https://img.example.com/a.jpg")
+        XCTAssertEqual(try s3.sourceURL("s3:/photos/a/b.jpg").absoluteString, "s3://photos/a/b.jpg")
+        XCTAssertEqual(
+            try s3.sourceURL("S3://photos/a.jpg?versionId=v1").absoluteString, "s3://photos/a.jpg?versionId=v1")
+        XCTAssertEqual(try local.sourceURL("local:/products/42.jpg").absoluteString, "local:///products/42.jpg")
+        XCTAssertEqual(try local.sourceURL("local:///products/42.jpg").absoluteString, "local:///products/42.jpg")
+        for (loader, text) in [(s3, "s3://photos/"), (s3, "s3:"), (downloader, "http:///"), (local, "local:")]
+            as [(any SourceLoading, String)]
+        {
+            XCTAssertThrowsError(try loader.sourceURL(text), text) {
+                XCTAssertEqual(($0 as? ImageError)?.code, .invalidURL)
+            }
+        }
+        XCTAssertTrue(downloader.allows(try XCTUnwrap(URL(string: "https://example.com/a.jpg"))))
+        XCTAssertTrue(downloader.allows(try XCTUnwrap(URL(string: "https://a.b.EXAMPLE.com/a.jpg"))))
+        XCTAssertFalse(downloader.allows(try XCTUnwrap(URL(string: "https://example.com.evil.test/a.jpg"))))
+        XCTAssertTrue(s3.allows(try XCTUnwrap(URL(string: "s3://photos/a.jpg"))))
+        XCTAssertFalse(s3.allows(try XCTUnwrap(URL(string: "s3://other/a.jpg"))))
+        XCTAssertFalse(local.cachesSources)
+        XCTAssertTrue(s3.cachesSources)
+        // Refused before a connection: 127.0.0.2 is not allowed (nothing listens there either).
+        let refused = try XCTUnwrap(URL(string: "http://127.0.0.2:9/a.jpg"))
+        do {
+            _ = try await downloader.load(refused)
+            XCTFail("a host outside the allowed ones was loaded")
+        } catch {
+            XCTAssertEqual(error.code, .invalidURL)
+        }
+    }
+
     // MARK: s3://
 
     func testS3AccessAddressesBucketsAndKeys() throws {
@@ -158,11 +206,8 @@ final class StoreSourceTests: XCTestCase {
         try moto.put("private-photos", "2024/cat.jpg", file: photo.path)
         try moto.put("public-looking", "cat.jpg", file: photo.path)
 
-        func downloader(_ access: S3Access) -> ImageDownloader {
-            var configuration = ImageDownloaderConfiguration(timeout: 10, retryPolicy: .none)
-            configuration.s3 = access
-            return ImageDownloader(configuration: configuration)
-        }
+        let web = ImageDownloader(configuration: ImageDownloaderConfiguration(timeout: 10, retryPolicy: .none))
+        func downloader(_ access: S3Access) -> S3Loader { S3Loader(access: access, downloader: web) }
         let signed = downloader(moto.access(buckets: ["private-photos"]))
         let url = try XCTUnwrap(URL(string: "s3://private-photos/2024/cat.jpg"))
         let response = try await signed.load(url)
@@ -185,10 +230,19 @@ final class StoreSourceTests: XCTestCase {
             code: .invalidStatusCode, status: 403)
         // Without S3 access, s3 URLs are not loaded at all.
         XCTAssertFalse(ImageDownloader().canLoad(url))
+        await assertFails(web, url.absoluteString, code: .invalidURL, status: nil)
+
+        // Two accesses to one object at once never share a transfer: the wrong secret still fails
+        // while the right one loads.
+        async let right = try? signed.load(url)
+        async let wrong = try? downloader(moto.access(secret: "wrong-secret")).load(url)
+        let (rightData, wrongData) = await (right?.data, wrong?.data)
+        XCTAssertEqual(rightData, try Data(contentsOf: photo))
+        XCTAssertNil(wrongData)
     }
 
     private func assertFails(
-        _ downloader: ImageDownloader, _ text: String, code: ImageError.Code, status: Int?, line: UInt = #line
+        _ downloader: any ImageLoading, _ text: String, code: ImageError.Code, status: Int?, line: UInt = #line
     ) async {
         do {
             _ = try await downloader.load(URL(string: text)!)
@@ -249,7 +303,9 @@ extension StoreSourceTests {
         XCTAssertEqual(notListed.status, 403)
         XCTAssertEqual(notListed.json["error"], "sourceNotAllowed")
         XCTAssertEqual(try server.request("/unsafe/100x0/s3://private-photos/2024/missing.jpg").status, 404)
-        XCTAssertEqual(try server.request("/unsafe/100x0/local:///cat.jpg").status, 403)
+        let noRoot = try server.request("/unsafe/100x0/local:///cat.jpg")
+        XCTAssertEqual(noRoot.status, 400)
+        XCTAssertEqual(noRoot.json["error"], "unsupportedScheme")
 
         // The object changes: with the result's time to live over, the new bytes are served.
         try Self.jpeg(width: 200, height: 200).write(to: photo)
@@ -327,7 +383,7 @@ extension StoreSourceTests {
         try Self.jpeg(width: 64, height: 64).write(to: root.appendingPathComponent("photos/cat.jpg"))
         let changed = try server.request("/unsafe/32x0/local:///photos/cat.jpg")
         XCTAssertEqual(try ImageCodersManager.shared.decode(Data(changed.body)).height, 32)
-        XCTAssertEqual(try server.request("/unsafe/32x0/s3://bucket/cat.jpg").status, 403)
+        XCTAssertEqual(try server.request("/unsafe/32x0/s3://bucket/cat.jpg").status, 400)
     }
 }
 #endif

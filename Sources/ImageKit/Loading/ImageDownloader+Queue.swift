@@ -50,7 +50,7 @@ extension ImageDownloader {
     }
 
     /// Runs the asynchronous hook (when there is one) and then ``enqueue(_:subscriber:ticket:)``.
-    func submit(_ request: ImageLoadRequest, subscriber: Subscriber) -> Token {
+    func submit(_ request: ImageLoadRequest, subscriber: Subscriber, router: TransferRouter?) -> Token {
         var subscriber = subscriber
         subscriber.priority = request.priority
         subscriber.responseModifier = request.hooks.responseModifier ?? configuration.responseModifier
@@ -58,7 +58,7 @@ extension ImageDownloader {
         subscriber.wantsBytes = request.deliversReceivedBytes && subscriber.decryptor == nil
         guard let willLoad = request.hooks.willLoad ?? configuration.willLoad else {
             let ticket = Ticket(.done)
-            enqueue(request, subscriber: subscriber, ticket: ticket)
+            enqueue(request, subscriber: subscriber, ticket: ticket, router: router)
             return Token(downloader: self, ticket: ticket)
         }
         let ticket = Ticket(.pending(cancelled: false, priority: nil))
@@ -94,16 +94,22 @@ extension ImageDownloader {
                 hooked.hooks.willLoad = nil
                 if let priority { hooked.priority = priority }
                 subscriber.priority = hooked.priority
-                enqueue(hooked, subscriber: subscriber, ticket: ticket)
+                enqueue(hooked, subscriber: subscriber, ticket: ticket, router: router)
             }
         }
         return Token(downloader: self, ticket: ticket)
     }
 
     /// The key transfers are shared by: the final URL and headers (digested), conditional
-    /// requests apart, and TLS or cookie settings other than the configuration's.
-    static func transferKey(for request: ImageLoadRequest, configuration: ImageDownloaderConfiguration) -> String {
+    /// requests apart, TLS or cookie settings other than the configuration's, and the store
+    /// access that signs it (another access may not read the same object).
+    static func transferKey(
+        for request: ImageLoadRequest, route: TransferRoute, configuration: ImageDownloaderConfiguration
+    ) -> String {
         var key = request.url.absoluteString
+        if let access = route.awsSigning {
+            key += "\u{0}s3=" + access.routeIdentity
+        }
         let digest = RequestHeaderDigest.digest(request.headers)
         if !digest.isEmpty { key += "\u{0}headers=" + digest }
         if request.cachedValidators != nil { key += "\u{0}conditional" }
@@ -116,27 +122,30 @@ extension ImageDownloader {
         return key
     }
 
-    func enqueue(_ request: ImageLoadRequest, subscriber: Subscriber, ticket: Ticket) {
-        guard canLoad(request.url), request.url.host != nil else {
-            ticket.place.withLock { $0 = .done }
-            deliver(.failure(ImageError(.invalidURL, "cannot download \(request.url)")), to: [subscriber])
-            return
-        }
-        let modifier = request.hooks.requestModifier ?? configuration.requestModifier
-        guard let request = modifier.map({ $0(request) }) ?? request, canLoad(request.url), request.url.host != nil
-        else {
-            ticket.place.withLock { $0 = .done }
-            deliver(.failure(ImageError(.invalidURL, "the request modifier refused \(request.url)")), to: [subscriber])
-            return
-        }
-        do {
-            _ = try transferTarget(for: request.url)
+    /// `url`'s route: the store loader's, else a plain http(s) one.
+    private func route(_ url: URL, _ router: TransferRouter?) throws(ImageError) -> TransferRoute {
+        if let router { return try router(url) }
+        return try webRoute(url)
+    }
+
+    func enqueue(_ request: ImageLoadRequest, subscriber: Subscriber, ticket: Ticket, router: TransferRouter?) {
+        let route: TransferRoute
+        let modified: ImageLoadRequest
+        do throws(ImageError) {
+            _ = try self.route(request.url, router)
+            let modifier = request.hooks.requestModifier ?? configuration.requestModifier
+            guard let changed = modifier.map({ $0(request) }) ?? request else {
+                throw ImageError(.invalidURL, "the request modifier refused \(request.url)")
+            }
+            route = try self.route(changed.url, router)
+            modified = changed
         } catch {
             ticket.place.withLock { $0 = .done }
             deliver(.failure(error), to: [subscriber])
             return
         }
-        let key = Self.transferKey(for: request, configuration: configuration)
+        let request = modified
+        let key = Self.transferKey(for: request, route: route, configuration: configuration)
         let needsProgress = state.withLock { state -> (CurlTransfer, Int)? in
             state.sequence += 1
             let id = state.sequence
@@ -147,7 +156,8 @@ extension ImageDownloader {
                 operation.subscribers[id] = subscriber
                 state.waiting.reprioritize(operation)
             } else {
-                operation = Operation(key: key, request: request, serviceContext: ServiceContext.current)
+                operation = Operation(
+                    key: key, request: request, route: route, serviceContext: ServiceContext.current)
                 operation.subscribers[id] = subscriber
                 state.operations[key] = operation
                 state.waiting.append(operation)

@@ -17,7 +17,7 @@ extension ImageDownloader {
     /// cut short is kept for a later resume; a 206 answering our `Range` is joined to the bytes
     /// kept before.
     func outcome(
-        of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest,
+        of transfer: CurlTransfer, code: CURLcode, request: ImageLoadRequest, key: String,
         resumedFrom resume: ResumableDataStore.Entry?
     ) -> Result<RawResponse, ImageError> {
         let url = request.url
@@ -29,7 +29,7 @@ extension ImageDownloader {
             if let refused = transfer.refusedAddress {
                 return .failure(ImageError(.forbiddenAddress, "\(url): the address policy refuses \(refused)"))
             }
-            keepForResume(transfer, request: request, resumedFrom: resume)
+            keepForResume(transfer, request: request, key: key, resumedFrom: resume)
             return .failure(Self.error(for: code, message: transfer.errorMessage, url: url))
         }
         var headers = transfer.responseHeaders
@@ -54,7 +54,7 @@ extension ImageDownloader {
 
     /// Keeps what an interrupted 200 transfer received when the response can be resumed.
     private func keepForResume(
-        _ transfer: CurlTransfer, request: ImageLoadRequest, resumedFrom resume: ResumableDataStore.Entry?
+        _ transfer: CurlTransfer, request: ImageLoadRequest, key: String, resumedFrom resume: ResumableDataStore.Entry?
     ) {
         guard configuration.resumableDataLimit > 0, request.cachedValidators == nil else { return }
         let headers = transfer.responseHeaders
@@ -68,7 +68,7 @@ extension ImageDownloader {
             data = resume.data + data
         }
         guard !data.isEmpty else { return }
-        resumable.keep(Self.transferKey(for: request, configuration: configuration), data: data, validator: validator)
+        resumable.keep(key, data: data, validator: validator)
     }
 
     /// The first byte position of `Content-Range: bytes FIRST-LAST/LENGTH`.

@@ -22,11 +22,7 @@ extension ImageDownloader {
             if operation.firstStart == nil { operation.firstStart = now }
             return (remainingTime(of: operation, now: now), operation.attempt)
         }
-        // Checked when the request was queued: an s3:// URL has an address and an access.
-        guard let target = try? transferTarget(for: request.url) else {
-            finish(operation, .failure(ImageError(.invalidURL, "cannot download \(request.url)")))
-            return
-        }
+        let target = operation.route
         let span = operation.serviceContext.map { Self.startClientSpan(in: $0, url: target.url, attempt: attempt) }
         let traceHeaders = span.map { ImageKitTracing.propagationHeaders(for: $0.context) } ?? [:]
         var headerList = baseHeaderList
@@ -34,11 +30,11 @@ extension ImageDownloader {
         let resume =
             configuration.resumableDataLimit > 0 && request.cachedValidators == nil
             ? resumable.take(operation.key) : nil
-        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil || target.s3 != nil
+        if !request.headers.isEmpty || request.cachedValidators != nil || resume != nil || target.awsSigning != nil
             || !traceHeaders.isEmpty
         {
             var headers = baseHeaders.merging(request.headers) { $1 }.merging(traceHeaders) { $1 }
-            if let s3 = target.s3 {
+            if let s3 = target.awsSigning {
                 headers.merge(s3.signedHeaders) { $1 }
                 // curl signs every header of the list; signers (botocore, hence moto) leave
                 // User-Agent out, and proxies rewrite it: sent as curl's own, unsigned.
@@ -70,7 +66,7 @@ extension ImageDownloader {
             caBundlePath: configuration.caBundlePath, caDirectory: configuration.caDirectory,
             pinnedPublicKey: configuration.pinnedPublicKey, hostOverrides: hostOverrides,
             curlOptions: configuration.curlOptions)
-        if let s3 = target.s3 {
+        if let s3 = target.awsSigning {
             options.awsSigV4 = (s3.sigV4Provider, s3.accessKeyID, s3.secretAccessKey)
             options.userAgent = userAgent
             options.credentials = nil
@@ -88,7 +84,8 @@ extension ImageDownloader {
                 span?.end()
                 return
             }
-            let outcome = self.outcome(of: transfer, code: code, request: request, resumedFrom: resume)
+            let outcome = self.outcome(
+                of: transfer, code: code, request: request, key: operation.key, resumedFrom: resume)
             if let span { Self.endClientSpan(span, outcome) }
             finish(operation, outcome)
         }

@@ -17,7 +17,7 @@ import Tracing
 /// let response = try await downloader.load(URL(string: "https://example.com/a.jpg")!)
 /// let image = try ImageCodersManager.shared.decode(response.data)
 /// ```
-public final class ImageDownloader: ImageLoading {
+public final class ImageDownloader: SourceLoading {
     /// The configuration the downloader was made with.
     public let configuration: ImageDownloaderConfiguration
     let engines: [CurlEngine]
@@ -69,9 +69,12 @@ public final class ImageDownloader: ImageLoading {
         /// The trace of the caller that started the transfer: each attempt is a client span in
         /// it, and the origin receives that span's `traceparent`.
         let serviceContext: ServiceContext?
-        init(key: String, request: ImageLoadRequest, serviceContext: ServiceContext?) {
+        /// Where the transfer goes and how it is signed.
+        let route: TransferRoute
+        init(key: String, request: ImageLoadRequest, route: TransferRoute, serviceContext: ServiceContext?) {
             self.key = key
             self.request = request
+            self.route = route
             self.serviceContext = serviceContext
         }
 
@@ -163,19 +166,34 @@ public final class ImageDownloader: ImageLoading {
         deliver(.failure(ImageError(.cancelled, "the downloader was shut down")), to: waiting)
     }
 
-    /// True for `http` and `https` URLs, and `s3` URLs when ``ImageDownloaderConfiguration/s3``
-    /// is set.
+    /// `http` and `https`.
+    public var schemes: Set<String> { ["http", "https"] }
+
+    /// True for `http` and `https` URLs.
     public func canLoad(_ url: URL) -> Bool {
         guard let scheme = url.scheme?.lowercased() else { return false }
-        return scheme == "http" || scheme == "https" || (scheme == "s3" && configuration.s3 != nil)
+        return scheme == "http" || scheme == "https"
     }
 
-    /// Where a request's bytes are fetched from: its own http(s) URL, or for an `s3://` URL the
-    /// store's (with the access that signs it).
-    func transferTarget(for url: URL) throws(ImageError) -> (url: URL, s3: S3Access?) {
-        guard url.scheme?.lowercased() == "s3" else { return (url, nil) }
-        guard let s3 = configuration.s3 else { throw ImageError(.invalidURL, "no S3 access is configured") }
-        return (try s3.httpURL(for: url), s3)
+    /// True when the URL's host is among ``ImageDownloaderConfiguration/allowedHosts`` (or that
+    /// list is empty).
+    public func allows(_ url: URL) -> Bool {
+        SourceText.host(url.host ?? "", matchesAnyOf: configuration.allowedHosts)
+    }
+
+    /// Where a transfer goes and how it is signed: a request's own http(s) URL, or for a store
+    /// loader's URL (``S3Loader``) the store's endpoint.
+    struct TransferRoute: Sendable {
+        var url: URL
+        /// Signs the request with AWS Signature V4 (S3 and compatible stores).
+        var awsSigning: S3Access?
+    }
+
+    /// The route of a plain http(s) request: its own URL, when its host is allowed.
+    func webRoute(_ url: URL) throws(ImageError) -> TransferRoute {
+        guard canLoad(url), url.host != nil else { throw ImageError(.invalidURL, "cannot download \(url)") }
+        guard allows(url) else { throw ImageError(.invalidURL, "the host of \(url) is not among the allowed ones") }
+        return TransferRoute(url: url)
     }
 
     /// Holds queued transfers back (running ones go on) until ``resume()``.
@@ -215,8 +233,20 @@ public final class ImageDownloader: ImageLoading {
         _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)? = nil,
         completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
     ) -> Token {
-        submit(request, subscriber: Subscriber(progress: progress, completion: completion))
+        submit(request, subscriber: Subscriber(progress: progress, completion: completion), router: nil)
     }
+
+    /// Downloads a store loader's URL (``S3Loader``): `router` maps the request's URL (after the
+    /// request modifier) to where the transfer goes and how it is signed.
+    func download(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void,
+        router: @escaping TransferRouter
+    ) -> Token {
+        submit(request, subscriber: Subscriber(progress: progress, completion: completion), router: router)
+    }
+
+    typealias TransferRouter = @Sendable (URL) throws(ImageError) -> TransferRoute
 
     /// Async form of ``download(_:progress:completion:)``; cancelling the task cancels this
     /// caller's interest. The task is resumed straight from the transfer's completion, without
@@ -230,7 +260,8 @@ public final class ImageDownloader: ImageLoading {
     {
         try await awaitingLoad { completion in
             submit(
-                request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true))
+                request, subscriber: Subscriber(progress: progress, completion: completion, resumesContinuation: true),
+                router: nil)
         }.get()
     }
 

@@ -109,9 +109,11 @@ public struct ImageDownloaderConfiguration: Sendable {
     /// Fixed name resolutions in curl's `HOST:PORT:ADDRESS[,ADDRESS]` form
     /// (`images.example.com:443:10.0.0.5`). The address policy still checks the addresses.
     public var hostOverrides: [String]
-    /// Access to `s3://BUCKET/KEY` URLs (signed with AWS Signature V4); nil: `s3` URLs are not
-    /// loaded. See ``S3Access``.
-    public var s3: S3Access?
+    /// The hosts http(s) URLs may name: host names, or `*.example.com` for a domain and every
+    /// name under it; empty (the default): any host. Another host fails with
+    /// ``ImageError/Code/invalidURL`` before anything is sent (thumbor's `ALLOWED_SOURCES`;
+    /// redirects are the address policy's to judge).
+    public var allowedHosts: [String] = []
     /// curl options the configuration does not name; see ``CurlOption``.
     public var curlOptions: [CurlOption]
     /// Bytes of interrupted transfers kept so the next load of the URL asks only for the rest

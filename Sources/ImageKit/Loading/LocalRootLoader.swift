@@ -19,7 +19,7 @@ import Glibc
 /// let manager = ImageManager(loader: loaders)
 /// let result = try await manager.loadImage(URL(string: "local:///products/42.jpg")!)
 /// ```
-public struct LocalRootLoader: ImageLoading {
+public struct LocalRootLoader: SourceLoading {
     /// The directory every `local://` path is under.
     public let root: URL
     /// Files larger than this fail with ``ImageError/Code/responseTooLarge``; nil: no limit.
@@ -36,8 +36,20 @@ public struct LocalRootLoader: ImageLoading {
         self.queue = queue
     }
 
+    /// `local`.
+    public var schemes: Set<String> { ["local"] }
+
     /// True for `local:` URLs.
     public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "local" }
+
+    /// `local:///PATH`, also written `local:/PATH`.
+    public func sourceURL(_ text: String) throws(ImageError) -> URL {
+        try SourceText.url(text, schemes: schemes, form: .path)
+    }
+
+    /// False: the files are on this machine already (read each time, so a file changed in place
+    /// is served at once).
+    public var cachesSources: Bool { false }
 
     /// Reads the file on the loader's queue.
     @discardableResult public func load(

@@ -3,7 +3,7 @@ import Foundation
 import ImageKit
 
 /// The service's one way to a source's bytes: the source disk cache, else the origin through
-/// the downloader (its address policy, size limit, deadline and retries), one transfer per URL
+/// the loader for its scheme (the downloader's address policy, size limit, deadline and retries), one transfer per URL
 /// however many requests want it at once, stored before the bytes are handed out — the next
 /// request for the source (a second size of it, often moments later) must find it, not race a
 /// background write to the origin. A URL the origin refused for good (a 4xx but 408 and 429) is
@@ -31,30 +31,49 @@ final class SourceFetcher: Sendable {
         var signature: ImageSignature { ImageSignature(data) }
     }
 
-    let downloader: ImageDownloader
-    /// `local:///PATH` sources; nil: refused.
-    let local: LocalRootLoader?
+    /// One loader per scheme served (``ImageServiceConfiguration/sourceLoaders(through:)``).
+    let loaders: [any SourceLoading]
     let disk: DiskCache?
     let failedTimeToLive: Duration
     private let failures = Locked<[String: (error: ImageError, until: ContinuousClock.Instant)]>([:])
     private let inFlight = Locked<[String: Task<Result<Fetched, ImageError>, Never>]>([:])
 
-    init(
-        downloader: ImageDownloader, disk: DiskCache?, local: LocalRootLoader? = nil,
-        failedTimeToLive: Duration = .seconds(60)
-    ) {
-        self.downloader = downloader
-        self.local = local
+    init(loaders: [any SourceLoading], disk: DiskCache?, failedTimeToLive: Duration = .seconds(60)) {
+        self.loaders = loaders
         self.disk = disk
         self.failedTimeToLive = failedTimeToLive
     }
 
+    /// The loader for `url`'s scheme; nil when none is served.
+    func loader(for url: URL) -> (any SourceLoading)? {
+        guard let scheme = url.scheme?.lowercased() else { return nil }
+        return loaders.first { $0.schemes.contains(scheme) }
+    }
+
+    /// `source` as its scheme's loader reads it (`s3:/b/k`, a proxy's merged slashes, is
+    /// `s3://b/k`): what keys, tags and fetches use. A scheme no loader serves is 400.
+    func resolve(_ source: URL) throws(ImageServiceError) -> URL {
+        guard let loader = loader(for: source) else {
+            throw ImageServiceError(
+                .unsupportedScheme, "no source with the scheme '\(source.scheme ?? "")' is served here")
+        }
+        do {
+            return try loader.sourceURL(source.absoluteString)
+        } catch {
+            throw .malformed(error.message)
+        }
+    }
+
+    /// Whether `source`'s loader serves it (an allowed host, a configured bucket).
+    func allows(_ source: URL) -> Bool { loader(for: source)?.allows(source) ?? false }
+
     /// The bytes of `url`: stored, or fetched (and stored) now.
     func fetch(_ url: URL) async throws(ImageError) -> Fetched {
-        if let local, local.canLoad(url) {
+        guard let loader = loader(for: url) else { throw ImageError(.invalidURL, "no loader for \(url)") }
+        if !loader.cachesSources {
             // On this machine already: read each time (a file changed in place is served at
             // once), never copied into the source cache or remembered as failed.
-            let response = try await local.load(url)
+            let response = try await loader.load(url)
             return Fetched(data: response.data, http: response.cacheHeaders, fromOrigin: true)
         }
         // The key the disk cache has always used for a source: its URL (what ImageManager stored
@@ -71,7 +90,7 @@ final class SourceFetcher: Sendable {
         }
         let (task, started) = inFlight.withLock { tasks -> (Task<Result<Fetched, ImageError>, Never>, Bool) in
             if let running = tasks[key] { return (running, false) }
-            let task = Task { await self.download(url, key: key) }
+            let task = Task { await self.download(url, key: key, with: loader) }
             tasks[key] = task
             return (task, true)
         }
@@ -90,9 +109,10 @@ final class SourceFetcher: Sendable {
         return key
     }
 
-    private func download(_ url: URL, key: String) async -> Result<Fetched, ImageError> {
+    private func download(_ url: URL, key: String, with loader: any SourceLoading) async -> Result<Fetched, ImageError>
+    {
         do {
-            let response = try await downloader.load(url)
+            let response = try await loader.load(url)
             let http = response.cacheHeaders
             if let disk, !response.data.isEmpty {
                 // A full disk or a failed write costs the next request a fetch, not this one its answer.

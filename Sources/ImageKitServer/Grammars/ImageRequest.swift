@@ -56,54 +56,37 @@ public struct ImageRequest: Sendable, Hashable {
         throw .malformed("'\(first.prefix(64))' is neither a thumbor nor an imgproxy signature")
     }
 
-    /// An absolute source URL from a source text: percent-decoded when it is encoded, `http://`
-    /// added to a bare host (thumbor's default); `s3://BUCKET/KEY` and `local:///PATH` as they
-    /// are (whether they are served is the service's configuration); any other scheme refused.
+    /// The source as a request path carries it (percent-decoded once when it has no `://`):
+    /// a URL with a scheme as written (`https://…`, `s3://…`, `local:///…`, also with its `//`
+    /// merged by a proxy: the service's loader for the scheme reads it), or a bare host with
+    /// `http://` added (thumbor's default). Whether a scheme is served is the service's
+    /// question, answered by its source loaders.
     static func sourceURL(_ text: String, addsScheme: Bool) throws(ImageServiceError) -> URL {
         var text = text
         if !text.utf8Contains("://"), let decoded = text.percentDecoded { text = decoded }
-        if let store = try storeURL(text) { return store }
-        let lower = text.lowercased()
-        if !lower.hasPrefix("http://") && !lower.hasPrefix("https://") {
-            if let colon = lower.firstIndex(of: ":"), lower[..<colon].allSatisfy({ $0.isLetter }),
-                lower[lower.index(after: colon)...].hasPrefix("/")
-            {
-                throw ImageServiceError(.unsupportedScheme, "only http and https sources are served")
-            }
-            guard addsScheme else { throw .malformed("the source is not an absolute http(s) URL") }
+        if !hasScheme(text) {
+            guard addsScheme else { throw .malformed("the source is not an absolute URL") }
             text = "http://" + text
         }
         guard
             let url = URL(string: text)
                 ?? URL(string: text.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? ""),
-            let host = url.host, !host.isEmpty
+            url.scheme != nil
         else {
             throw .malformed("the source is not a valid URL")
         }
         return url
     }
-}
 
-extension ImageRequest {
-    /// An `s3://BUCKET/KEY` or `local:///PATH` source, also with its slashes merged as proxies and
-    /// path normalisers leave them (`s3:/BUCKET/KEY`, `local:/PATH`); nil for any other text.
-    static func storeURL(_ text: String) throws(ImageServiceError) -> URL? {
-        let lower = text.lowercased()
-        for scheme in ["s3", "local"] where lower.hasPrefix(scheme + ":/") {
-            let rest = text.dropFirst(scheme.count + 1).drop(while: { $0 == "/" })
-            let normalized = scheme == "s3" ? "s3://" + rest : "local:///" + rest
-            guard !rest.isEmpty,
-                let url = URL(string: normalized)
-                    ?? URL(string: normalized.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")
-            else {
-                throw .malformed("the source is not a valid \(scheme): URL")
-            }
-            if scheme == "s3", (url.host ?? "").isEmpty || url.path.count <= 1 {
-                throw .malformed("an s3 source is s3://BUCKET/KEY")
-            }
-            return url
-        }
-        return nil
+    /// Whether `text` starts with a scheme and a slash (`https:/`, `s3:/`): a host with a port
+    /// (`example.com:8080/a.jpg`) has none.
+    private static func hasScheme(_ text: String) -> Bool {
+        guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
+            text[text.index(after: colon)...].hasPrefix("/")
+        else { return false }
+        let scheme = text[..<colon]
+        return scheme.first!.isLetter
+            && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") }
     }
 }
 

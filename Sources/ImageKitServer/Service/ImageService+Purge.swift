@@ -53,7 +53,7 @@ extension ImageService {
         }
         let source: URL
         do {
-            source = try ImageRequest.sourceURL(text, addsScheme: true)
+            source = try sources.resolve(ImageRequest.sourceURL(text, addsScheme: true))
         } catch {
             return .error(error)
         }

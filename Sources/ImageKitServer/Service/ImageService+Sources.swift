@@ -4,25 +4,6 @@ import ImageKit
 // Sources: which may be served, fetching them (and the watermark and frame pictures), and how a
 // failed fetch is answered.
 extension ImageService {
-    /// Whether `source` may be served: an allowed host (`allowedSources`), a configured bucket
-    /// (`s3`), or a configured root (`local`).
-    func allows(_ source: URL) -> Bool {
-        switch source.scheme?.lowercased() {
-        case "s3":
-            guard let s3 = configuration.s3 else { return false }
-            return s3.buckets.map { $0.contains(source.host ?? "") } ?? true
-        case "local": return configuration.localRoot != nil
-        default: break
-        }
-        guard !configuration.allowedSources.isEmpty else { return true }
-        let host = source.host?.lowercased() ?? ""
-        return configuration.allowedSources.contains { pattern in
-            let pattern = pattern.lowercased()
-            if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) || host == pattern.dropFirst(2) }
-            return host == pattern
-        }
-    }
-
     /// A source's bytes, what they are (sniffed once, here), the origin's `Last-Modified`, and
     /// what identifies this version of it: the origin's strong `ETag` with the length, else a
     /// digest of the bytes.
@@ -99,8 +80,8 @@ extension ImageService {
             default: continue
             }
             guard watermarks[text] == nil else { continue }
-            let url = try ImageRequest.sourceURL(text, addsScheme: true)
-            guard allows(url) else {
+            let url = try sources.resolve(ImageRequest.sourceURL(text, addsScheme: true))
+            guard sources.allows(url) else {
                 throw ImageServiceError(.sourceNotAllowed, "the host of a watermark or frame is not allowed")
             }
             let tier = trace.tier

@@ -63,7 +63,7 @@ public final class ImageService: Sendable {
             addressPolicy: AddressPolicy.publicOnly.allowing(networks: configuration.allowedNetworks))
         downloads.connectTimeout = min(configuration.timeout, 5)
         downloads.hostOverrides = configuration.hostOverrides
-        downloads.s3 = configuration.s3
+        downloads.allowedHosts = configuration.allowedSources
         // Sources get three quarters of the disk budget, results the rest.
         let diskLimit = configuration.diskLimitBytes
         if let directory = configuration.cacheDirectory {
@@ -79,8 +79,7 @@ public final class ImageService: Sendable {
             sourceDisk = nil
         }
         sources = SourceFetcher(
-            downloader: ImageDownloader(configuration: downloads), disk: sourceDisk,
-            local: configuration.localRoot.map { LocalRootLoader(root: $0, maxBytes: configuration.maxSourceBytes) })
+            loaders: configuration.sourceLoaders(through: ImageDownloader(configuration: downloads)), disk: sourceDisk)
         var processor = ImageProcessor(
             maxPixels: configuration.maxPixels, videoThumbnailSecond: configuration.videoThumbnailSecond)
         processor.autoQuality = configuration.autoQuality
@@ -305,11 +304,12 @@ public final class ImageService: Sendable {
     /// cheap to find again and are not worth the memory).
     private func parsed(_ path: String) throws(ImageServiceError) -> ParsedPath {
         if let hit = parsedPaths.withLock({ $0[path] }) { return hit }
-        let request = try ImageRequest.parse(path: path, presets: configuration.presets)
+        var request = try ImageRequest.parse(path: path, presets: configuration.presets)
+        request.source = try sources.resolve(request.source)
         let source = request.source.absoluteString
         let entry = ParsedPath(
             request: request, key: effectiveKey(request.operations) + "|" + source, source: source,
-            tag: Self.surrogateKey(source), isAllowed: allows(request.source))
+            tag: Self.surrogateKey(source), isAllowed: sources.allows(request.source))
         parsedPaths.withLock { paths in
             if paths.count >= 4096 { paths.removeAll(keepingCapacity: true) }  // a few MB at most
             paths[path] = entry

@@ -81,11 +81,12 @@ public struct ImageServiceConfiguration: Sendable {
     /// The quality chosen per image (`--autoquality`; imgproxy's `IMGPROXY_AUTOQUALITY_*`): off
     /// unless set; a URL's `aq:` option asks it per request either way.
     public var autoQuality = AutoQualityDefaults()
-    /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 403.
+    /// Access to `s3://BUCKET/KEY` sources (AWS Signature V4); nil: `s3` sources answer 400
+    /// (an unsupported scheme).
     /// Its `buckets` is the allow-list (``allowedSources`` names hosts, not buckets).
     public var s3: S3Access?
     /// The directory `local:///PATH` sources are read from (imgproxy's `local://`); nil: `local`
-    /// sources answer 403. No path leaves it (see `LocalRootLoader`); a changed file is a new
+    /// sources answer 400 (an unsupported scheme). No path leaves it (see `LocalRootLoader`); a changed file is a new
     /// version at once (local sources are not kept in the source cache).
     public var localRoot: URL?
     /// The key `POST /admin/purge` must present (`Authorization: Bearer KEY`); nil: no admin
@@ -104,4 +105,17 @@ public struct ImageServiceConfiguration: Sendable {
 
     /// The defaults documented on each property (no key: set one, or `allowsUnsafe`).
     public init() {}
+}
+
+extension ImageServiceConfiguration {
+    /// The loaders sources are read with, one per scheme this configuration serves: the web
+    /// through `downloader` (its address policy, deadline, limits and allowed hosts), a bucket
+    /// store and a local root when configured. A new scheme is a ``SourceLoading`` type and a
+    /// line here.
+    func sourceLoaders(through downloader: ImageDownloader) -> [any SourceLoading] {
+        var loaders: [any SourceLoading] = [downloader]
+        if let s3 { loaders.append(S3Loader(access: s3, downloader: downloader)) }
+        if let localRoot { loaders.append(LocalRootLoader(root: localRoot, maxBytes: maxSourceBytes)) }
+        return loaders
+    }
 }

@@ -1,19 +1,70 @@
 import Foundation
 
-/// How the downloader reaches `s3://BUCKET/KEY` URLs: an S3 (or S3-compatible: MinIO, Ceph RGW,
-/// Cloudflare R2) endpoint, a region, credentials and the buckets it may read.
-///
-/// Requests are signed with AWS Signature Version 4 by libcurl itself (`CURLOPT_AWS_SIGV4`);
-/// the payload hash of a GET (the empty body's SHA-256) and a session token, when there is one,
-/// go in the signed `x-amz-*` headers. An `s3://` load is otherwise an HTTP load: the same
-/// deadline, retries, size limit, `ETag`/`Last-Modified` revalidation and statuses (a missing
-/// key is the store's 404; a key the credentials cannot read, or a wrong secret, its 403).
+/// Loads `s3://BUCKET/KEY` URLs from S3 or an S3-compatible store (MinIO, Ceph RGW, Cloudflare
+/// R2) through an ``ImageDownloader``: the request goes to the store's endpoint, signed with AWS
+/// Signature Version 4 by libcurl itself (`CURLOPT_AWS_SIGV4`), and is otherwise an HTTP load —
+/// the downloader's address policy (applied to the endpoint), deadline, retries, size limit,
+/// `ETag`/`Last-Modified` revalidation and statuses (a missing key is the store's 404; a key the
+/// credentials cannot read, or a wrong secret, its 403). Transfers are shared only between
+/// callers with the same access.
 ///
 /// ```swift
-/// var configuration = ImageDownloaderConfiguration()
-/// configuration.s3 = S3Access.fromEnvironment(buckets: ["photos"])   // AWS_ACCESS_KEY_ID …
-/// let manager = ImageManager(loader: ImageDownloader(configuration: configuration))
+/// let downloader = ImageDownloader()
+/// let access = S3Access.fromEnvironment(buckets: ["photos"])!   // AWS_ACCESS_KEY_ID …
+/// let loaders = ImageLoadersManager(loaders: [downloader, S3Loader(access: access, downloader: downloader)])
+/// let manager = ImageManager(loader: loaders)
 /// let result = try await manager.loadImage(URL(string: "s3://photos/2024/cat.jpg")!)
+/// ```
+public struct S3Loader: SourceLoading {
+    /// The store, the credentials and the buckets that may be read.
+    public let access: S3Access
+    /// The downloader the requests go through.
+    public let downloader: ImageDownloader
+
+    /// A loader reading with `access` through `downloader`.
+    public init(access: S3Access, downloader: ImageDownloader) {
+        self.access = access
+        self.downloader = downloader
+    }
+
+    /// `s3`.
+    public var schemes: Set<String> { ["s3"] }
+
+    /// True for `s3:` URLs.
+    public func canLoad(_ url: URL) -> Bool { url.scheme?.lowercased() == "s3" }
+
+    /// True when the URL's bucket is among ``S3Access/buckets`` (or no list is set).
+    public func allows(_ url: URL) -> Bool { access.buckets.map { $0.contains(url.host ?? "") } ?? true }
+
+    /// `s3://BUCKET/KEY`, also written `s3:/BUCKET/KEY`; a bucket and a key are required.
+    public func sourceURL(_ text: String) throws(ImageError) -> URL {
+        let url = try SourceText.url(text, schemes: schemes, form: .authority)
+        guard url.path.count > 1 else { throw ImageError(.invalidURL, "an s3 source is s3://BUCKET/KEY") }
+        return url
+    }
+
+    /// Loads through the downloader, from the store's HTTP(S) URL for the request's `s3://` URL
+    /// (``S3Access/httpURL(for:)``: a bucket outside ``S3Access/buckets`` fails with
+    /// ``ImageError/Code/invalidURL`` before anything is sent).
+    @discardableResult public func load(
+        _ request: ImageLoadRequest, progress: (@Sendable (ImageLoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<ImageLoadResponse, ImageError>) -> Void
+    ) -> any ImageLoadCancellable {
+        let access = access
+        return downloader.download(request, progress: progress, completion: completion) {
+            url throws(ImageError) in
+            guard url.scheme?.lowercased() == "s3" else { throw ImageError(.invalidURL, "not an s3:// URL: \(url)") }
+            return ImageDownloader.TransferRoute(url: try access.httpURL(for: url), awsSigning: access)
+        }
+    }
+}
+
+/// How an ``S3Loader`` reaches `s3://BUCKET/KEY` URLs: an S3 (or S3-compatible: MinIO, Ceph RGW,
+/// Cloudflare R2) endpoint, a region, credentials and the buckets it may read.
+///
+/// ```swift
+/// let access = S3Access(accessKeyID: key, secretAccessKey: secret, buckets: ["photos"])
+/// let loader = S3Loader(access: access, downloader: ImageDownloader())
 /// ```
 public struct S3Access: Sendable, Hashable {
     /// The region requests are signed for (`us-east-1` when none is set).
@@ -129,6 +180,14 @@ public struct S3Access: Sendable, Hashable {
         func isAlphanumeric(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
         guard isAlphanumeric(bytes.first!), isAlphanumeric(bytes.last!) else { return false }
         return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// A digest of what two accesses that may read different objects differ in.
+    var routeIdentity: String {
+        RequestHeaderDigest.digest([
+            "endpoint": endpoint?.absoluteString ?? "aws", "region": region, "key": accessKeyID,
+            "secret": secretAccessKey, "token": sessionToken ?? "", "path-style": String(usesPathStyle),
+        ])
     }
 
     /// curl's `CURLOPT_AWS_SIGV4` provider string for S3 in ``region``.
