@@ -1,4 +1,4 @@
-#include "ik_jpeg_dc.h"
+#include "ik_jpeg_dc_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,257 +17,6 @@
 // a multi-scan sequential file, odd sampling, a progression libjpeg would only warn about —
 // and any error or truncation returns a non-zero code so the caller decodes with TurboJPEG
 // instead, which then reports the error (or the partial image) exactly as before.
-
-enum { FAST_BITS = 10, AC_BITS = 11, MAX_COMPONENTS = 3 };
-
-typedef struct {
-    int defined;
-    uint16_t fast[1 << FAST_BITS];  // (length << 8) | symbol; 0: code longer than FAST_BITS
-    uint16_t ac_skip[1 << AC_BITS]; // (code + extra bits) << 8 | (run + 1); run + 1 == 0: end of block
-    int32_t maxcode[18];
-    int32_t valptr[17];
-    int32_t mincode[17];
-    uint8_t values[256];
-} dc_huffman;
-
-typedef struct {
-    const uint8_t *p, *end;
-    uint64_t bits;   // MSB-aligned
-    int count;       // valid bits in `bits`, including padding
-    int padding;     // zero bits fed past a marker or the end of the data
-} dc_bits;
-
-static int build_table(dc_huffman *table, const uint8_t counts[16], const uint8_t *values, int total) {
-    memset(table, 0, sizeof(*table));
-    memcpy(table->values, values, (size_t)total);
-    int32_t code = 0;
-    int k = 0;
-    for (int length = 1; length <= 16; length++) {
-        table->valptr[length] = k;
-        table->mincode[length] = code;
-        int n = counts[length - 1];
-        if (code + n > (1 << length)) return -1; // more codes than this length can hold
-        for (int i = 0; i < n; i++, k++, code++) {
-            uint8_t symbol = values[k];
-            if (length <= FAST_BITS) {
-                int shift = FAST_BITS - length;
-                for (int j = 0; j < (1 << shift); j++) table->fast[(code << shift) | j] = (uint16_t)(length << 8 | symbol);
-            }
-            if (length <= AC_BITS) {
-                int run = symbol >> 4, size = symbol & 15;
-                uint16_t entry = 0;
-                if (size == 0 && run != 15) entry = (uint16_t)(length << 8);                      // end of block
-                else if (size != 0 && length + size <= AC_BITS) entry = (uint16_t)((length + size) << 8 | (run + 1));
-                if (entry) {
-                    int shift = AC_BITS - length;
-                    for (int j = 0; j < (1 << shift); j++) table->ac_skip[(code << shift) | j] = entry;
-                }
-            }
-        }
-        table->maxcode[length] = n ? code - 1 : -1;
-        code <<= 1;
-    }
-    table->maxcode[17] = 0x7fffffff;
-    table->defined = 1;
-    return 0;
-}
-
-static inline void fill(dc_bits *b) {
-    while (b->count <= 56) {
-        uint8_t byte = 0;
-        if (b->p < b->end && b->p[0] != 0xFF) {
-            byte = *b->p++;
-        } else if (b->p + 1 < b->end && b->p[0] == 0xFF && b->p[1] == 0x00) {
-            byte = 0xFF;
-            b->p += 2;
-        } else {
-            b->padding += 8; // a marker or the end: feed zeros, never consume it
-        }
-        b->bits |= (uint64_t)byte << (56 - b->count);
-        b->count += 8;
-    }
-}
-
-static inline int decode_symbol(dc_bits *b, const dc_huffman *table) {
-    if (b->count < 16) fill(b);
-    uint16_t fast = table->fast[b->bits >> (64 - FAST_BITS)];
-    if (fast) {
-        int length = fast >> 8;
-        b->bits <<= length;
-        b->count -= length;
-        return fast & 0xFF;
-    }
-    for (int length = FAST_BITS + 1; length <= 16; length++) {
-        int32_t code = (int32_t)(b->bits >> (64 - length));
-        if (code <= table->maxcode[length]) {
-            b->bits <<= length;
-            b->count -= length;
-            return table->values[table->valptr[length] + code - table->mincode[length]];
-        }
-    }
-    return -1;
-}
-
-static inline int receive_extend(dc_bits *b, int size) {
-    if (size == 0) return 0;
-    if (b->count < size) fill(b);
-    int value = (int)(b->bits >> (64 - size));
-    b->bits <<= size;
-    b->count -= size;
-    return value < (1 << (size - 1)) ? value - (1 << size) + 1 : value;
-}
-
-static inline int clamp255(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }
-
-// Progressive files. The first DC scan of a component, and any DC refinement scans after it,
-// carry every block's DC coefficient; the AC scans that make up most of the file can be passed
-// over without Huffman decoding, since entropy-coded data ends at the next marker (a 0xFF byte
-// there is stuffed as FF 00, or is a restart marker).
-
-typedef struct {
-    dc_huffman *dc_tables, *ac_tables; // 4 each
-    int quant[4], quant_defined[4];
-    int width, height, components, restart_interval, adobe_transform, progressive;
-    int ids[MAX_COMPONENTS], hs[MAX_COMPONENTS], vs[MAX_COMPONENTS], tq[MAX_COMPONENTS];
-    int hmax, vmax, mcus_x, mcus_y;
-} dc_frame;
-
-/// A table or frame segment before or between scans: 0, or an IK_JPEG_DC_* code.
-static int parse_segment(dc_frame *f, int marker, const uint8_t *segment, size_t n) {
-    switch (marker) {
-    case 0xC0: case 0xC1: case 0xC2: // baseline / extended sequential / progressive, Huffman
-        if (f->components || n < 6 || segment[0] != 8) return IK_JPEG_DC_UNSUPPORTED;
-        f->progressive = marker == 0xC2;
-        f->height = segment[1] << 8 | segment[2];
-        f->width = segment[3] << 8 | segment[4];
-        f->components = segment[5];
-        if (f->width == 0 || f->height == 0 || (f->components != 1 && f->components != 3) || n < 6 + 3 * (size_t)f->components)
-            return IK_JPEG_DC_UNSUPPORTED;
-        for (int c = 0; c < f->components; c++) {
-            f->ids[c] = segment[6 + 3 * c];
-            f->hs[c] = segment[7 + 3 * c] >> 4;
-            f->vs[c] = segment[7 + 3 * c] & 15;
-            f->tq[c] = segment[8 + 3 * c];
-            if (f->hs[c] < 1 || f->hs[c] > 4 || f->vs[c] < 1 || f->vs[c] > 4 || f->tq[c] > 3) return IK_JPEG_DC_UNSUPPORTED;
-        }
-        return 0;
-    case 0xC3: case 0xC5: case 0xC6: case 0xC7: case 0xC9: case 0xCA: case 0xCB: case 0xCD: case 0xCE: case 0xCF:
-        return IK_JPEG_DC_UNSUPPORTED; // lossless, hierarchical, arithmetic
-    case 0xC4: { // DHT
-        size_t at = 0;
-        while (at < n) {
-            if (at + 17 > n) return IK_JPEG_DC_ERROR;
-            int table_class = segment[at] >> 4, index = segment[at] & 15;
-            int total = 0;
-            for (int i = 0; i < 16; i++) total += segment[at + 1 + i];
-            if (table_class > 1 || index > 3 || total > 256 || at + 17 + (size_t)total > n) return IK_JPEG_DC_ERROR;
-            dc_huffman *table = table_class ? &f->ac_tables[index] : &f->dc_tables[index];
-            if (build_table(table, segment + at + 1, segment + at + 17, total) != 0) return IK_JPEG_DC_ERROR;
-            at += 17 + (size_t)total;
-        }
-        return 0;
-    }
-    case 0xDB: { // DQT: only the DC step (the first entry) matters here
-        size_t at = 0;
-        while (at < n) {
-            int precision = segment[at] >> 4, index = segment[at] & 15;
-            size_t entries = precision ? 128 : 64;
-            if (precision > 1 || index > 3 || at + 1 + entries > n) return IK_JPEG_DC_ERROR;
-            f->quant[index] = precision ? (segment[at + 1] << 8 | segment[at + 2]) : segment[at + 1];
-            f->quant_defined[index] = 1;
-            at += 1 + entries;
-        }
-        return 0;
-    }
-    case 0xDD: // DRI
-        if (n < 2) return IK_JPEG_DC_ERROR;
-        f->restart_interval = segment[0] << 8 | segment[1];
-        return 0;
-    case 0xEE: // APP14 "Adobe": transform 0 means RGB, not YCbCr
-        if (n >= 12 && memcmp(segment, "Adobe", 5) == 0) f->adobe_transform = segment[11];
-        return 0;
-    default:
-        return 0;
-    }
-}
-
-/// Reads the marker at `*pos` (after any fill bytes): its code, with `*pos` just past it.
-/// -1 when the data ends first; -2 when no marker is there.
-static int next_marker(const uint8_t *data, size_t size, size_t *pos) {
-    size_t at = *pos;
-    if (at >= size) return -1;
-    if (data[at] != 0xFF) return -2;
-    while (at < size && data[at] == 0xFF) at++;
-    if (at >= size) return -1;
-    *pos = at + 1;
-    return data[at];
-}
-
-/// Consumes a restart marker between restart intervals (predictors are reset by the caller).
-static int take_restart(dc_bits *bits, int *next_restart) {
-    // Only the last byte's padding may be left; the marker must come next.
-    if (bits->count - bits->padding >= 8) return -1;
-    bits->bits = 0;
-    bits->count = bits->padding = 0;
-    if (bits->p + 1 >= bits->end || bits->p[0] != 0xFF) return -1;
-    while (bits->p < bits->end && bits->p[0] == 0xFF) bits->p++;
-    if (bits->p >= bits->end || *bits->p != (0xD0 | *next_restart)) return -1;
-    bits->p++;
-    *next_restart = (*next_restart + 1) & 7;
-    return 0;
-}
-
-/// Where the entropy-coded data from `p` ends: at the next marker other than a restart marker,
-/// or `end` when the data stops first.
-static const uint8_t *skip_entropy_coded(const uint8_t *p, const uint8_t *end) {
-    while (p < end) {
-        p = memchr(p, 0xFF, (size_t)(end - p));
-        if (!p || p + 1 >= end) return end;
-        uint8_t next = p[1];
-        if (next == 0x00 || (next >= 0xD0 && next <= 0xD7)) p += 2;
-        else if (next == 0xFF) p += 1; // fill byte before a marker
-        else return p;
-    }
-    return end;
-}
-
-static inline int get_bit(dc_bits *b) {
-    if (b->count < 1) fill(b);
-    int bit = (int)(b->bits >> 63);
-    b->bits <<= 1;
-    b->count -= 1;
-    return bit;
-}
-
-/// An SOS segment's fields: the components in scan order (each at most once) with their DC and
-/// AC table numbers, spectral selection and successive approximation.
-typedef struct {
-    int count, order[MAX_COMPONENTS], td[MAX_COMPONENTS], ta[MAX_COMPONENTS];
-    int ss, se, ah, al;
-} dc_scan_header;
-
-/// 0, or IK_JPEG_DC_ERROR for a segment no encoder writes.
-static int parse_scan_header(const dc_frame *f, const uint8_t *segment, size_t n, dc_scan_header *h) {
-    if (n < 1) return IK_JPEG_DC_ERROR;
-    h->count = segment[0];
-    if (h->count < 1 || h->count > f->components || n < 1 + 2 * (size_t)h->count + 3) return IK_JPEG_DC_ERROR;
-    for (int i = 0; i < h->count; i++) {
-        int id = segment[1 + 2 * i], c = -1;
-        for (int j = 0; j < f->components; j++) if (f->ids[j] == id) c = j;
-        if (c < 0) return IK_JPEG_DC_ERROR;
-        for (int k = 0; k < i; k++) if (h->order[k] == c) return IK_JPEG_DC_ERROR;
-        h->order[i] = c;
-        h->td[c] = segment[2 + 2 * i] >> 4;
-        h->ta[c] = segment[2 + 2 * i] & 15;
-        if (h->td[c] > 3 || h->ta[c] > 3) return IK_JPEG_DC_ERROR;
-    }
-    const uint8_t *spectral = segment + 1 + 2 * h->count;
-    h->ss = spectral[0];
-    h->se = spectral[1];
-    h->ah = spectral[2] >> 4;
-    h->al = spectral[2] & 15;
-    return 0;
-}
 
 /// One output row from per-component rows of DC values (dequantised here).
 /// `bias` is added to each dequantised value: half the range of DC bits that have not arrived.
@@ -480,7 +229,7 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
         size_t length = (size_t)data[pos] << 8 | data[pos + 1];
         if (length < 2 || pos + length > size) goto done;
         dc_scan_header h;
-        if (parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) goto done;
+        if (dc_parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) goto done;
         int count = h.count;
         const int *order = h.order, *td = h.td;
         int ss = h.ss, se = h.se, ah = h.ah, al = h.al;
@@ -507,7 +256,7 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
                 if (decode_dc_scan(f, &bits, count, order, td, ah, al, planes, plane_width) != 0) goto done;
                 scan_end = bits.p;
             } else {
-                scan_end = skip_entropy_coded(scan, data + size);
+                scan_end = dc_skip_entropy_coded(scan, data + size);
             }
             for (int i = 0; i < count; i++) dc_low_bit[order[i]] = al;
         } else {
@@ -517,7 +266,7 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
                 if (!f->quant_defined[f->tq[order[0]]]) goto done;
                 quant[order[0]] = f->quant[f->tq[order[0]]];
             }
-            scan_end = skip_entropy_coded(scan, data + size);
+            scan_end = dc_skip_entropy_coded(scan, data + size);
         }
         pos = (size_t)(scan_end - data);
         // The scan is known to be whole once a marker follows it.
@@ -535,7 +284,7 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
         // Tables and other segments up to the next scan or the end of the image.
         int marker;
         for (;;) {
-            marker = next_marker(data, size, &pos);
+            marker = dc_next_marker(data, size, &pos);
             if (marker < 0) goto done;
             if (marker == 0xD9 || marker == 0xDA) break;
             if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) goto done; // stray
@@ -543,7 +292,7 @@ static int decode_progressive(dc_frame *f, const uint8_t *data, size_t size, siz
             size_t segment_length = (size_t)data[pos] << 8 | data[pos + 1];
             if (segment_length < 2 || pos + segment_length > size) goto done;
             if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) goto done; // a second frame
-            int status = parse_segment(f, marker, data + pos + 2, segment_length - 2);
+            int status = dc_parse_segment(f, marker, data + pos + 2, segment_length - 2);
             if (status) { result = status; goto done; }
             pos += segment_length;
         }
@@ -577,14 +326,14 @@ static int decode_dc(const uint8_t *data, size_t size, uint8_t *rgba, size_t str
     int result = IK_JPEG_DC_ERROR;
     size_t pos = 2;
     for (;;) {
-        int marker = next_marker(data, size, &pos);
+        int marker = dc_next_marker(data, size, &pos);
         if (marker < 0) { result = IK_JPEG_DC_ERROR; goto done; }
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue; // no length
         if (marker == 0xD9 || pos + 2 > size) { result = IK_JPEG_DC_ERROR; goto done; }
         size_t length = (size_t)data[pos] << 8 | data[pos + 1];
         if (length < 2 || pos + length > size) { result = IK_JPEG_DC_ERROR; goto done; }
         if (marker == 0xDA) break;
-        result = parse_segment(f, marker, data + pos + 2, length - 2);
+        result = dc_parse_segment(f, marker, data + pos + 2, length - 2);
         if (result) goto done;
         result = IK_JPEG_DC_ERROR;
         pos += length;
@@ -621,7 +370,7 @@ static int decode_dc(const uint8_t *data, size_t size, uint8_t *rgba, size_t str
     // Baseline: one interleaved scan of every component.
     size_t length = (size_t)data[pos] << 8 | data[pos + 1];
     dc_scan_header h;
-    if (parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) { result = IK_JPEG_DC_ERROR; goto done; }
+    if (dc_parse_scan_header(f, data + pos + 2, length - 2, &h) != 0) { result = IK_JPEG_DC_ERROR; goto done; }
     if (h.count != components || h.ss != 0 || h.se != 63 || h.ah != 0 || h.al != 0) goto done;
     for (int c = 0; c < components; c++) {
         if (!f->dc_tables[h.td[c]].defined || !f->ac_tables[h.ta[c]].defined || !f->quant_defined[f->tq[c]]) goto done;
