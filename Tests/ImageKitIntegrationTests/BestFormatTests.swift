@@ -51,6 +51,23 @@ final class BestFormatTests: XCTestCase {
         if let directory { try? FileManager.default.removeItem(at: directory) }
     }
 
+    /// The encodings `best` tries come from the capability table: lossy JPEG and AVIF, WebP lossy
+    /// and (few colours) lossless, PNG only where lossless wins, GIF only for an animation.
+    func testTheEncodingsBestTriesComeFromTheTable() {
+        func tries(_ format: ImageOperations.Format, fewColours: Bool, opaque: Bool, animated: Bool) -> [Bool] {
+            format.capabilities.bestTries.encodings(fewColours: fewColours, opaque: opaque, animated: animated)
+        }
+        XCTAssertEqual(tries(.jpeg, fewColours: true, opaque: true, animated: false), [false])
+        XCTAssertEqual(tries(.avif, fewColours: false, opaque: false, animated: false), [false])
+        XCTAssertEqual(tries(.webp, fewColours: false, opaque: true, animated: false), [false])
+        XCTAssertEqual(tries(.webp, fewColours: true, opaque: true, animated: false), [false, true])
+        XCTAssertEqual(tries(.png, fewColours: false, opaque: true, animated: false), [])
+        XCTAssertEqual(tries(.png, fewColours: true, opaque: true, animated: false), [true])
+        XCTAssertEqual(tries(.png, fewColours: false, opaque: false, animated: false), [true])
+        XCTAssertEqual(tries(.gif, fewColours: true, opaque: true, animated: false), [])
+        XCTAssertEqual(tries(.gif, fewColours: false, opaque: true, animated: true), [false])
+    }
+
     func testBestIsNeverLargerThanAnySingleFormat() async throws {
         let service = try ImageService.forTests(cacheDirectory: directory) { _ in }
         let accept = ["Accept": "image/avif,image/webp,image/*"]

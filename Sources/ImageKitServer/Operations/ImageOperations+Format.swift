@@ -50,6 +50,44 @@ extension ImageOperations.Format {
         /// Where `best` puts it when it picks by rule above its resolution cap, smallest first;
         /// nil: `best` never tries it.
         public var bestRank: Int?
+        /// How `best` encodes it when it tries the candidates.
+        public var bestTries: BestTries = .lossy
+    }
+
+    /// The encodings `best` tries in a format: lossy at the asked (or autoquality's) quality,
+    /// lossless where lossless wins — an image of few colours (a graphic, a logo), or for PNG a
+    /// transparent one — and some formats for animations only.
+    public struct BestTries: Sendable, Hashable {
+        /// A lossy encode.
+        public var lossy: Bool
+        /// A lossless encode when the image has few colours.
+        public var losslessForFewColours: Bool
+        /// A lossless encode when the image is transparent.
+        public var losslessForAlpha: Bool
+        /// Tried only for an animation (a still GIF never beats PNG).
+        public var animationsOnly: Bool
+
+        /// Lossy only (JPEG, AVIF).
+        public static let lossy = BestTries(
+            lossy: true, losslessForFewColours: false, losslessForAlpha: false, animationsOnly: false)
+
+        /// Every part given.
+        public init(lossy: Bool, losslessForFewColours: Bool, losslessForAlpha: Bool, animationsOnly: Bool) {
+            self.lossy = lossy
+            self.losslessForFewColours = losslessForFewColours
+            self.losslessForAlpha = losslessForAlpha
+            self.animationsOnly = animationsOnly
+        }
+
+        /// The encodings to try (`true`: lossless) for an image with `fewColours`, `opaque`,
+        /// `animated`; empty when none is worth trying.
+        public func encodings(fewColours: Bool, opaque: Bool, animated: Bool) -> [Bool] {
+            guard animated || !animationsOnly else { return [] }
+            var tries: [Bool] = []
+            if lossy { tries.append(false) }
+            if (losslessForFewColours && fewColours) || (losslessForAlpha && !opaque) { tries.append(true) }
+            return tries
+        }
     }
 
     /// The one table of what each format can do: a new format is a new case, and the compiler asks
@@ -64,11 +102,15 @@ extension ImageOperations.Format {
         case .png:
             Capabilities(
                 imageFormat: .png, mimeType: "image/png", keepsFrames: true, hasAlpha: true, isOutput: true,
-                keepsSourceFormat: true, needsAccept: false, bestRank: 3)
+                keepsSourceFormat: true, needsAccept: false, bestRank: 3,
+                bestTries: BestTries(
+                    lossy: false, losslessForFewColours: true, losslessForAlpha: true, animationsOnly: false))
         case .webp:
             Capabilities(
                 imageFormat: .webp, mimeType: "image/webp", keepsFrames: true, hasAlpha: true, isOutput: true,
-                keepsSourceFormat: true, needsAccept: true, bestRank: 1)
+                keepsSourceFormat: true, needsAccept: true, bestRank: 1,
+                bestTries: BestTries(
+                    lossy: true, losslessForFewColours: true, losslessForAlpha: false, animationsOnly: false))
         case .avif:
             Capabilities(
                 imageFormat: .avif, mimeType: "image/avif", keepsFrames: true, hasAlpha: true, isOutput: true,
@@ -76,7 +118,9 @@ extension ImageOperations.Format {
         case .gif:
             Capabilities(
                 imageFormat: .gif, mimeType: "image/gif", keepsFrames: true, hasAlpha: true, isOutput: true,
-                keepsSourceFormat: true, needsAccept: false, bestRank: 4)
+                keepsSourceFormat: true, needsAccept: false, bestRank: 4,
+                bestTries: BestTries(
+                    lossy: true, losslessForFewColours: false, losslessForAlpha: false, animationsOnly: true))
         case .heic:
             Capabilities(
                 imageFormat: .heic, mimeType: "image/heic", keepsFrames: false, hasAlpha: true, isOutput: true,

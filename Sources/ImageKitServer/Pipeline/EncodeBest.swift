@@ -1,10 +1,10 @@
 import Foundation
 import ImageKit
 
-/// The `best` format: the result encoded in each candidate the client accepts (JPEG, WebP, AVIF;
-/// PNG, and lossless WebP, only for an image of few colours, where lossless wins; only formats
-/// that keep every frame for an animation, and only those with alpha for a transparent image),
-/// the smallest kept. Above ``ruleAbovePixels`` trying them all costs too much: the best format
+/// The `best` format: the result encoded in each candidate the client accepts, in the encodings
+/// its row of the capability table names (``ImageOperations/Format/BestTries``: lossless only
+/// where it wins), only formats that keep every frame for an animation and only those with alpha
+/// for a transparent image; the smallest kept. Above ``ruleAbovePixels`` trying them all costs too much: the best format
 /// the client accepts is taken by rule (AVIF, then WebP, then JPEG or PNG).
 enum EncodeBest {
     /// 4 MP: a 2560 × 1600 answer.
@@ -14,7 +14,8 @@ enum EncodeBest {
         let animated = image.frameCount > 1, opaque = image.isOpaque
         let candidates = context.operations.bestCandidates.filter { format in
             format.encodableFormat != nil && (!animated || format.keepsFrames)
-                && (opaque || format.capabilities.hasAlpha) && (animated || format != .gif)
+                && (opaque || format.capabilities.hasAlpha)
+                && (animated || !format.capabilities.bestTries.animationsOnly)
         }
         guard !candidates.isEmpty else {
             throw ImageServiceError(.unsupportedOutputFormat, "no format the client accepts writes this image")
@@ -26,15 +27,11 @@ enum EncodeBest {
         } else {
             let fewColours = animated ? false : Self.hasFewColours(image.frames[0].bitmap)
             for format in candidates {
-                switch format {
-                case .png: if fewColours || !opaque { tries.append((.png, true)) }
-                case .webp:
-                    tries.append((.webp, false))
-                    if fewColours { tries.append((.webp, true)) }
-                default: tries.append((format, false))
-                }
+                let encodings = format.capabilities.bestTries.encodings(
+                    fewColours: fewColours, opaque: opaque, animated: animated)
+                tries += encodings.map { (format, $0) }
             }
-            if tries.isEmpty { tries = [(candidates[0], candidates[0] == .png)] }
+            if tries.isEmpty { tries = [(candidates[0], !candidates[0].capabilities.bestTries.lossy)] }
         }
         let start = ContinuousClock.now
         defer { context.encodeTime += ContinuousClock.now - start }
