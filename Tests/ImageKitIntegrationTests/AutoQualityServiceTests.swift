@@ -64,6 +64,25 @@ final class AutoQualityServiceTests: XCTestCase {
         XCTAssertNotNil(thumbor.header("X-ImageKit-Quality"))
     }
 
+    /// A result read back from the disk tier (a restarted node) still says the quality chosen
+    /// and keeps its ETag: the choice is kept with the entry.
+    func testTheChoiceSurvivesTheDiskTier() async throws {
+        let path = "/insecure/aq:ssimulacra2:70/plain/\(source)@jpg"
+        let first = try ImageService.forTests(cacheDirectory: directory) { _ in }
+        let made = await first.handle(method: "GET", path: path, headers: [:])
+        let header = try XCTUnwrap(made.header("X-ImageKit-Quality"))
+        first.flush()
+        let restarted = try ImageService.forTests(cacheDirectory: directory) { _ in }
+        let stored = await restarted.handle(method: "GET", path: path, headers: [:])
+        XCTAssertEqual(stored.status, 200)
+        XCTAssertEqual(stored.cacheTier, .resultDisk)
+        XCTAssertEqual(stored.header("X-ImageKit-Quality"), header)
+        XCTAssertEqual(stored.header("ETag"), made.header("ETag"))
+        XCTAssertEqual(stored.body, made.body)
+        let fixed = await restarted.handle(method: "GET", path: "/insecure/q:80/plain/\(source)@jpg", headers: [:])
+        XCTAssertNil(fixed.header("X-ImageKit-Quality"))
+    }
+
     func testBadArgumentsAnswer400() async throws {
         let service = try ImageService.forTests(cacheDirectory: directory) { _ in }
         for option in ["aq:bogus", "aq:ssimulacra2:70:90:80", "aq:dssim:x", "aq:size:100:0", "aq:a:b:c:d:e:f"] {

@@ -218,10 +218,19 @@ public final class DiskCache: ImageDiskCaching {
     public func store(_ data: Data, forKey key: String, expiryDate: Date? = nil, http: HTTPCacheHeaders? = nil)
         throws(ImageError)
     {
+        try store(data, forKey: key, expiryDate: expiryDate, http: http, extendedData: [:])
+    }
+
+    /// Stores `data` with `extendedData` kept beside it (``DiskCacheMetadata/extendedData``):
+    /// what the caller needs back with the bytes, such as how they were made.
+    public func store(
+        _ data: Data, forKey key: String, expiryDate: Date?, http: HTTPCacheHeaders?, extendedData: [String: String]
+    ) throws(ImageError) {
         let now = clock()
-        let metadata = DiskCacheMetadata(
+        var metadata = DiskCacheMetadata(
             key: key, storedDate: now, expiryDate: expiryDate ?? http?.expiryDate(receivedAt: now),
             byteCount: data.count, http: http)
+        metadata.extendedData = extendedData
         let encoded = metadata.encoded()
         let name = Self.fileName(forKey: key)
         let sidecar = usesSidecars.load(ordering: .relaxed)

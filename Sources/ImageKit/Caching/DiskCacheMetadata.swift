@@ -15,6 +15,9 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     public var byteCount: Int
     /// The response headers, when the entry came from HTTP.
     public var http: HTTPCacheHeaders?
+    /// What the caller keeps with the entry (SDWebImage's extended data): names and values of
+    /// its own, stored and read back as they are.
+    public var extendedData: [String: String] = [:]
 
     /// Metadata for one entry; normally made by the disk cache when it stores.
     public init(
@@ -52,8 +55,9 @@ public struct DiskCacheMetadata: Sendable, Hashable {
             fields.append(("http", "1"))
             for (name, value) in headers { if let value { fields.append((name, value)) } }
         }
+        for (name, value) in extendedData.sorted(by: { $0.key < $1.key }) { fields.append(("x." + name, value)) }
         var text = ""
-        for (name, value) in fields { text += name + "\t" + Self.escape(value) + "\n" }
+        for (name, value) in fields { text += Self.escape(name) + "\t" + Self.escape(value) + "\n" }
         return Array(text.utf8)
     }
 
@@ -62,7 +66,7 @@ public struct DiskCacheMetadata: Sendable, Hashable {
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2 else { return nil }
-            values[String(parts[0])] = unescape(String(parts[1]))
+            values[unescape(String(parts[0]))] = unescape(String(parts[1]))
         }
         guard values["v"] == "1", let key = values["key"], let stored = values["stored"].flatMap(Double.init),
             let byteCount = values["bytes"].flatMap(Int.init)
@@ -76,6 +80,9 @@ public struct DiskCacheMetadata: Sendable, Hashable {
                 etag: values["etag"], lastModified: values["last-modified"],
                 cacheControl: values["cache-control"], expires: values["expires"],
                 date: values["date"], contentType: values["content-type"])
+        }
+        for (name, value) in values where name.hasPrefix("x.") {
+            metadata.extendedData[String(name.dropFirst(2))] = value
         }
         return metadata
     }

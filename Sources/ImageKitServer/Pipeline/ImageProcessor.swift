@@ -8,14 +8,13 @@ public struct ProcessedImage: Sendable {
     public var data: Data
     /// Its format.
     public var format: ImageOperations.Format
-    /// Its width in pixels (0 when read back from the result cache's disk).
+    /// Its width in pixels (0 when read back from a result cache entry written before sizes were kept).
     public var width: Int
-    /// Its height in pixels (0 when read back from the result cache's disk).
+    /// Its height in pixels (see ``width``).
     public var height: Int
     /// Its frames (an animation keeps all of them).
     public var frameCount: Int
-    /// The quality autoquality chose (nil: a fixed quality, or read back from the result
-    /// cache's disk).
+    /// The quality autoquality chose (nil: a fixed quality).
     public var autoQuality: AutoQualityChoice? = nil
     /// Where the time went (zero when read back from the result cache).
     public var timings = ProcessingTimings()

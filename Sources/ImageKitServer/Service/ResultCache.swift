@@ -57,7 +57,7 @@ final class ResultCache: Sendable {
             let etag = metadata?.http?.etag
         else { return .miss }
         let result = CachedResult(
-            image: ProcessedImage(data: data, format: format, width: 0, height: 0, frameCount: 1), etag: etag,
+            image: Self.image(data, format: format, kept: metadata?.extendedData ?? [:]), etag: etag,
             lastModified: metadata?.http?.lastModified, expires: metadata?.expiryDate ?? .distantPast)
         guard result.expires > now else { return .stale(result) }
         if let purgedAt, result.expires.addingTimeInterval(-timeToLive) < purgedAt { return .stale(result) }
@@ -115,7 +115,8 @@ final class ResultCache: Sendable {
         insert(key, result)
         try? disk?.store(
             result.image.data, forKey: Self.diskKey(key), expiryDate: result.expires,
-            http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified))
+            http: HTTPCacheHeaders(etag: result.etag, lastModified: result.lastModified),
+            extendedData: Self.kept(result.image))
     }
 
     private func insert(_ key: String, _ result: CachedResult) {
@@ -137,6 +138,33 @@ final class ResultCache: Sendable {
 
     /// Waits for the disk's background work (the sweep) to finish: shutdown calls it.
     func flush() { disk?.waitForBackgroundWork() }
+
+    /// What a result keeps beside its bytes on disk: its size and frames, and autoquality's
+    /// choice (the `X-ImageKit-Quality` header of a disk hit).
+    static func kept(_ image: ProcessedImage) -> [String: String] {
+        var kept = ["width": String(image.width), "height": String(image.height), "frames": String(image.frameCount)]
+        if let choice = image.autoQuality {
+            kept["aq.quality"] = String(choice.quality)
+            kept["aq.encodes"] = String(choice.encodes)
+            kept["aq.metric"] = choice.metric?.rawValue
+            kept["aq.score"] = choice.score.map { String($0) }
+        }
+        return kept
+    }
+
+    /// A result read back from disk with what ``kept(_:)`` stored (zeros for an entry written
+    /// before it was kept).
+    static func image(_ data: Data, format: ImageOperations.Format, kept: [String: String]) -> ProcessedImage {
+        var image = ProcessedImage(
+            data: data, format: format, width: kept["width"].flatMap(Int.init) ?? 0,
+            height: kept["height"].flatMap(Int.init) ?? 0, frameCount: kept["frames"].flatMap(Int.init) ?? 1)
+        if let quality = kept["aq.quality"].flatMap(Int.init), let encodes = kept["aq.encodes"].flatMap(Int.init) {
+            image.autoQuality = AutoQualityChoice(
+                quality: quality, metric: kept["aq.metric"].flatMap(PerceptualMetric.init(rawValue:)),
+                score: kept["aq.score"].flatMap(Double.init), encodes: encodes)
+        }
+        return image
+    }
 
     static func diskKey(_ key: String) -> String {
         "result:" + SHA256.hash(data: Data(key.utf8)).hexString

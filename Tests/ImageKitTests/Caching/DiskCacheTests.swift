@@ -65,6 +65,16 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertEqual(reopened.metadata(forKey: key)?.http?.cacheControl, "max-age=600")
         XCTAssertEqual(reopened.data(forKey: key), bytes(5000))
         XCTAssertFalse(reopened.refresh(forKey: "https://example.com/missing.jpg", expiryDate: nil, http: nil))
+
+        // Extended data comes back as stored (tabs, newlines and backslashes too) and survives a refresh.
+        let kept = ["quality": "72", "odd\tname": "a\\b\nc", "empty": ""]
+        try reopened.store(bytes(10), forKey: key + "?x", expiryDate: nil, http: http, extendedData: kept)
+        XCTAssertEqual(reopened.metadata(forKey: key + "?x")?.extendedData, kept)
+        XCTAssertTrue(reopened.refresh(forKey: key + "?x", expiryDate: nil, http: http))
+        XCTAssertEqual(
+            try makeCache(.init(metadataStorage: storage, sweepsAtOpen: false))
+                .metadata(forKey: key + "?x")?.extendedData, kept)
+        XCTAssertEqual(reopened.metadata(forKey: key)?.extendedData, [:])
     }
 
     func testRoundTripWithExtendedAttributes() throws {
