@@ -66,7 +66,9 @@ public struct DiskCacheMetadata: Sendable, Hashable {
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2 else { return nil }
-            values[unescape(String(parts[0]))] = unescape(String(parts[1]))
+            // Only an extended-data name can hold an escape (the fields' own names never do).
+            let name = parts[0].hasPrefix("x.") ? unescape(String(parts[0])) : String(parts[0])
+            values[name] = unescape(String(parts[1]))
         }
         guard values["v"] == "1", let key = values["key"], let stored = values["stored"].flatMap(Double.init),
             let byteCount = values["bytes"].flatMap(Int.init)
@@ -101,7 +103,7 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     }
 
     private static func unescape(_ value: String) -> String {
-        guard value.contains("\\") else { return value }
+        guard value.utf8.contains(UInt8(ascii: "\\")) else { return value }
         var result = ""
         var escaping = false
         for character in value {
