@@ -132,13 +132,17 @@ extension ImageDownloader {
         let route: TransferRoute
         let modified: ImageLoadRequest
         do throws(ImageError) {
-            _ = try self.route(request.url, router)
-            let modifier = request.hooks.requestModifier ?? configuration.requestModifier
-            guard let changed = modifier.map({ $0(request) }) ?? request else {
-                throw ImageError(.invalidURL, "the request modifier refused \(request.url)")
+            if let modifier = request.hooks.requestModifier ?? configuration.requestModifier {
+                _ = try self.route(request.url, router)  // refused before the modifier sees it
+                guard let changed = modifier(request) else {
+                    throw ImageError(.invalidURL, "the request modifier refused \(request.url)")
+                }
+                route = try self.route(changed.url, router)
+                modified = changed
+            } else {
+                route = try self.route(request.url, router)
+                modified = request
             }
-            route = try self.route(changed.url, router)
-            modified = changed
         } catch {
             ticket.place.withLock { $0 = .done }
             deliver(.failure(error), to: [subscriber])

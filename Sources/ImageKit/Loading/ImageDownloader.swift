@@ -178,7 +178,7 @@ public final class ImageDownloader: SourceLoading {
     /// True when the URL's host is among ``ImageDownloaderConfiguration/allowedHosts`` (or that
     /// list is empty).
     public func allows(_ url: URL) -> Bool {
-        SourceText.host(url.host ?? "", matchesAnyOf: configuration.allowedHosts)
+        configuration.allowedHosts.isEmpty || SourceText.host(url.host ?? "", matchesAnyOf: configuration.allowedHosts)
     }
 
     /// Where a transfer goes and how it is signed: a request's own http(s) URL, or for a store
