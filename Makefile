@@ -127,7 +127,7 @@ thumbor-sizes: thumbor-venv
 # last a package that depends on the ImageKit product alone is built in .build-consumer and
 # must have compiled neither ImageKitServer nor Hummingbird (Tests/consumer-check.sh).
 test: test-deps thumbor-sizes deploy-venv reference-venv
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS)
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python bash Tests/with-tmpdir.sh $(CURDIR)/.build-tmp/test $(SWIFTPM) test $(TEST_FLAGS)
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 	$(DEPLOY_VENV)/bin/python Tests/deploy/check_deploy.py --binary .build-test/release/imagekit
 	bash Tests/consumer-check.sh
@@ -143,7 +143,7 @@ RESOLVED_KEEP := .build-resolved-keep/Package.resolved
 
 test-asan: test-deps thumbor-sizes reference-venv
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python LSAN_OPTIONS=suppressions=$(CURDIR)/.lsan-suppressions bash Tests/with-tmpdir.sh $(CURDIR)/.build-tmp/asan $(SWIFTPM) test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan --traits $(TEST_TRAITS) || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Every package trait off (no libheif, libavif, libjxl, librsvg, poppler or HTTP layer): the
@@ -151,7 +151,7 @@ test-asan: test-deps thumbor-sizes reference-venv
 # `unsupportedFormat`.
 test-no-traits: test-deps thumbor-sizes reference-venv
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
+	status=0; IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python bash Tests/with-tmpdir.sh $(CURDIR)/.build-tmp/no-traits $(SWIFTPM) test -c release -Xswiftc -enable-testing --scratch-path .build-no-traits --disable-default-traits || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 # Debug build: with -O, Swift 6.3 crashes ("Invalid bitcast") compiling ImageKit under
@@ -160,7 +160,7 @@ test-no-traits: test-deps thumbor-sizes reference-venv
 TSAN_SUITES := ImageLoadTaskTests|CoderCapabilitiesTests|MemoryCacheTests|DiskCacheTests|ImageCacheTests|ImageCachesManagerTests|DecodingBehaviourTests|DownloaderTests|BodyBufferPoolTests|ImageManagerTests|ImageManagerIntegrationTests|ImagePrefetcherTests|ImageTargetTests|AnimatedImagePlayerTests|AnimatedImageTests|LazyAnimationLoadTests|PixelMemoryTests|ServerGradeTests|MemoryPressureTests|TelemetryTests|LocalResourceCachingTests|ImageServiceTests|WorkerPoolTests|ServeCommandTests|StoreSourceTests|CairoConversionTests|HealthChannelHandlerTests|PerceptualMetricTests/testConcurrentComparisonsAgree|ImageManagerTracingTests
 test-tsan: test-deps thumbor-venv
 	@mkdir -p $(dir $(RESOLVED_KEEP)) && cp Package.resolved $(RESOLVED_KEEP)
-	status=0; IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --traits HEIF,AVIF,JXL,SVG,Serve --filter "$(TSAN_SUITES)" || status=$$?; \
+	status=0; IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python bash Tests/with-tmpdir.sh $(CURDIR)/.build-tmp/tsan $(SWIFTPM) test --sanitize=thread --scratch-path .build-tsan --traits HEIF,AVIF,JXL,SVG,Serve --filter "$(TSAN_SUITES)" || status=$$?; \
 		cp $(RESOLVED_KEEP) Package.resolved; exit $$status
 
 bench: deps
@@ -297,7 +297,7 @@ fleet-status:
 # `make test` gives it: `swift build --build-tests` or `--product`, or another environment, plan
 # another build, and every module was compiled again (1-3 minutes) after `make test` had built them.
 test-fleet: test-deps
-	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
+	IMAGEKIT_THUMBOR_SIZES=$(THUMBOR_SIZES) IMAGEKIT_THUMBOR_IMAGES=$(THUMBOR_IMAGES) IMAGEKIT_THUMBOR_VIDEO=$(THUMBOR_VIDEO) IMAGEKIT_REFERENCE_PYTHON=$(REFERENCE_VENV)/bin/python IMAGEKIT_MOTO_PYTHON=$(THUMBOR_VENV)/bin/python bash Tests/with-tmpdir.sh $(CURDIR)/.build-tmp/test $(SWIFTPM) test $(TEST_FLAGS) --filter BuildOnlyNoTestHasThisName
 	python3 Tests/fleet/test_fleet.py --binary .build-test/release/imagekit
 
 # The bench-serve photos and its mixed workload (3 sizes + a crop + a WebP per photo, cold, then
