@@ -156,10 +156,13 @@ extension ImageLoadProgress {
 extension ImageDownloader {
     static func startClientSpan(in context: ServiceContext, url: URL, attempt: Int) -> any Span {
         let span = InstrumentationSystem.tracer.startSpan("GET", context: context, ofKind: .client)
-        span.attributes["http.request.method"] = "GET"
-        span.attributes["url.full"] = ImageKitTracing.spanURL(url)
-        if let host = url.host { span.attributes["server.address"] = host }
-        if attempt > 0 { span.attributes["http.request.resend_count"] = attempt }
+        guard span.isRecording else { return span }
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = "GET"
+            attributes["url.full"] = ImageKitTracing.spanURL(url)
+            if let host = url.host { attributes["server.address"] = host }
+            if attempt > 0 { attributes["http.request.resend_count"] = attempt }
+        }
         return span
     }
 

@@ -27,11 +27,13 @@ extension ImageManager {
     /// Each stage that runs is a span under `imagekit.load` (``ImageKitTracing``).
     func run(_ job: ImageLoadJob) async {
         await withSpan("imagekit.load") { span in
-            span.attributes["url.full"] = ImageKitTracing.spanURL(job.plan.url)
+            if span.isRecording { span.attributes["url.full"] = ImageKitTracing.spanURL(job.plan.url) }
             var flow = FlowRun(job: job, started: Self.now(), logger: jobLogger(job))
             let cached = await withSpan("imagekit.cache.query") { span in
                 let cached = await queryCaches(&flow)
-                span.attributes["imagekit.cache.hit"] = cached.map { "\($0.cacheType)" } ?? "none"
+                if span.isRecording {
+                    span.attributes["imagekit.cache.hit"] = cached.map { "\($0.cacheType)" } ?? "none"
+                }
                 return cached
             }
             if Task.isCancelled { return }

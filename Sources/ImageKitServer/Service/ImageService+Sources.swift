@@ -17,10 +17,14 @@ extension ImageService {
     /// The source's bytes (the source cache, else the origin: address policy, limits, deadline).
     func loadSource(_ url: URL, trace: RequestTrace) async throws(ImageServiceError) -> Source {
         try await ImageKitTracing.span("imagekit.fetch") { span throws(ImageServiceError) in
-            span.attributes["url.full"] = ImageKitTracing.spanURL(url)
+            if span.isRecording { span.attributes["url.full"] = ImageKitTracing.spanURL(url) }
             let source = try await fetchSource(url, trace: trace)
-            span.attributes["imagekit.cache_tier"] = trace.tier?.rawValue
-            span.attributes["imagekit.source.bytes"] = source.data.count
+            if span.isRecording {
+                span.updateAttributes { attributes in
+                    attributes["imagekit.cache_tier"] = trace.tier?.rawValue
+                    attributes["imagekit.source.bytes"] = source.data.count
+                }
+            }
             return source
         }
     }

@@ -117,11 +117,14 @@ public final class ImageService: Sendable {
         }
         return await ImageKitTracing.span(request.method.rawValue, context: parent, ofKind: .server) { span in
             let response = await serve(request)
-            span.attributes["http.request.method"] = request.method.rawValue
-            span.attributes["url.path"] = Self.loggablePath(request.path ?? "/")
-            span.attributes["http.response.status_code"] = response.status.code
-            if let grammar = response.grammar { span.attributes["imagekit.grammar"] = grammar.rawValue }
-            if let tier = response.cacheTier { span.attributes["imagekit.cache_tier"] = tier.rawValue }
+            guard span.isRecording else { return response }
+            span.updateAttributes { attributes in
+                attributes["http.request.method"] = request.method.rawValue
+                attributes["url.path"] = Self.loggablePath(request.path ?? "/")
+                attributes["http.response.status_code"] = response.status.code
+                if let grammar = response.grammar { attributes["imagekit.grammar"] = grammar.rawValue }
+                if let tier = response.cacheTier { attributes["imagekit.cache_tier"] = tier.rawValue }
+            }
             if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             return response
         }
