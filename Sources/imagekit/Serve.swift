@@ -301,9 +301,10 @@ struct Serve: ParsableCommand {
         MetricsSystem.bootstrap(factory)
         // Prometheus's convention for what is running: a gauge of 1 whose labels say it.
         registry.makeGauge(
-            name: "imagekit_build_info",
-            labels: [("version", ImageKit.version), ("commit", ImageKit.buildCommit ?? "unknown")],
-            help: "The imagekit build serving: its version and the commit it was built from"
+            descriptor: MetricNameDescriptor(
+                metricName: "imagekit_build_info", unitName: "",
+                helpText: "The imagekit build serving: its version and the commit it was built from"),
+            labels: [("version", ImageKit.version), ("commit", ImageKit.buildCommit ?? "unknown")]
         ).set(to: 1)
 
         let configuration = serviceConfiguration()

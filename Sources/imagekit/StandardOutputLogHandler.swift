@@ -41,12 +41,11 @@ struct StandardOutputLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    func log(event: LogEvent) {
         var merged = metadata
-        if let explicit { merged.merge(explicit, uniquingKeysWith: { $1 }) }
+        if let explicit = event.metadata { merged.merge(explicit, uniquingKeysWith: { $1 }) }
+        if let error = event.error { merged["error"] = "\(error)" }
+        let (level, message, source) = (event.level, event.message, event.source)
         let bytes: [UInt8]
         switch format {
         case .text:
