@@ -32,6 +32,8 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
+        // Below `info` (`--log-level warning`) no line is written: nothing to measure or format.
+        guard logger.logLevel <= .info else { return try await next(request, context) }
         let started = ContinuousClock.now
         let facts = AccessFacts()
         let response = try await AccessFacts.$current.withValue(facts) { try await next(request, context) }

@@ -177,12 +177,20 @@ public final class ImageService: Sendable {
     /// `path` as the access log shows it: a signature in the first segment is replaced by `-`
     /// (`unsafe`, `insecure` and `_` are kept), and the query is dropped.
     public static func loggablePath(_ path: String) -> String {
-        let rawPath =
-            path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        var segments = rawPath.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count > 2, segments[0].isEmpty else { return rawPath }
-        if !["unsafe", "insecure", "_"].contains(segments[1]) { segments[1] = "-" }
-        return segments.joined(separator: "/")
+        let rawPath = withoutQuery(path)
+        let bytes = rawPath.utf8
+        guard bytes.first == UInt8(ascii: "/") else { return String(rawPath) }
+        let firstStart = bytes.index(after: bytes.startIndex)
+        guard let firstEnd = bytes[firstStart...].firstIndex(of: UInt8(ascii: "/")) else { return String(rawPath) }
+        let first = rawPath[firstStart..<firstEnd]
+        if first == "unsafe" || first == "insecure" || first == "_" { return String(rawPath) }
+        return "/-" + rawPath[firstEnd...]
+    }
+
+    /// `path` up to its first `?`. Searched as bytes: a `Character` split walks grapheme
+    /// clusters, which cost a result-cache hit several percent of its CPU.
+    static func withoutQuery(_ path: String) -> Substring {
+        path.utf8.firstIndex(of: UInt8(ascii: "?")).map { path[..<$0] } ?? path[...]
     }
 
     /// Parse and admit (signature, expiry, allowed source), then a result from the result
@@ -264,7 +272,7 @@ public final class ImageService: Sendable {
     /// The path read and let in: a valid signature (or unsigned URLs allowed), not expired, a
     /// source the configuration serves.
     private func admit(_ path: String, trace: RequestTrace) throws(ImageServiceError) -> ParsedPath {
-        let rawPath = String(path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        let rawPath = String(Self.withoutQuery(path))
         let parsedPath = try parsed(rawPath)
         trace.grammar = parsedPath.request.grammar
         trace.source = parsedPath.source
