@@ -9,6 +9,8 @@ struct BenchOptions {
     var quick = false
     /// Photos for the transform rows instead of the generated 12 MP and 1 MP ones.
     var transformSources: [String] = []
+    /// The autoquality rows print each format's mean score by quality instead.
+    var qualityCurves = false
 
     static let usage = """
         usage: bench [--corpus DIR] [--filter SUBSTRING] [--min-time SECONDS] [--quick] [--json]
@@ -19,8 +21,10 @@ struct BenchOptions {
           --min-time SECONDS  time spent per case and side (default 0.5; at least 5 runs each)
           --quick             generated corpus without the 4000x3000 images
           --transform-source FILE
-                              run the transform/ rows on FILE (repeatable) instead of the
-                              generated 4000x3000 and 1155x866 photos
+                              run the transform/ and autoquality/ rows on FILE (repeatable)
+                              instead of generated photos
+          --quality-curves    the autoquality/ rows print each format's mean SSIMULACRA2 by
+                              quality over the photos instead of timing the search
           --json              one JSON object per row instead of tables
         """
 
@@ -43,6 +47,7 @@ struct BenchOptions {
             case "--json": options.json = true
             case "--quick": options.quick = true
             case "--transform-source": options.transformSources.append(value(argument))
+            case "--quality-curves": options.qualityCurves = true
             case "-h", "--help": print(usage); exit(0)
             default: fail("unknown argument \(argument)")
             }

@@ -19,4 +19,5 @@ if options.corpus == nil {
 }
 if options.corpus == nil { FormatsBench(options: options, report: report).run() }
 TransformBench(options: options, report: report).run()
+AutoQualityBench(options: options, report: report).run()
 await AnimationBench(options: options, report: report).run()
