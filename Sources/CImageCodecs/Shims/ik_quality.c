@@ -5,15 +5,16 @@
 // means, variances and covariance (σ = 1.5, 11 taps; zeros beyond the left and right edges,
 // mirrored rows beyond the top and bottom, as PyPI's ssimulacra2 does). The
 // reference keeps, per scale, its planes, their means and their blurred squares; a comparison computes
-// the other image's half and the maps, accumulating in double.
+// the other image's half and the maps a row at a time, accumulating in double.
 //
 // SSIMULACRA2 follows the published algorithm (Jon Sneyers, libjxl tools/ssimulacra2): XYB made
 // positive, six scales, an SSIM-like map without the luminance denominator plus edge maps of
 // ringing and of lost detail, each averaged as a mean and a 4-norm, weighted by the published
-// 108 weights and mapped onto 0–100 by its published polynomial. DSSIM: L*a*b* (D65), five
+// 108 weights (those under 0.002 taken as zero, see NEGLIGIBLE_WEIGHT) and mapped onto 0–100 by
+// its published polynomial. DSSIM: L*a*b* (D65), five
 // scales weighted as in multi-scale SSIM (Wang et al. 2003), channel weights 0.6/0.2/0.2,
 // reported as 1 / SSIM − 1 in the manner of kornelski's dssim.
-#include "ik_quality.h"
+#include "ik_quality_internal.h"
 #include "ik_pixels.h"
 
 #include <math.h>
@@ -21,13 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RADIUS 5
-#define TAPS (2 * RADIUS + 1)
 #define MAX_SCALES 6
 
 typedef struct quality_scale {
     int width, height;
-    float *storage;
     /// Per channel: the reference's planes in the metric's space, their blurred means and their
     /// blurred squares (the variance is taken where the other image's is, by the same expression,
     /// so that an image compared with itself scores exactly 100 or 0).
@@ -39,6 +37,10 @@ struct ik_quality_reference {
     int width, height, scale_count;
     float kernel[TAPS];
     quality_scale scales[MAX_SCALES];
+    /// The scales' planes and, after them, one comparison's working memory (`scratch`): one
+    /// buffer, from the pool (ik_quality_pool.c).
+    float *storage;
+    size_t storage_floats;
     pthread_mutex_t scratch_lock;
     float *scratch;
 };
@@ -55,23 +57,6 @@ static void prepare_srgb_table(void) {
         srgb_to_linear_table[v] = (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
     }
     __atomic_store_n(&srgb_table_ready, 1, __ATOMIC_RELEASE);
-}
-
-/// Cube root of x ≥ 0: a bit-level first guess refined by two Halley steps (relative error
-/// below 1e-6, far under the metrics' float noise) — cbrtf is several times slower.
-ALWAYS_INLINE float cube_root(float x) {
-    if (x <= 0) return 0;
-    union {
-        float f;
-        uint32_t u;
-    } bits = {x};
-    bits.u = bits.u / 3 + 709921077u;
-    float y = bits.f;
-    for (int step = 0; step < 2; step++) {
-        float y3 = y * y * y;
-        y = y * (y3 + 2 * x) / (2 * y3 + x);
-    }
-    return y;
 }
 
 /// RGBA8 (straight alpha, over mid grey in linear light) into three linear planes.
@@ -112,60 +97,32 @@ static void halve(float *const in[3], int width, int height, float *out[3]) {
     }
 }
 
-// MARK: - Kernels
-
-#define KERNEL(name) name##_generic
-#define KERNEL_ATTR
-#include "ik_quality_kernels.h"
-#undef KERNEL
-#undef KERNEL_ATTR
-#if IK_HAS_AVX2_DISPATCH
-#define KERNEL(name) name##_avx2
-#define KERNEL_ATTR __attribute__((target("avx2,fma")))
-#include "ik_quality_kernels.h"
-#undef KERNEL
-#undef KERNEL_ATTR
-#endif
-
-typedef struct quality_kernels {
-    void (*to_metric_space)(ik_quality_metric, float *[3], size_t);
-    void (*blur)(const float *, float *, int, int, const float[TAPS], float *, float *);
-    void (*multiply)(const float *, const float *, float *, size_t);
-    void (*sum_ssimulacra2)(const float *, const float *, const float *, const float *, const float *, const float *,
-                            const float *, size_t, double[6]);
-    double (*sum_ssim)(const float *, const float *, const float *, const float *, const float *, size_t);
-} quality_kernels;
-
-static quality_kernels kernels(void) {
-#if IK_HAS_AVX2_DISPATCH
-    static int fma_state = -1;
-    int fma = __atomic_load_n(&fma_state, __ATOMIC_RELAXED);
-    if (fma < 0) {
-        __builtin_cpu_init();
-        fma = __builtin_cpu_supports("fma") ? 1 : 0;
-        __atomic_store_n(&fma_state, fma, __ATOMIC_RELAXED);
-    }
-    if (fma && ik_uses_avx2()) {
-        return (quality_kernels){to_metric_space_avx2, blur_avx2, multiply_avx2, sum_ssimulacra2_avx2, sum_ssim_avx2};
-    }
-#endif
-    return (quality_kernels){to_metric_space_generic, blur_generic, multiply_generic, sum_ssimulacra2_generic,
-                             sum_ssim_generic};
-}
-
-// MARK: - Blur
-
-static void make_kernel(float kernel[TAPS]) {
-    double sum = 0, values[TAPS];
-    for (int k = 0; k < TAPS; k++) {
-        double d = k - RADIUS;
-        values[k] = exp(-d * d / (2 * 1.5 * 1.5));
-        sum += values[k];
-    }
-    for (int k = 0; k < TAPS; k++) kernel[k] = (float)(values[k] / sum);
-}
-
 // MARK: - Reference
+
+static const double ssimulacra2_weights[108];
+
+enum { MAPS_SSIM = 1, MAPS_EDGES = 2 };
+
+/// A published weight at most this small is taken as zero: 26 of them lie between 1e-4 and 0.002
+/// (a fit's residue), and keeping them would make a full-size comparison blur X and B besides Y.
+/// On 24 pairs (JPEG q20–95, WebP, alpha), scores moved by at most 0.0003.
+#define NEGLIGIBLE_WEIGHT 0.002
+
+/// Which maps of channel `c` at scale `s` the score uses. SSIMULACRA2's weights leave the SSIM
+/// map or the edge maps, or both, out of many channels and scales (at full size it uses Y alone),
+/// and their blurs are not made. DSSIM uses its one map everywhere.
+static int maps_needed(ik_quality_metric metric, int scale_count, int c, int s) {
+    if (metric != IK_QUALITY_SSIMULACRA2) return MAPS_SSIM;
+    // Per channel and scale, as ssimulacra2_score reads them: for the mean, then the 4-norm, the
+    // weights of the SSIM map, of ringing and of lost detail.
+    const double *w = ssimulacra2_weights + (size_t)(c * scale_count + s) * 6;
+    int maps = 0;
+    if (w[0] > NEGLIGIBLE_WEIGHT || w[3] > NEGLIGIBLE_WEIGHT) maps |= MAPS_SSIM;
+    if (w[1] > NEGLIGIBLE_WEIGHT || w[2] > NEGLIGIBLE_WEIGHT || w[4] > NEGLIGIBLE_WEIGHT || w[5] > NEGLIGIBLE_WEIGHT) {
+        maps |= MAPS_EDGES;
+    }
+    return maps;
+}
 
 static int scale_count_for(ik_quality_metric metric, int width, int height) {
     int limit = metric == IK_QUALITY_SSIMULACRA2 ? 6 : 5, count = 0;
@@ -177,19 +134,18 @@ static int scale_count_for(ik_quality_metric metric, int width, int height) {
     return count;
 }
 
-/// Three planes of `count` floats in one allocation (NULL on failure).
-static float *alloc_planes(float *planes[3], size_t count) {
-    float *storage = malloc(sizeof(float) * count * 3);
-    if (!storage) return NULL;
-    for (int c = 0; c < 3; c++) planes[c] = storage + count * (size_t)c;
-    return storage;
+/// The planes one comparison works in: the image at the current scale (3 planes) and the next,
+/// halved (3 quarter planes; the two alternate), three output rows and the blur's rows.
+static size_t scratch_floats(int width, int height) {
+    size_t full = (size_t)width * height, half = (size_t)((width + 1) / 2) * ((height + 1) / 2);
+    return full * 3 + half * 3 + (size_t)width * 3 + ik_blur_stream_floats(width);
 }
 
 ik_quality_reference *ik_quality_reference_create(ik_quality_metric metric, const uint8_t *rgba, size_t stride,
                                                   int width, int height) {
     if (width < 8 || height < 8 || (metric != IK_QUALITY_SSIMULACRA2 && metric != IK_QUALITY_DSSIM)) return NULL;
     prepare_srgb_table();
-    quality_kernels k = kernels();
+    quality_kernels k = ik_quality_kernels();
     ik_quality_reference *reference = calloc(1, sizeof *reference);
     if (!reference) return NULL;
     pthread_mutex_init(&reference->scratch_lock, NULL);
@@ -197,60 +153,61 @@ ik_quality_reference *ik_quality_reference_create(ik_quality_metric metric, cons
     reference->width = width;
     reference->height = height;
     reference->scale_count = scale_count_for(metric, width, height);
-    make_kernel(reference->kernel);
+    ik_quality_make_kernel(reference->kernel);
 
-    size_t full = (size_t)width * height;
-    float *linear[3], *halved[3], *square, *row = NULL, *temp = NULL;
-    float *linear_storage = alloc_planes(linear, full);
-    float *halved_storage = alloc_planes(halved, (size_t)((width + 1) / 2) * ((height + 1) / 2));
-    square = malloc(sizeof(float) * full);
-    row = malloc(sizeof(float) * ((size_t)width + 2 * RADIUS));
-    temp = malloc(sizeof(float) * full);
-    int ok = linear_storage && halved_storage && square && row && temp;
-    if (ok) linearize(rgba, stride, width, height, linear);
-
+    size_t planes = 0;
     int scale_width = width, scale_height = height;
-    for (int s = 0; ok && s < reference->scale_count; s++) {
-        if (s > 0) {
-            halve(linear, scale_width, scale_height, halved);
-            scale_width = (scale_width + 1) / 2;
-            scale_height = (scale_height + 1) / 2;
-            for (int c = 0; c < 3; c++) memcpy(linear[c], halved[c], sizeof(float) * scale_width * scale_height);
-        }
-        quality_scale *scale = &reference->scales[s];
-        size_t count = (size_t)scale_width * scale_height;
-        scale->width = scale_width;
-        scale->height = scale_height;
-        scale->storage = malloc(sizeof(float) * count * 9);
-        if (!scale->storage) {
-            ok = 0;
-            break;
-        }
-        for (int c = 0; c < 3; c++) {
-            scale->image[c] = scale->storage + count * (size_t)c;
-            scale->mean[c] = scale->storage + count * (size_t)(3 + c);
-            scale->square_mean[c] = scale->storage + count * (size_t)(6 + c);
-            memcpy(scale->image[c], linear[c], sizeof(float) * count);
-        }
-        k.to_metric_space(metric, scale->image, count);
-        for (int c = 0; c < 3; c++) {
-            k.blur(scale->image[c], scale->mean[c], scale_width, scale_height, reference->kernel, row, temp);
-            k.multiply(scale->image[c], scale->image[c], square, count);
-            k.blur(square, scale->square_mean[c], scale_width, scale_height, reference->kernel, row, temp);
-        }
+    for (int s = 0; s < reference->scale_count; s++) {
+        reference->scales[s].width = scale_width;
+        reference->scales[s].height = scale_height;
+        planes += (size_t)scale_width * scale_height * 9;
+        scale_width = (scale_width + 1) / 2;
+        scale_height = (scale_height + 1) / 2;
     }
-    free(linear_storage), free(halved_storage), free(square), free(row), free(temp);
-    if (!ok) {
+    size_t wanted = planes + scratch_floats(width, height);
+    reference->storage = ik_quality_buffer_take(wanted, &reference->storage_floats);
+    if (!reference->storage) {
         ik_quality_reference_free(reference);
         return NULL;
+    }
+    reference->scratch = reference->storage + planes;
+    float *next = reference->storage;
+    for (int s = 0; s < reference->scale_count; s++) {
+        quality_scale *scale = &reference->scales[s];
+        size_t count = (size_t)scale->width * scale->height;
+        for (int c = 0; c < 3; c++) {
+            scale->image[c] = next + count * (size_t)c;
+            scale->mean[c] = next + count * (size_t)(3 + c);
+            scale->square_mean[c] = next + count * (size_t)(6 + c);
+        }
+        next += count * 9;
+    }
+    // Each scale is halved from the one before while still linear, then taken into the metric's
+    // space in place and blurred.
+    linearize(rgba, stride, width, height, reference->scales[0].image);
+    float *stream_memory = reference->scratch;
+    for (int s = 0; s < reference->scale_count; s++) {
+        quality_scale *scale = &reference->scales[s];
+        if (s + 1 < reference->scale_count) halve(scale->image, scale->width, scale->height, reference->scales[s + 1].image);
+        k.to_metric_space(metric, scale->image, (size_t)scale->width * scale->height);
+        for (int c = 0; c < 3; c++) {
+            int maps = maps_needed(metric, reference->scale_count, c, s);
+            if (!maps) continue;
+            ik_blur_stream stream = ik_blur_stream_make(&k, reference->kernel, scale->image[c], NULL, maps & MAPS_SSIM,
+                                                  scale->width, scale->height, stream_memory);
+            for (int y = 0; y < scale->height; y++) {
+                size_t offset = (size_t)y * scale->width;
+                float *out[3] = {scale->mean[c] + offset, scale->square_mean[c] + offset, NULL};
+                ik_blur_stream_row(&stream, y, out);
+            }
+        }
     }
     return reference;
 }
 
 void ik_quality_reference_free(ik_quality_reference *reference) {
     if (!reference) return;
-    for (int s = 0; s < MAX_SCALES; s++) free(reference->scales[s].storage);
-    free(reference->scratch);
+    ik_quality_buffer_give(reference->storage, reference->storage_floats);
     pthread_mutex_destroy(&reference->scratch_lock);
     free(reference);
 }
@@ -280,26 +237,6 @@ static const double ssimulacra2_weights[108] = {
 typedef struct channel_averages {
     double values[6];
 } channel_averages;
-
-static channel_averages compare_channel(const quality_kernels *k, ik_quality_metric metric,
-                                        const quality_scale *scale, int c, const float *image, const float *mean,
-                                        const float *covariance, const float *square_mean) {
-    size_t count = (size_t)scale->width * scale->height;
-    channel_averages averages = {{0}};
-    if (metric == IK_QUALITY_SSIMULACRA2) {
-        double sums[6] = {0};
-        k->sum_ssimulacra2(scale->image[c], scale->mean[c], scale->square_mean[c], image, mean, covariance, square_mean,
-                           count, sums);
-        for (int m = 0; m < 6; m++) {
-            double mean_value = sums[m] / (double)count;
-            averages.values[m] = (m & 1) ? sqrt(sqrt(mean_value)) : mean_value;
-        }
-    } else {
-        averages.values[0] =
-            k->sum_ssim(scale->mean[c], scale->square_mean[c], mean, covariance, square_mean, count) / (double)count;
-    }
-    return averages;
-}
 
 static double ssimulacra2_score(const channel_averages averages[MAX_SCALES][3], int scale_count) {
     double sum = 0;
@@ -332,45 +269,66 @@ static double dssim_value(const channel_averages averages[MAX_SCALES][3], int sc
     return ssim > 0 ? 1.0 / ssim - 1.0 : INFINITY;
 }
 
-/// The planes one comparison works in, in one allocation: linear (3), halved (3), the image in
-/// the metric's space (3), its blurred mean, covariance and square (3), a product and the blur's
-/// temporary plane, and the blur's row.
-static size_t scratch_floats(int width, int height) {
-    size_t full = (size_t)width * height;
-    return full * 11 + (size_t)((width + 1) / 2) * ((height + 1) / 2) * 3 + (size_t)width + 2 * RADIUS;
+/// One channel at one scale: the other image's blurs streamed a row at a time against the
+/// reference's, each row summed into the metric's averages.
+static channel_averages compare_channel(const quality_kernels *k, const ik_quality_reference *reference,
+                                        const quality_scale *scale, int s, int c, const float *image, float *rows,
+                                        float *stream_memory) {
+    channel_averages averages = {{0}};
+    int maps = maps_needed(reference->metric, reference->scale_count, c, s);
+    if (!maps) return averages;
+    int width = scale->width;
+    size_t count = (size_t)width * scale->height;
+    float *out[3] = {rows, rows + width, rows + 2 * (size_t)width};
+    int ssim = maps & MAPS_SSIM;
+    ik_blur_stream stream = ik_blur_stream_make(k, reference->kernel, image, ssim ? scale->image[c] : NULL, ssim, width,
+                                          scale->height, stream_memory);
+    double sums[6] = {0}, ssim_sum = 0;
+    for (int y = 0; y < scale->height; y++) {
+        ik_blur_stream_row(&stream, y, out);
+        size_t offset = (size_t)y * width;
+        if (reference->metric == IK_QUALITY_DSSIM) {
+            ssim_sum += k->sum_ssim(scale->mean[c] + offset, scale->square_mean[c] + offset, out[0], out[1], out[2],
+                                    (size_t)width);
+        } else if (ssim) {
+            k->sum_ssimulacra2(scale->image[c] + offset, scale->mean[c] + offset, scale->square_mean[c] + offset,
+                               image + offset, out[0], out[1], out[2], (size_t)width, sums);
+        } else {
+            k->sum_edges(scale->image[c] + offset, scale->mean[c] + offset, image + offset, out[0], (size_t)width, sums);
+        }
+    }
+    if (reference->metric == IK_QUALITY_SSIMULACRA2) {
+        for (int m = 0; m < 6; m++) {
+            double mean_value = sums[m] / (double)count;
+            averages.values[m] = (m & 1) ? sqrt(sqrt(mean_value)) : mean_value;
+        }
+    } else {
+        averages.values[0] = ssim_sum / (double)count;
+    }
+    return averages;
 }
 
 static double compare_in(const ik_quality_reference *reference, const uint8_t *rgba, size_t stride, float *scratch) {
-    quality_kernels k = kernels();
+    quality_kernels k = ik_quality_kernels();
     int width = reference->width, height = reference->height;
     size_t full = (size_t)width * height, half = (size_t)((width + 1) / 2) * ((height + 1) / 2);
-    float *linear[3], *halved[3], *image[3], *blurred[3];
+    // The scales alternate between the full-size planes and the quarter-size ones: each is halved
+    // into the other before it is taken into the metric's space in place.
+    float *planes[2][3];
     for (int c = 0; c < 3; c++) {
-        linear[c] = scratch + full * (size_t)c;
-        image[c] = scratch + full * (size_t)(3 + c);
-        blurred[c] = scratch + full * (size_t)(6 + c);
-        halved[c] = scratch + full * 11 + half * (size_t)c;
+        planes[0][c] = scratch + full * (size_t)c;
+        planes[1][c] = scratch + full * 3 + half * (size_t)c;
     }
-    float *product = scratch + full * 9, *temp = scratch + full * 10, *row = scratch + full * 11 + half * 3;
+    float *rows = scratch + full * 3 + half * 3, *stream_memory = rows + (size_t)width * 3;
     channel_averages averages[MAX_SCALES][3];
-    linearize(rgba, stride, width, height, linear);
+    linearize(rgba, stride, width, height, planes[0]);
     for (int s = 0; s < reference->scale_count; s++) {
         const quality_scale *scale = &reference->scales[s];
-        if (s > 0) {
-            halve(linear, reference->scales[s - 1].width, reference->scales[s - 1].height, halved);
-            for (int c = 0; c < 3; c++) memcpy(linear[c], halved[c], sizeof(float) * scale->width * scale->height);
-        }
-        size_t count = (size_t)scale->width * scale->height;
-        for (int c = 0; c < 3; c++) memcpy(image[c], linear[c], sizeof(float) * count);
-        k.to_metric_space(reference->metric, image, count);
+        float **image = planes[s & 1];
+        if (s + 1 < reference->scale_count) halve(image, scale->width, scale->height, planes[(s + 1) & 1]);
+        k.to_metric_space(reference->metric, image, (size_t)scale->width * scale->height);
         for (int c = 0; c < 3; c++) {
-            float *mean = blurred[0], *covariance = blurred[1], *square_mean = blurred[2];
-            k.blur(image[c], mean, scale->width, scale->height, reference->kernel, row, temp);
-            k.multiply(image[c], scale->image[c], product, count);
-            k.blur(product, covariance, scale->width, scale->height, reference->kernel, row, temp);
-            k.multiply(image[c], image[c], product, count);
-            k.blur(product, square_mean, scale->width, scale->height, reference->kernel, row, temp);
-            averages[s][c] = compare_channel(&k, reference->metric, scale, c, image[c], mean, covariance, square_mean);
+            averages[s][c] = compare_channel(&k, reference, scale, s, c, image[c], rows, stream_memory);
         }
     }
     return reference->metric == IK_QUALITY_SSIMULACRA2 ? ssimulacra2_score(averages, reference->scale_count)
@@ -378,20 +336,18 @@ static double compare_in(const ik_quality_reference *reference, const uint8_t *r
 }
 
 double ik_quality_compare(const ik_quality_reference *reference, const uint8_t *rgba, size_t stride) {
-    // A search compares one encoding after another: the reference keeps its scratch between them
-    // (a fresh allocation of this size would be mapped and faulted in anew each time). A second
-    // comparison running at the same time allocates its own.
+    // A search compares one encoding after another with the reference's scratch; a second
+    // comparison running at the same time takes its own.
     ik_quality_reference *shared = (ik_quality_reference *)reference;
-    size_t floats = scratch_floats(reference->width, reference->height);
     if (pthread_mutex_trylock(&shared->scratch_lock) == 0) {
-        if (!shared->scratch) shared->scratch = malloc(sizeof(float) * floats);
-        double result = shared->scratch ? compare_in(reference, rgba, stride, shared->scratch) : NAN;
+        double result = compare_in(reference, rgba, stride, shared->scratch);
         pthread_mutex_unlock(&shared->scratch_lock);
         return result;
     }
-    float *scratch = malloc(sizeof(float) * floats);
+    size_t got;
+    float *scratch = ik_quality_buffer_take(scratch_floats(reference->width, reference->height), &got);
     if (!scratch) return NAN;
     double result = compare_in(reference, rgba, stride, scratch);
-    free(scratch);
+    ik_quality_buffer_give(scratch, got);
     return result;
 }

@@ -1,5 +1,6 @@
-// The loops of ik_quality.c, included twice by it: once as they are (SSE2) and once compiled for
-// AVX2 with FMA, chosen at run time. KERNEL(name) names a copy, KERNEL_ATTR is its target.
+// The loops of ik_quality_kernels.c, included twice by it: once as they are (SSE2) and once
+// compiled for AVX2 with FMA, chosen at run time. KERNEL(name) names a copy, KERNEL_ATTR is its
+// target.
 // Not a public header.
 
 /// Linear planes into the metric's space, in place.
@@ -41,41 +42,29 @@ KERNEL_ATTR static void KERNEL(to_metric_space)(ik_quality_metric metric, float 
 }
 
 
-/// Gaussian blur of `source` into `target`: rows see zeros beyond the image, columns mirror at
-/// the top and bottom (d c b a | a b c d), as PyPI's ssimulacra2 does. `row` holds
-/// width + 2 × RADIUS floats, `temp` a plane.
-KERNEL_ATTR static void KERNEL(blur)(const float *restrict source, float *restrict target, int width, int height,
-                 const float kernel[TAPS], float *restrict row, float *restrict temp) {
-    // The kernel is symmetric: pairs of taps share a weight, and each output is one expression
-    // (no read-modify-write of the output per tap).
+/// One row blurred across: `padded` holds the row with RADIUS zeros on either side (the image
+/// seen as zeros beyond its left and right edges, as PyPI's ssimulacra2 does).
+KERNEL_ATTR static void KERNEL(blur_across)(const float *restrict padded, float *restrict out, int width,
+                                            const float kernel[TAPS]) {
+    // The kernel is symmetric: pairs of taps share a weight, and each output is one expression.
     const float w0 = kernel[0], w1 = kernel[1], w2 = kernel[2], w3 = kernel[3], w4 = kernel[4], w5 = kernel[5];
-    memset(row, 0, sizeof(float) * RADIUS);
-    memset(row + RADIUS + width, 0, sizeof(float) * RADIUS);
-    for (int y = 0; y < height; y++) {
-        memcpy(row + RADIUS, source + (size_t)y * width, sizeof(float) * (size_t)width);
-        float *out = temp + (size_t)y * width;
-        for (int x = 0; x < width; x++) {
-            const float *r = row + x;
-            out[x] = w0 * (r[0] + r[10]) + w1 * (r[1] + r[9]) + w2 * (r[2] + r[8]) + w3 * (r[3] + r[7])
-                     + w4 * (r[4] + r[6]) + w5 * r[5];
-        }
+    for (int x = 0; x < width; x++) {
+        const float *r = padded + x;
+        out[x] = w0 * (r[0] + r[10]) + w1 * (r[1] + r[9]) + w2 * (r[2] + r[8]) + w3 * (r[3] + r[7])
+                 + w4 * (r[4] + r[6]) + w5 * r[5];
     }
-    for (int y = 0; y < height; y++) {
-        const float *rows[TAPS];
-        for (int k = 0; k < TAPS; k++) {
-            int source_y = y + k - RADIUS;
-            if (source_y < 0) source_y = -source_y - 1;
-            if (source_y >= height) source_y = 2 * height - source_y - 1;
-            rows[k] = temp + (size_t)source_y * width;
-        }
-        const float *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2], *restrict r3 = rows[3];
-        const float *restrict r4 = rows[4], *restrict r5 = rows[5], *restrict r6 = rows[6], *restrict r7 = rows[7];
-        const float *restrict r8 = rows[8], *restrict r9 = rows[9], *restrict r10 = rows[10];
-        float *restrict out = target + (size_t)y * width;
-        for (int x = 0; x < width; x++) {
-            out[x] = w0 * (r0[x] + r10[x]) + w1 * (r1[x] + r9[x]) + w2 * (r2[x] + r8[x]) + w3 * (r3[x] + r7[x])
-                     + w4 * (r4[x] + r6[x]) + w5 * r5[x];
-        }
+}
+
+/// One output row blurred down from the TAPS rows around it (already blurred across).
+KERNEL_ATTR static void KERNEL(blur_down)(const float *const rows[TAPS], float *restrict out, int width,
+                                          const float kernel[TAPS]) {
+    const float w0 = kernel[0], w1 = kernel[1], w2 = kernel[2], w3 = kernel[3], w4 = kernel[4], w5 = kernel[5];
+    const float *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2], *restrict r3 = rows[3];
+    const float *restrict r4 = rows[4], *restrict r5 = rows[5], *restrict r6 = rows[6], *restrict r7 = rows[7];
+    const float *restrict r8 = rows[8], *restrict r9 = rows[9], *restrict r10 = rows[10];
+    for (int x = 0; x < width; x++) {
+        out[x] = w0 * (r0[x] + r10[x]) + w1 * (r1[x] + r9[x]) + w2 * (r2[x] + r8[x]) + w3 * (r3[x] + r7[x])
+                 + w4 * (r4[x] + r6[x]) + w5 * r5[x];
     }
 }
 
@@ -124,6 +113,37 @@ KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_
             double block = 0;
             for (int l = 0; l < LANES; l++) block += lanes[m][l];
             sums[m] += block;
+        }
+    }
+}
+
+/// The edge maps alone (ringing and lost detail, each and its 4th power) into sums[2...5], for a
+/// channel whose SSIM map the score does not use; summed as above.
+KERNEL_ATTR static void KERNEL(sum_edges)(const float *restrict reference_image, const float *restrict reference_mean,
+                                          const float *restrict image, const float *restrict mean, size_t count,
+                                          double sums[6]) {
+    enum { LANES = 16, BLOCK = 4096 };
+    for (size_t start = 0; start < count; start += BLOCK) {
+        size_t end = start + BLOCK < count ? start + BLOCK : count;
+        float lanes[4][LANES] = {{0}};
+        for (size_t i = start; i < end; i += LANES) {
+            int n = end - i < LANES ? (int)(end - i) : LANES;
+            for (int l = 0; l < n; l++) {
+                size_t k = i + l;
+                float edge = (1.0f + fabsf(image[k] - mean[k])) / (1.0f + fabsf(reference_image[k] - reference_mean[k]))
+                             - 1.0f;
+                float artifact = edge > 0 ? edge : 0, lost = edge < 0 ? -edge : 0;
+                float a2 = artifact * artifact, l2 = lost * lost;
+                lanes[0][l] += artifact;
+                lanes[1][l] += a2 * a2;
+                lanes[2][l] += lost;
+                lanes[3][l] += l2 * l2;
+            }
+        }
+        for (int m = 0; m < 4; m++) {
+            double block = 0;
+            for (int l = 0; l < LANES; l++) block += lanes[m][l];
+            sums[2 + m] += block;
         }
     }
 }

@@ -108,6 +108,24 @@ final class PerceptualMetricTests: XCTestCase {
         XCTAssertEqual(scores.values, Array(repeating: expected, count: 8))
     }
 
+    /// References of different sizes and metrics, made and freed in turn, reuse each other's
+    /// memory (the pool in ik_quality.c): every score equals the one a first reference gave.
+    func testReusedMemoryCarriesNothingOver() throws {
+        var cases: [(Bitmap, Bitmap, PerceptualMetric)] = []
+        for (width, quality) in [(300, 0.4), (96, 0.7), (200, 0.2), (300, 0.9)] {
+            let photo = try Self.photo(width: width)
+            for metric in PerceptualMetric.allCases {
+                cases.append((photo, try Self.roundTrip(photo, .jpeg, quality: quality), metric))
+            }
+        }
+        let first = try cases.map { try PerceptualReference($0.0, metric: $0.2).compare($0.1) }
+        for _ in 0..<2 {
+            for (index, (photo, distorted, metric)) in cases.enumerated().reversed() {
+                XCTAssertEqual(try PerceptualReference(photo, metric: metric).compare(distorted), first[index])
+            }
+        }
+    }
+
     func testSizesAreChecked() throws {
         let photo = try Self.photo(width: 64)
         let reference = try PerceptualReference(photo, metric: .ssimulacra2)
