@@ -65,12 +65,17 @@ static void linearize(const uint8_t *rgba, size_t stride, int width, int height,
     for (int y = 0; y < height; y++) {
         const uint8_t *row = rgba + (size_t)y * stride;
         size_t offset = (size_t)y * width;
+        float *restrict r = planes[0] + offset, *restrict g = planes[1] + offset, *restrict b = planes[2] + offset;
         for (int x = 0; x < width; x++) {
             const uint8_t *pixel = row + 4 * x;
-            float alpha = pixel[3] * (1.0f / 255);
-            for (int c = 0; c < 3; c++) {
-                float value = srgb_to_linear_table[pixel[c]];
-                planes[c][offset + x] = pixel[3] == 255 ? value : alpha * value + (1 - alpha) * grey;
+            r[x] = srgb_to_linear_table[pixel[0]];
+            g[x] = srgb_to_linear_table[pixel[1]];
+            b[x] = srgb_to_linear_table[pixel[2]];
+            if (pixel[3] != 255) {
+                float alpha = pixel[3] * (1.0f / 255);
+                r[x] = alpha * r[x] + (1 - alpha) * grey;
+                g[x] = alpha * g[x] + (1 - alpha) * grey;
+                b[x] = alpha * b[x] + (1 - alpha) * grey;
             }
         }
     }
@@ -78,21 +83,17 @@ static void linearize(const uint8_t *rgba, size_t stride, int width, int height,
 
 /// 2 × 2 means (the last row and column of blocks may be partial).
 static void halve(float *const in[3], int width, int height, float *out[3]) {
-    int out_width = (width + 1) / 2, out_height = (height + 1) / 2;
+    int out_width = (width + 1) / 2, out_height = (height + 1) / 2, pairs = width / 2;
     for (int c = 0; c < 3; c++) {
         for (int oy = 0; oy < out_height; oy++) {
             int y0 = 2 * oy, y1 = y0 + 1 < height ? y0 + 1 : y0;
-            const float *row0 = in[c] + (size_t)y0 * width, *row1 = in[c] + (size_t)y1 * width;
-            float *target = out[c] + (size_t)oy * out_width;
-            for (int ox = 0; ox < out_width; ox++) {
-                int x0 = 2 * ox;
-                if (x0 + 1 < width) {
-                    float sum = row0[x0] + row0[x0 + 1];
-                    target[ox] = y1 != y0 ? (sum + row1[x0] + row1[x0 + 1]) * 0.25f : sum * 0.5f;
-                } else {
-                    target[ox] = y1 != y0 ? (row0[x0] + row1[x0]) * 0.5f : row0[x0];
-                }
+            const float *restrict row0 = in[c] + (size_t)y0 * width, *restrict row1 = in[c] + (size_t)y1 * width;
+            float *restrict target = out[c] + (size_t)oy * out_width;
+            // A last row alone is averaged with itself: the same as a 2 × 1 mean.
+            for (int ox = 0; ox < pairs; ox++) {
+                target[ox] = (row0[2 * ox] + row0[2 * ox + 1] + row1[2 * ox] + row1[2 * ox + 1]) * 0.25f;
             }
+            if (pairs < out_width) target[pairs] = (row0[width - 1] + row1[width - 1]) * 0.5f;
         }
     }
 }
@@ -122,6 +123,12 @@ static int maps_needed(ik_quality_metric metric, int scale_count, int c, int s) 
         maps |= MAPS_EDGES;
     }
     return maps;
+}
+
+/// Whether scale `s` uses Y alone (as SSIMULACRA2's full size does): X and B are not converted.
+static int luma_only(ik_quality_metric metric, int scale_count, int s) {
+    return metric == IK_QUALITY_SSIMULACRA2 && !maps_needed(metric, scale_count, 0, s)
+           && !maps_needed(metric, scale_count, 2, s);
 }
 
 static int scale_count_for(ik_quality_metric metric, int width, int height) {
@@ -189,7 +196,8 @@ ik_quality_reference *ik_quality_reference_create(ik_quality_metric metric, cons
     for (int s = 0; s < reference->scale_count; s++) {
         quality_scale *scale = &reference->scales[s];
         if (s + 1 < reference->scale_count) halve(scale->image, scale->width, scale->height, reference->scales[s + 1].image);
-        k.to_metric_space(metric, scale->image, (size_t)scale->width * scale->height);
+        k.to_metric_space(metric, scale->image, (size_t)scale->width * scale->height,
+                          luma_only(metric, reference->scale_count, s));
         for (int c = 0; c < 3; c++) {
             int maps = maps_needed(metric, reference->scale_count, c, s);
             if (!maps) continue;
@@ -326,7 +334,8 @@ static double compare_in(const ik_quality_reference *reference, const uint8_t *r
         const quality_scale *scale = &reference->scales[s];
         float **image = planes[s & 1];
         if (s + 1 < reference->scale_count) halve(image, scale->width, scale->height, planes[(s + 1) & 1]);
-        k.to_metric_space(reference->metric, image, (size_t)scale->width * scale->height);
+        k.to_metric_space(reference->metric, image, (size_t)scale->width * scale->height,
+                          luma_only(reference->metric, reference->scale_count, s));
         for (int c = 0; c < 3; c++) {
             averages[s][c] = compare_channel(&k, reference, scale, s, c, image[c], rows, stream_memory);
         }

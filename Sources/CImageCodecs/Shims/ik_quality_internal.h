@@ -10,7 +10,7 @@
 
 /// The metrics' loops, in the best variant this processor runs (SSE2, or AVX2 with FMA).
 typedef struct quality_kernels {
-    void (*to_metric_space)(ik_quality_metric, float *[3], size_t);
+    void (*to_metric_space)(ik_quality_metric, float *[3], size_t, int);
     void (*blur_across)(const float *, float *, int, const float[TAPS]);
     void (*blur_down)(const float *const[TAPS], float *, int, const float[TAPS]);
     void (*multiply)(const float *, const float *, float *, size_t);

@@ -3,9 +3,20 @@
 // target.
 // Not a public header.
 
-/// Linear planes into the metric's space, in place.
-KERNEL_ATTR static void KERNEL(to_metric_space)(ik_quality_metric metric, float *planes[3], size_t count) {
-    if (metric == IK_QUALITY_SSIMULACRA2) {
+/// Linear planes into the metric's space, in place; with `luma_only` (SSIMULACRA2), Y alone,
+/// the other two planes left linear.
+KERNEL_ATTR static void KERNEL(to_metric_space)(ik_quality_metric metric, float *planes[3], size_t count,
+                                                int luma_only) {
+    if (metric == IK_QUALITY_SSIMULACRA2 && luma_only) {
+        const float bias = 0.0037930732552754493f;
+        const float bias_root = cube_root(bias);
+        for (size_t i = 0; i < count; i++) {
+            float r = planes[0][i], g = planes[1][i], b = planes[2][i];
+            float l = cube_root(0.30f * r + 0.622f * g + 0.078f * b + bias) - bias_root;
+            float m = cube_root(0.23f * r + 0.692f * g + 0.078f * b + bias) - bias_root;
+            planes[1][i] = 0.5f * (l + m) + 0.01f;
+        }
+    } else if (metric == IK_QUALITY_SSIMULACRA2) {
         const float bias = 0.0037930732552754493f;
         const float bias_root = cube_root(bias);
         for (size_t i = 0; i < count; i++) {
