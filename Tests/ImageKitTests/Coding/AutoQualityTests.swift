@@ -65,6 +65,29 @@ final class AutoQualityTests: XCTestCase {
         XCTAssertLessThan(try score(lower, against: image), 70, "q\(chosen.quality - 2) should miss 70")
     }
 
+    /// The search's scale: each format's curve rises, and position and quality invert each
+    /// other, on the curve, past its ends and on the line formats without one use.
+    func testTheQualityScaleInvertsAndRises() {
+        for format in [ImageFormat.jpeg, .webp, .avif, .jpegXL, .heic, .png] {
+            for higherIsCloser in [true, false] {
+                let scale = QualityScale(format: format, higherIsCloser: higherIsCloser)
+                if let curve = scale.curve {
+                    XCTAssertEqual(curve.count, 19, "\(format)")
+                    XCTAssertTrue(zip(curve, curve.dropFirst()).allSatisfy { $0 < $1 }, "\(format) rises")
+                }
+                var previous = -Double.infinity
+                for quality in stride(from: 1.0, through: 100, by: 0.5) {
+                    let position = scale.position(quality)
+                    XCTAssertGreaterThan(position, previous, "\(format) at \(quality)")
+                    XCTAssertEqual(scale.quality(at: position), quality, accuracy: 1e-9, "\(format) at \(quality)")
+                    previous = position
+                }
+            }
+        }
+        XCTAssertNil(QualityScale(format: .webp, higherIsCloser: false).curve, "DSSIM searches on the quality")
+        XCTAssertEqual(QualityScale(format: .png, higherIsCloser: true).quality(at: 70), 63.5, accuracy: 1e-9)
+    }
+
     func testSizeNeverExceedsItsTarget() throws {
         let image = try photo()
         var formats: [ImageFormat] = [.jpeg, .webp]
