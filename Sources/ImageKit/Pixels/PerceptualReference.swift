@@ -38,8 +38,9 @@ public final class PerceptualReference: Sendable {
     private nonisolated(unsafe) let reference: OpaquePointer
 
     /// Prepares `bitmap` as the reference. Throws `invalidArgument` below 8 × 8 pixels and
-    /// `internalError` when memory runs out (it keeps about 48 bytes per pixel, and comparisons
-    /// work in about 48 more).
+    /// `internalError` when memory runs out (it keeps about 64 bytes per pixel: its scales and one
+    /// comparison's working memory; a freed reference's memory is kept for the next one, up to
+    /// 32 MB a core).
     public init(_ bitmap: Bitmap, metric: PerceptualMetric) throws(ImageError) {
         guard bitmap.width >= 8, bitmap.height >= 8 else {
             throw ImageError(.invalidArgument, "a perceptual comparison needs at least 8 × 8 pixels")

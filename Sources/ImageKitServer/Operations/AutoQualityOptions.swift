@@ -117,7 +117,7 @@ public struct AutoQualityDefaults: Sendable, Hashable {
     public var allowedError: Double?
     /// Answers of more pixels than this take the fixed quality (imgproxy's
     /// `IMGPROXY_AUTOQUALITY_MAX_RESOLUTION`; 0: no limit). 4 MP by default, unlike imgproxy's 0:
-    /// a perceptual search keeps about 90 bytes of metric state per pixel while it runs.
+    /// a perceptual search keeps about 64 bytes of metric state per pixel while it runs.
     public var maxResolution = 4_000_000
 
     /// Off: every answer at its fixed quality unless its URL asks `aq`.
