@@ -7,7 +7,8 @@ import ImageKit
 /// answers; medians over the photos (`--transform-source`, else one generated photo).
 ///
 /// `--quality-curves` instead prints each format's mean SSIMULACRA2 at qualities 10, 15, …, 100
-/// over the photos: the curves `QualityScale` searches on.
+/// (`--quality-step`) over the photos, the curves `QualityScale` searches on; with `--json`, each
+/// photo's curve as well.
 struct AutoQualityBench {
     var options: BenchOptions
     var report: Report
@@ -80,7 +81,7 @@ struct AutoQualityBench {
     }
 
     func printCurves(_ photos: [Bitmap], formats: [ImageFormat]) {
-        let qualities = Array(stride(from: 10, through: 100, by: 5))
+        let qualities = Array(stride(from: 10, through: 100, by: options.qualityStep))
         var rows: [[String]] = []
         for format in formats {
             var sums = [Double](repeating: 0, count: qualities.count)
@@ -98,6 +99,9 @@ struct AutoQualityBench {
                     return try? reference.compare(decoded.frames[0].bitmap)
                 }
                 guard scores.count == qualities.count else { continue }
+                report.jsonLine([
+                    "case": "curve/\(format.rawValue)/photo", "photo": count, "qualities": qualities, "scores": scores,
+                ])
                 for index in scores.indices { sums[index] += scores[index] }
                 count += 1
             }

@@ -11,6 +11,8 @@ struct BenchOptions {
     var transformSources: [String] = []
     /// The autoquality rows print each format's mean score by quality instead.
     var qualityCurves = false
+    /// The qualities' step in those curves.
+    var qualityStep = 5
 
     static let usage = """
         usage: bench [--corpus DIR] [--filter SUBSTRING] [--min-time SECONDS] [--quick] [--json]
@@ -25,6 +27,7 @@ struct BenchOptions {
                               instead of generated photos
           --quality-curves    the autoquality/ rows print each format's mean SSIMULACRA2 by
                               quality over the photos instead of timing the search
+          --quality-step N    the qualities' step in those curves (default 5, from 10)
           --json              one JSON object per row instead of tables
         """
 
@@ -48,6 +51,9 @@ struct BenchOptions {
             case "--quick": options.quick = true
             case "--transform-source": options.transformSources.append(value(argument))
             case "--quality-curves": options.qualityCurves = true
+            case "--quality-step":
+                guard let step = Int(value(argument)), step > 0 else { fail("--quality-step needs a positive integer") }
+                options.qualityStep = step
             case "-h", "--help": print(usage); exit(0)
             default: fail("unknown argument \(argument)")
             }
