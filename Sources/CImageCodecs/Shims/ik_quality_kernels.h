@@ -85,14 +85,17 @@ KERNEL_ATTR static void KERNEL(multiply)(const float *restrict a, const float *r
 
 
 /// The SSIMULACRA2 maps of one channel at one scale, summed: the SSIM-like map and its 4th
-/// power, ringing and its 4th power, lost detail and its 4th power. Sums run in float over 16
-/// independent lanes per block of 4096 pixels (so the loop vectorises without reassociation; the
-/// last group of a block may be shorter), then in double.
-KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_image,
+/// power, ringing and its 4th power, lost detail and its 4th power. Without `with_ssim` (a channel
+/// whose SSIM map the score does not use) the edge maps alone: sums[0] and [1] are left, and the
+/// covariance and square means not read. Sums run in float over 16 independent lanes per block of
+/// 4096 pixels (so the loop vectorises without reassociation; the last group of a block may be
+/// shorter), then in double.
+KERNEL_ATTR ALWAYS_INLINE void KERNEL(sum_maps)(const float *restrict reference_image,
                                                 const float *restrict reference_mean,
-                                                const float *restrict reference_square_mean, const float *restrict image,
-                                                const float *restrict mean, const float *restrict covariance,
-                                                const float *restrict square_mean, size_t count, double sums[6]) {
+                                                const float *restrict reference_square_mean,
+                                                const float *restrict image, const float *restrict mean,
+                                                const float *restrict covariance, const float *restrict square_mean,
+                                                size_t count, double sums[6], int with_ssim) {
     enum { LANES = 16, BLOCK = 4096 };
     const float c2 = 0.0009f;
     for (size_t start = 0; start < count; start += BLOCK) {
@@ -103,24 +106,28 @@ KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_
             for (int l = 0; l < n; l++) {
                 size_t k = i + l;
                 float mu1 = reference_mean[k], mu2 = mean[k];
-                float difference = mu1 - mu2;
-                float numerator_m = 1.0f - difference * difference;
-                float numerator_s = 2 * (covariance[k] - mu1 * mu2) + c2;
-                float denominator_s = (reference_square_mean[k] - mu1 * mu1) + (square_mean[k] - mu2 * mu2) + c2;
-                float d = 1.0f - numerator_m * numerator_s / denominator_s;
-                d = d > 0 ? d : 0;
+                if (with_ssim) {
+                    float difference = mu1 - mu2;
+                    float numerator_m = 1.0f - difference * difference;
+                    float numerator_s = 2 * (covariance[k] - mu1 * mu2) + c2;
+                    float denominator_s =
+                        (reference_square_mean[k] - mu1 * mu1) + (square_mean[k] - mu2 * mu2) + c2;
+                    float d = 1.0f - numerator_m * numerator_s / denominator_s;
+                    d = d > 0 ? d : 0;
+                    float d2 = d * d;
+                    lanes[0][l] += d;
+                    lanes[1][l] += d2 * d2;
+                }
                 float edge = (1.0f + fabsf(image[k] - mu2)) / (1.0f + fabsf(reference_image[k] - mu1)) - 1.0f;
                 float artifact = edge > 0 ? edge : 0, lost = edge < 0 ? -edge : 0;
-                float d2 = d * d, a2 = artifact * artifact, l2 = lost * lost;
-                lanes[0][l] += d;
-                lanes[1][l] += d2 * d2;
+                float a2 = artifact * artifact, l2 = lost * lost;
                 lanes[2][l] += artifact;
                 lanes[3][l] += a2 * a2;
                 lanes[4][l] += lost;
                 lanes[5][l] += l2 * l2;
             }
         }
-        for (int m = 0; m < 6; m++) {
+        for (int m = with_ssim ? 0 : 2; m < 6; m++) {
             double block = 0;
             for (int l = 0; l < LANES; l++) block += lanes[m][l];
             sums[m] += block;
@@ -128,35 +135,19 @@ KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_
     }
 }
 
-/// The edge maps alone (ringing and lost detail, each and its 4th power) into sums[2...5], for a
-/// channel whose SSIM map the score does not use; summed as above.
+KERNEL_ATTR static void KERNEL(sum_ssimulacra2)(const float *restrict reference_image,
+                                                const float *restrict reference_mean,
+                                                const float *restrict reference_square_mean, const float *restrict image,
+                                                const float *restrict mean, const float *restrict covariance,
+                                                const float *restrict square_mean, size_t count, double sums[6]) {
+    KERNEL(sum_maps)(reference_image, reference_mean, reference_square_mean, image, mean, covariance, square_mean, count,
+                     sums, 1);
+}
+
 KERNEL_ATTR static void KERNEL(sum_edges)(const float *restrict reference_image, const float *restrict reference_mean,
                                           const float *restrict image, const float *restrict mean, size_t count,
                                           double sums[6]) {
-    enum { LANES = 16, BLOCK = 4096 };
-    for (size_t start = 0; start < count; start += BLOCK) {
-        size_t end = start + BLOCK < count ? start + BLOCK : count;
-        float lanes[4][LANES] = {{0}};
-        for (size_t i = start; i < end; i += LANES) {
-            int n = end - i < LANES ? (int)(end - i) : LANES;
-            for (int l = 0; l < n; l++) {
-                size_t k = i + l;
-                float edge = (1.0f + fabsf(image[k] - mean[k])) / (1.0f + fabsf(reference_image[k] - reference_mean[k]))
-                             - 1.0f;
-                float artifact = edge > 0 ? edge : 0, lost = edge < 0 ? -edge : 0;
-                float a2 = artifact * artifact, l2 = lost * lost;
-                lanes[0][l] += artifact;
-                lanes[1][l] += a2 * a2;
-                lanes[2][l] += lost;
-                lanes[3][l] += l2 * l2;
-            }
-        }
-        for (int m = 0; m < 4; m++) {
-            double block = 0;
-            for (int l = 0; l < LANES; l++) block += lanes[m][l];
-            sums[2 + m] += block;
-        }
-    }
+    KERNEL(sum_maps)(reference_image, reference_mean, NULL, image, mean, NULL, NULL, count, sums, 0);
 }
 
 /// The mean SSIM of one channel at one scale (DSSIM), summed as above.
