@@ -17,6 +17,9 @@ final class ServeTracingTests: XCTestCase {
         var service: String?
         var attributes: [String: AttributeValue]
         var error: Bool
+        /// Nanoseconds since the epoch.
+        var start: UInt64
+        var end: UInt64
     }
 
     enum AttributeValue: Decodable, Equatable {
@@ -78,7 +81,17 @@ final class ServeTracingTests: XCTestCase {
         for name in children + ["imagekit.decode", "imagekit.transform", "imagekit.encode"] {
             XCTAssertEqual(try only(name, in: first).parent_span_id, root.span_id, name)
         }
+        // The steps run on a pool thread and are reported afterwards, with the times they ran at:
+        // in order, inside the request's span.
+        let steps = try ["imagekit.decode", "imagekit.transform", "imagekit.encode"].map { try only($0, in: first) }
+        for (step, next) in zip(steps, steps.dropFirst()) {
+            XCTAssertLessThanOrEqual(step.start, step.end, step.name)
+            XCTAssertLessThanOrEqual(step.end, next.start, "\(step.name) ends before \(next.name) starts")
+        }
+        XCTAssertLessThanOrEqual(root.start, steps[0].start)
+        XCTAssertLessThanOrEqual(steps[2].end, root.end)
         let fetch = try only("imagekit.fetch", in: first)
+        XCTAssertLessThanOrEqual(fetch.end, steps[0].start, "the source is fetched before it is decoded")
         let client = try XCTUnwrap(first.first { $0.kind == "CLIENT" })
         XCTAssertEqual(client.parent_span_id, fetch.span_id)
         XCTAssertEqual(client.attributes["http.response.status_code"], .int(200))

@@ -54,6 +54,8 @@ class Receiver(BaseHTTPRequestHandler):
                         "service": resource.get("service.name"),
                         "attributes": {a.key: value(a.value) for a in span.attributes},
                         "error": span.status.code == Status.STATUS_CODE_ERROR,
+                        "start": span.start_time_unix_nano,
+                        "end": span.end_time_unix_nano,
                     }))
         with open(OUTPUT, "a") as output:
             output.write("".join(line + "\n" for line in lines))

@@ -54,20 +54,24 @@ extension ImageService {
                 }
             }
             let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
-                // The pool's threads do not carry the task's trace: it is handed over.
+                // The steps' spans are timed on the pool's thread and reported from this task.
                 let trace = ServiceContext.current
                 let outcome = await pool.run(reservation: reservation) {
-                    () -> Result<ProcessedImage, ImageServiceError> in
+                    () -> (Result<ProcessedImage, ImageServiceError>, ImageKitTracing.DeferredSpans?) in
+                    var spans = trace.map { _ in ImageKitTracing.DeferredSpans() }
                     do throws(ImageServiceError) {
-                        return .success(
-                            try processor.process(
-                                source, request: request, watermarks: watermarks, signature: signature,
-                                serviceContext: trace))
+                        let processed = try processor.process(
+                            source, request: request, watermarks: watermarks, signature: signature, spans: &spans)
+                        return (.success(processed), spans)
                     } catch {
-                        return .failure(error)
+                        return (.failure(error), spans)
                     }
                 }
-                return outcome ?? .failure(ImageServiceError(.busy, "the service is busy; try again"))
+                guard let (result, spans) = outcome else {
+                    return .failure(ImageServiceError(.busy, "the service is busy; try again"))
+                }
+                if let trace, let spans { spans.report(under: trace) }
+                return result
             }
             tasks[key] = task
             return task
