@@ -32,7 +32,10 @@ final class ImageManagerTracingTests: XCTestCase {
             try await withSpan("render page") { _ in try await manager.loadImage(server.url("/a.jpg")) }
         }
         XCTAssertEqual(result.image?.width, 400)
-        let spans = try await finishedSpans(including: "imagekit.load")
+        // The load's spans end before its callers are answered, so before "render page" does.
+        let spans = tracer.recorder.finishedSpans
+        XCTAssertEqual(
+            spans.map(\.operationName).suffix(2), ["imagekit.load", "render page"], "\(spans.map(\.operationName))")
         let page = try XCTUnwrap(spans.first { $0.operationName == "render page" })
         let load = try XCTUnwrap(spans.first { $0.operationName == "imagekit.load" })
         XCTAssertEqual(load.spanContext.parentSpanID, page.spanContext.spanID)
@@ -55,6 +58,22 @@ final class ImageManagerTracingTests: XCTestCase {
         }
         XCTAssertEqual(tracer.recorder.finishedSpans.map(\.operationName), [])
         XCTAssertEqual(server.requests(to: "/a.jpg"), 1)
+
+        // A failed load: its stage's span and its own have ended, innermost first, when the
+        // caller gets the error; the load's carries it.
+        tracer.recorder.clearAll()
+        do {
+            _ = try await ServiceContext.withValue(MarkedTraceRecorder.marked) {
+                try await manager.loadImage(server.url("/missing.jpg"))
+            }
+            XCTFail("a 404 is an error")
+        } catch {}
+        let failed = tracer.recorder.finishedSpans
+        XCTAssertEqual(
+            failed.map(\.operationName).suffix(2), ["imagekit.download", "imagekit.load"],
+            "\(failed.map(\.operationName))")
+        XCTAssertEqual(failed.last?.status?.code, .error)
+        XCTAssertEqual(failed.last?.errors.count, 1)
     }
 
     /// Work timed on another thread becomes spans only when reported, under the context given,
@@ -88,18 +107,6 @@ final class ImageManagerTracingTests: XCTestCase {
         XCTAssertEqual(two.errors.count, 1)
         XCTAssertTrue(two.errors.first?.error is Broken)
         XCTAssertEqual(two.status?.code, .error)
-    }
-
-    /// The spans recorded once one named `name` has ended (at most 5 s). A load's own span ends
-    /// as its job's task finishes, just after the answer is handed over, so under a slow run
-    /// (AddressSanitizer) `loadImage` may return a moment before it is recorded.
-    func finishedSpans(including name: String) async throws -> [FinishedInMemorySpan] {
-        for _ in 0..<500 {
-            let spans = Self.tracer.recorder.finishedSpans
-            if spans.contains(where: { $0.operationName == name }) { return spans }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        return Self.tracer.recorder.finishedSpans
     }
 }
 

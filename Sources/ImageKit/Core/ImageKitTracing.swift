@@ -8,7 +8,8 @@ import Tracing
 /// An ``ImageManager`` load is a span `imagekit.load` under the caller's `ServiceContext.current`,
 /// with a child for each stage that runs: `imagekit.cache.query`, `imagekit.download` (and under
 /// it the downloader's client span `GET`, whose context goes to the origin in `traceparent`),
-/// `imagekit.decode`, `imagekit.cache.store`. A load answered from the memory cache makes none.
+/// `imagekit.decode`, `imagekit.cache.store`. They end before the callers are answered, the load's
+/// carrying the error of a failed load. A load answered from the memory cache makes none.
 ///
 /// ```swift
 /// import OTel   // in the application, not in ImageKit

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 /// The shared work behind every caller that asked for the same image (same final cache key
 /// and the same settings): one cache query, one transfer, one decode, one store. Each caller
@@ -19,6 +20,8 @@ final class ImageLoadJob: Sendable {
         var previewInFlight = false
         var lastPreview: Double = 0
         var progressive: ProgressiveDecoder?
+        /// The job's open spans, outermost (`imagekit.load`) first; each is ended once.
+        var spans: [any Span] = []
     }
 
     init(plan: ImageLoadPlan) {
@@ -121,15 +124,41 @@ final class ImageLoadJob: Sendable {
         for task in tasks { task.send(event) }
     }
 
-    /// Ends every caller with `result` (nil: nothing after an intermediate result).
+    /// Ends every caller with `result` (nil: nothing after an intermediate result). The job's
+    /// open spans end first, innermost first, so that none outlives its parent or a caller's.
     func finish(_ result: Result<ImageLoadResult, ImageError>?) {
-        let tasks = state.withLock { state -> [ImageLoadTask] in
+        let (tasks, spans) = state.withLock { state -> ([ImageLoadTask], [any Span]) in
             state.isFinished = true
             state.isFinalizing = true
             state.progressive = nil
-            return Array(state.tasks.values)
+            defer { state.spans = [] }
+            return (Array(state.tasks.values), state.spans)
         }
+        if let load = spans.first, case .failure(let error) = result, error.code != .cancelled {
+            load.recordError(error)
+            load.setStatus(SpanStatus(code: .error))
+        }
+        for span in spans.reversed() { span.end() }
         for task in tasks { task.send(.finished(result)) }
+    }
+
+    /// Keeps `span` open under the job's spans until ``closeSpans(from:)`` or ``finish(_:)``;
+    /// returns its depth.
+    func openSpan(_ span: any Span) -> Int {
+        state.withLock { state in
+            state.spans.append(span)
+            return state.spans.count - 1
+        }
+    }
+
+    /// Ends the spans opened at `depth` and under it that ``finish(_:)`` has not ended.
+    func closeSpans(from depth: Int) {
+        let spans = state.withLock { state -> ArraySlice<any Span> in
+            guard state.spans.count > depth else { return [] }
+            defer { state.spans.removeSubrange(depth...) }
+            return state.spans[depth...]
+        }
+        for span in spans.reversed() { span.end() }
     }
 
     // MARK: Progressive previews

@@ -24,12 +24,13 @@ extension ImageManager {
     /// The flow as its table of contents (SDWebImage's stage chain): each stage either hands
     /// the next what it needs or has ended the job (answered, failed, or stopped because the last
     /// caller left) and returns nil.
-    /// Each stage that runs is a span under `imagekit.load` (``ImageKitTracing``).
+    /// Each stage that runs is a span under `imagekit.load` (``ImageKitTracing``); the spans
+    /// still open end as the callers are answered (``ImageLoadJob/finish(_:)``).
     func run(_ job: ImageLoadJob) async {
-        await withSpan("imagekit.load") { span in
+        await stage("imagekit.load", of: job) { span in
             if span.isRecording { span.attributes["url.full"] = ImageKitTracing.spanURL(job.plan.url) }
             var flow = FlowRun(job: job, started: Self.now(), logger: jobLogger(job))
-            let cached = await withSpan("imagekit.cache.query") { span in
+            let cached = await stage("imagekit.cache.query", of: job) { span in
                 let cached = await queryCaches(&flow)
                 if span.isRecording {
                     span.attributes["imagekit.cache.hit"] = cached.map { "\($0.cacheType)" } ?? "none"
@@ -39,19 +40,34 @@ extension ImageManager {
             if Task.isCancelled { return }
             guard let revalidating = await answerFromCache(cached, &flow) else { return }
             guard
-                let (response, decoding) = await withSpan(
-                    "imagekit.download", { _ in await download(revalidating: revalidating ? cached : nil, &flow) })
+                let (response, decoding) = await stage(
+                    "imagekit.download", of: job,
+                    { _ in await download(revalidating: revalidating ? cached : nil, &flow) })
             else { return }
             guard
-                let produced = await withSpan(
-                    "imagekit.decode", { _ in await decodeAndTransform(response, decoding: decoding, &flow) })
+                let produced = await stage(
+                    "imagekit.decode", of: job, { _ in await decodeAndTransform(response, decoding: decoding, &flow) })
             else { return }
             guard
-                let storeError = await withSpan(
-                    "imagekit.cache.store", { _ in await store(produced, from: response, decoding: decoding, &flow) })
+                let storeError = await stage(
+                    "imagekit.cache.store", of: job,
+                    { _ in await store(produced, from: response, decoding: decoding, &flow) })
             else { return }
             deliver(produced, from: response, storeError: storeError, &flow)
         }
+    }
+
+    /// Runs `body` in a span named `name`, child of the current one, kept open under `job`:
+    /// ended when `body` returns, or before the callers are answered if that comes first.
+    func stage<Value>(
+        _ name: String, of job: ImageLoadJob, isolation: isolated (any Actor)? = #isolation,
+        _ body: (any Span) async -> Value
+    ) async -> Value {
+        let span = InstrumentationSystem.tracer.startSpan(name, context: ServiceContext.current ?? .topLevel)
+        let depth = job.openSpan(span)
+        defer { job.closeSpans(from: depth) }
+        return await ServiceContext.$current.withValue(
+            span.context, operation: { await body(span) }, isolation: isolation)
     }
 
     func jobLogger(_ job: ImageLoadJob) -> Logger {
