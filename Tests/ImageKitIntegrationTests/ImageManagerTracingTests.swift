@@ -75,39 +75,6 @@ final class ImageManagerTracingTests: XCTestCase {
         XCTAssertEqual(failed.last?.status?.code, .error)
         XCTAssertEqual(failed.last?.errors.count, 1)
     }
-
-    /// Work timed on another thread becomes spans only when reported, under the context given,
-    /// with the times the work ran at and the error it threw.
-    func testDeferredSpansAreReportedWithTheirOwnTimesAndErrors() throws {
-        struct Broken: Error {}
-        let tracer = Self.tracer
-        tracer.recorder.clearAll()
-        var spans = ImageKitTracing.DeferredSpans()
-        XCTAssertTrue(spans.isEmpty)
-        let before = DefaultTracerClock.now.nanosecondsSinceEpoch
-        XCTAssertEqual(spans.record("step.one") { 1 }, 1)
-        XCTAssertThrowsError(try spans.record("step.two") { () throws(Broken) in throw Broken() })
-        let after = DefaultTracerClock.now.nanosecondsSinceEpoch
-        XCTAssertEqual(tracer.recorder.finishedSpans.count, 0, "nothing reaches the tracer before report")
-
-        let parent = tracer.startSpan("request", context: MarkedTraceRecorder.marked)
-        spans.report(under: parent.context)
-        parent.end()
-        let finished = tracer.recorder.finishedSpans
-        XCTAssertEqual(finished.map(\.operationName), ["step.one", "step.two", "request"])
-        let one = finished[0]
-        let two = finished[1]
-        for step in [one, two] {
-            XCTAssertEqual(step.parentSpanID, parent.context.inMemorySpanContext?.spanID)
-            XCTAssertGreaterThanOrEqual(step.startInstant.nanosecondsSinceEpoch, before)
-            XCTAssertLessThanOrEqual(step.endInstant.nanosecondsSinceEpoch, after, "ended when the work did")
-        }
-        XCTAssertLessThanOrEqual(one.endInstant.nanosecondsSinceEpoch, two.startInstant.nanosecondsSinceEpoch)
-        XCTAssertTrue(one.errors.isEmpty)
-        XCTAssertEqual(two.errors.count, 1)
-        XCTAssertTrue(two.errors.first?.error is Broken)
-        XCTAssertEqual(two.status?.code, .error)
-    }
 }
 
 /// Records the spans of traces whose root context carries ``Mark`` (an `InMemoryTracer` behind

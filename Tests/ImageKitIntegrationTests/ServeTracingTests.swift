@@ -81,8 +81,7 @@ final class ServeTracingTests: XCTestCase {
         for name in children + ["imagekit.decode", "imagekit.transform", "imagekit.encode"] {
             XCTAssertEqual(try only(name, in: first).parent_span_id, root.span_id, name)
         }
-        // The steps run on a pool thread and are reported afterwards, with the times they ran at:
-        // in order, inside the request's span.
+        // The steps, made on a pool thread: in order, inside the request's span.
         let steps = try ["imagekit.decode", "imagekit.transform", "imagekit.encode"].map { try only($0, in: first) }
         for (step, next) in zip(steps, steps.dropFirst()) {
             XCTAssertLessThanOrEqual(step.start, step.end, step.name)

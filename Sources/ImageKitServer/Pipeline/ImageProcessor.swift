@@ -111,26 +111,11 @@ public struct ImageProcessor: Sendable {
         _ data: Data, request: ImageRequest, watermarks: [String: Data] = [:], signature: ImageSignature? = nil,
         serviceContext: ServiceContext? = nil
     ) throws(ImageServiceError) -> ProcessedImage {
-        guard let serviceContext else {
-            var none: ImageKitTracing.DeferredSpans?
-            return try process(data, request: request, watermarks: watermarks, signature: signature, spans: &none)
-        }
-        var spans: ImageKitTracing.DeferredSpans? = ImageKitTracing.DeferredSpans()
-        defer { spans?.report(under: serviceContext) }
-        return try process(data, request: request, watermarks: watermarks, signature: signature, spans: &spans)
-    }
-
-    /// ``process(_:request:watermarks:signature:serviceContext:)`` with the steps' spans kept in
-    /// `spans` (nil: none), for a caller on a pool thread to report from its task.
-    func process(
-        _ data: Data, request: ImageRequest, watermarks: [String: Data], signature: ImageSignature?,
-        spans: inout ImageKitTracing.DeferredSpans?
-    ) throws(ImageServiceError) -> ProcessedImage {
         let start = ContinuousClock.now
         var context = ProcessingContext(data: data, request: request, overlayBytes: watermarks, processor: self)
         context.signature = signature ?? ImageSignature(data)
-        if spans != nil {
-            try ProcessingPipeline.run(&context, recording: &spans!)
+        if let serviceContext {
+            try ProcessingPipeline.run(&context, tracing: serviceContext)
         } else {
             try ProcessingPipeline.run(&context)
         }

@@ -43,17 +43,14 @@ enum ProcessingPipeline {
         for step in steps where step.applies(to: context) { try step.run(&context) }
     }
 
-    /// ``run(_:)`` with the time of each step that applies and has a ``ProcessingStep/spanName``
-    /// kept in `spans`, for the request's task to report as its spans.
-    static func run(
-        _ context: inout ProcessingContext, recording spans: inout ImageKitTracing.DeferredSpans
-    ) throws(ImageServiceError) {
+    /// ``run(_:)`` with a span, child of `trace`, for each step that applies and has a ``ProcessingStep/spanName``.
+    static func run(_ context: inout ProcessingContext, tracing trace: ServiceContext) throws(ImageServiceError) {
         for step in steps where step.applies(to: context) {
             guard let name = step.spanName else {
                 try step.run(&context)
                 continue
             }
-            try spans.record(name) { () throws(ImageServiceError) in try step.run(&context) }
+            try ImageKitTracing.span(name, context: trace) { _ throws(ImageServiceError) in try step.run(&context) }
         }
     }
 }

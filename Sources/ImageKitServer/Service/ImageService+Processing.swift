@@ -54,24 +54,20 @@ extension ImageService {
                 }
             }
             let task = Task<Result<ProcessedImage, ImageServiceError>, Never> {
-                // The steps' spans are timed on the pool's thread and reported from this task.
+                // The pool's threads do not carry the task's trace: it is handed over.
                 let trace = ServiceContext.current
                 let outcome = await pool.run(reservation: reservation) {
-                    () -> (Result<ProcessedImage, ImageServiceError>, ImageKitTracing.DeferredSpans?) in
-                    var spans = trace.map { _ in ImageKitTracing.DeferredSpans() }
+                    () -> Result<ProcessedImage, ImageServiceError> in
                     do throws(ImageServiceError) {
-                        let processed = try processor.process(
-                            source, request: request, watermarks: watermarks, signature: signature, spans: &spans)
-                        return (.success(processed), spans)
+                        return .success(
+                            try processor.process(
+                                source, request: request, watermarks: watermarks, signature: signature,
+                                serviceContext: trace))
                     } catch {
-                        return (.failure(error), spans)
+                        return .failure(error)
                     }
                 }
-                guard let (result, spans) = outcome else {
-                    return .failure(ImageServiceError(.busy, "the service is busy; try again"))
-                }
-                if let trace, let spans { spans.report(under: trace) }
-                return result
+                return outcome ?? .failure(ImageServiceError(.busy, "the service is busy; try again"))
             }
             tasks[key] = task
             return task
