@@ -64,6 +64,12 @@ extension ImageManager {
         _ body: (any Span) async -> Value
     ) async -> Value {
         let span = InstrumentationSystem.tracer.startSpan(name, context: ServiceContext.current ?? .topLevel)
+        // A span that records nothing (no tracer, or sampled out) has no order of ending to keep.
+        guard span.isRecording else {
+            defer { span.end() }
+            return await ServiceContext.$current.withValue(
+                span.context, operation: { await body(span) }, isolation: isolation)
+        }
         let depth = job.openSpan(span)
         defer { job.closeSpans(from: depth) }
         return await ServiceContext.$current.withValue(
