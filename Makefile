@@ -243,7 +243,7 @@ bench-serve: test-deps thumbor-venv reference-venv
 	$(SWIFTPM) build -c release --product imagekit
 	$(THUMBOR_VENV)/bin/python Benchmarks/serve/bench_tracing.py --imagekit .build/release/imagekit \
 		--receiver-python $(REFERENCE_VENV)/bin/python --count $(or $(TRACING_COUNT),300) --rounds $(or $(ROUNDS),5) \
-		$(if $(BASE_IMAGEKIT),--base-imagekit $(BASE_IMAGEKIT),)
+		$(if $(BASE_IMAGEKIT),--base-imagekit $(BASE_IMAGEKIT) $(if $(BASE_TRACED),--base-traced,),)
 else ifdef QUALITY
 bench-serve: test-deps peers-venv reference-venv
 	@ls /usr/share/backgrounds/*.jpg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

@@ -5,7 +5,9 @@ three times without a cached answer; no result or source cache, concurrency 1).
 
 Variants, alternated round by round (a fresh process each, pinned to core 0; nginx, the client
 and the OTLP receiver on core 1):
-  base  --base-imagekit, when given: a build from before tracing (tracing cannot be on)
+  base  --base-imagekit, when given: another build, untraced (one from before tracing, say)
+  base-on  with --base-traced too: that build traced as `on` is, to judge a change to tracing
+        against the commit before it in one sitting (a single run moves by a point between sittings)
   off   --imagekit without --otel-endpoint: no tracer is bootstrapped
   on    --imagekit --otel-endpoint to Tests/otel/otlp_receiver.py (OTLP/HTTP protobuf, every span
         sampled and exported; the receiver decodes each batch)
@@ -16,7 +18,7 @@ variant's median over --rounds and each ratio against `off` are printed. Spans r
 counted to show the exporter was working.
 
     python3 Benchmarks/serve/bench_tracing.py --imagekit .build/release/imagekit \\
-        [--base-imagekit OLD/imagekit] [--count 300] [--rounds 5] --receiver-python VENV/bin/python
+        [--base-imagekit OLD/imagekit [--base-traced]] [--count 300] [--rounds 5] --receiver-python VENV/bin/python
 """
 import argparse, os, statistics, subprocess, sys, tempfile
 
@@ -36,6 +38,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--imagekit", required=True)
     parser.add_argument("--base-imagekit")
+    parser.add_argument("--base-traced", action="store_true", help="also run --base-imagekit traced (base-on)")
     parser.add_argument("--receiver-python", required=True)
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
@@ -57,6 +60,8 @@ def main():
     variants = [("off", args.imagekit, ()), ("on", args.imagekit, endpoint), ("on10", args.imagekit, endpoint)]
     if args.base_imagekit:
         variants.insert(0, ("base", args.base_imagekit, ()))
+        if args.base_traced:
+            variants.insert(1, ("base-on", args.base_imagekit, endpoint))
     cpu = {name: [] for name, _, _ in variants}
     try:
         for round_index in range(args.rounds):
@@ -81,15 +86,18 @@ def main():
         nginx.terminate()
     # Spans of the `on` and `on10` rounds together (both export to the one receiver).
     spans = sum(1 for _ in open(spans_file)) if os.path.exists(spans_file) else 0
-    off = statistics.median(cpu["off"])
     print(f"{len(names)} photos × 3 sizes, {args.rounds} rounds, concurrency 1; CPU ms per thumbnail (median; runs)")
     for name, _, _ in variants:
+        # base-on is judged against its own build untraced; the rest against `off`.
+        reference = "base" if name == "base-on" else "off"
         median = statistics.median(cpu[name])
         runs = ", ".join(f"{value:.3f}" for value in cpu[name])
-        # Each round's ratio to the same round's `off`: rounds drift together (the host's state).
-        paired = statistics.median(value / base for value, base in zip(cpu[name], cpu["off"]))
-        print(f"  {name:5} {median:7.3f}  ×{median / off:.3f} of off (paired by round ×{paired:.3f})   [{runs}]")
-    print(f"  spans received: {spans} ({spans / (args.rounds * len(jobs) * 1.1):.1f} per sampled request)")
+        # Each round's ratio to the same round's reference: rounds drift together (the host's state).
+        paired = statistics.median(value / base for value, base in zip(cpu[name], cpu[reference]))
+        ratio = median / statistics.median(cpu[reference])
+        print(f"  {name:7} {median:7.3f}  ×{ratio:.3f} of {reference} (paired by round ×{paired:.3f})   [{runs}]")
+    sampled = 1.1 + (1 if "base-on" in cpu else 0)
+    print(f"  spans received: {spans} ({spans / (args.rounds * len(jobs) * sampled):.1f} per sampled request)")
 
 
 if __name__ == "__main__":
