@@ -101,6 +101,7 @@ struct AutoQualityBench {
                 guard scores.count == qualities.count else { continue }
                 report.jsonLine([
                     "case": "curve/\(format.rawValue)/photo", "photo": count, "qualities": qualities, "scores": scores,
+                    "detail": reference.detail,
                 ])
                 for index in scores.indices { sums[index] += scores[index] }
                 count += 1

@@ -148,6 +148,27 @@ static size_t scratch_floats(int width, int height) {
     return full * 3 + half * 3 + (size_t)width * 3 + ik_blur_stream_floats(width);
 }
 
+/// Mean |4·p − up − down − left − right| over the plane's inner pixels.
+static double mean_laplacian(const float *plane, int width, int height) {
+    if (width < 3 || height < 3) return 0;
+    double sum = 0;
+    for (int y = 1; y < height - 1; y++) {
+        const float *row = plane + (size_t)y * width;
+        float row_sum = 0;
+        for (int x = 1; x < width - 1; x++) {
+            row_sum += fabsf(4 * row[x] - row[x - 1] - row[x + 1] - row[x - width] - row[x + width]);
+        }
+        sum += row_sum;
+    }
+    return sum / ((double)(width - 2) * (height - 2));
+}
+
+double ik_quality_reference_detail(const ik_quality_reference *reference) {
+    // The full-size luma plane (XYB's Y, L*) is kept in the metric's space for comparisons.
+    const quality_scale *full = &reference->scales[0];
+    return mean_laplacian(full->image[reference->metric == IK_QUALITY_SSIMULACRA2 ? 1 : 0], full->width, full->height);
+}
+
 ik_quality_reference *ik_quality_reference_create(ik_quality_metric metric, const uint8_t *rgba, size_t stride,
                                                   int width, int height) {
     if (width < 8 || height < 8 || (metric != IK_QUALITY_SSIMULACRA2 && metric != IK_QUALITY_DSSIM)) return NULL;

@@ -60,6 +60,12 @@ public final class PerceptualReference: Sendable {
 
     deinit { ik_quality_reference_free(reference) }
 
+    /// How much fine detail the reference has: the mean absolute Laplacian of its luma in the
+    /// metric's space (0 for a flat image, about 0.01 for a typical photo in SSIMULACRA2's). A
+    /// busier image needs a higher quality for the same score; a quality search starts from it.
+    /// Computed on each read, in one pass over the image.
+    public var detail: Double { ik_quality_reference_detail(reference) }
+
     /// The metric's value for `bitmap` against the reference (see ``PerceptualMetric`` for the
     /// scale). Throws `invalidArgument` when the sizes differ.
     public func compare(_ bitmap: Bitmap) throws(ImageError) -> Double {

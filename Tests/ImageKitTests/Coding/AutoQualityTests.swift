@@ -65,6 +65,31 @@ final class AutoQualityTests: XCTestCase {
         XCTAssertLessThan(try score(lower, against: image), 70, "q\(chosen.quality - 2) should miss 70")
     }
 
+    /// JPEG XL's first guess follows the image's detail: a busier image starts higher (more
+    /// distortion than a typical photo at a quality), a flat one lower; JPEG has no such model.
+    func testJPEGXLExpectsMoreDistortionFromMoreDetail() throws {
+        let quiet = try XCTUnwrap(QualityScale.distortionRatio(.jpegXL, detail: { 0.002 }))
+        let typical = try XCTUnwrap(QualityScale.distortionRatio(.jpegXL, detail: { 0.02 }))
+        let busy = try XCTUnwrap(QualityScale.distortionRatio(.jpegXL, detail: { 0.06 }))
+        XCTAssertLessThan(quiet, typical)
+        XCTAssertLessThan(typical, busy)
+        XCTAssertEqual(typical, 1, accuracy: 0.35, "a typical photo's detail gives about the typical curve")
+        XCTAssertNil(QualityScale.distortionRatio(.jpegXL, detail: { 0 }), "no detail: the typical guess")
+        XCTAssertNil(QualityScale.distortionRatio(.jpeg, detail: { 0.02 }))
+        let first = { (detail: Double) -> Int in
+            var search = PerceptualSearch(
+                higherIsCloser: true, target: 70, allowedError: 2, bounds: 10...95, format: .jpegXL, detail: { detail })
+            var tried: [Int] = []
+            _ = try? search.run { quality throws(ImageError) in
+                tried.append(quality)
+                return (Data(), 71)
+            }
+            return tried[0]
+        }
+        XCTAssertLessThan(first(0.002), first(0.02))
+        XCTAssertLessThan(first(0.02), first(0.06))
+    }
+
     /// The search's scale: each format's curve rises, and position and quality invert each
     /// other, on the curve, past its ends and on the line formats without one use.
     func testTheQualityScaleInvertsAndRises() {

@@ -126,6 +126,26 @@ final class PerceptualMetricTests: XCTestCase {
         }
     }
 
+    /// A flat image has no detail; a photo has more than its blurred copy, and the measure does
+    /// not depend on the metric's colour space alone (DSSIM's L* orders them too).
+    func testDetailOrdersFlatSmoothAndBusyImages() throws {
+        let photo = try Self.photo(width: 240)
+        var buffer = try PixelBuffer(width: 240, height: 180)
+        for y in 0..<180 {
+            let row = buffer.row(y)
+            for x in 0..<240 { (row + x * 4).update(from: [120, 130, 140, 255], count: 4) }
+        }
+        let flat = buffer.freeze(isOpaque: true)
+        let smooth = try photo.resized(to: PixelSize(width: 60, height: 45)).resized(
+            to: PixelSize(width: 240, height: 180))
+        for metric in PerceptualMetric.allCases {
+            let details = try [flat, smooth, photo].map { try PerceptualReference($0, metric: metric).detail }
+            XCTAssertEqual(details[0], 0, accuracy: 1e-9, "\(metric): flat")
+            XCTAssertLessThan(details[1], details[2], "\(metric): a blurred copy has less detail")
+            XCTAssertGreaterThan(details[1], 0, "\(metric)")
+        }
+    }
+
     func testSizesAreChecked() throws {
         let photo = try Self.photo(width: 64)
         let reference = try PerceptualReference(photo, metric: .ssimulacra2)

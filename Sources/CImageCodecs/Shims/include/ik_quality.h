@@ -31,6 +31,10 @@ ik_quality_reference *_Nullable ik_quality_reference_create(ik_quality_metric me
 double ik_quality_compare(const ik_quality_reference *_Nonnull reference, const uint8_t *_Nonnull rgba,
                           size_t stride);
 
+/// How much fine detail the reference has: the mean absolute Laplacian of its full-size luma in
+/// the metric's space (0 for a flat image). Computed on each call (one pass over the plane).
+double ik_quality_reference_detail(const ik_quality_reference *_Nonnull reference);
+
 void ik_quality_reference_free(ik_quality_reference *_Nullable reference);
 
 #ifdef __cplusplus
